@@ -1,0 +1,37 @@
+# opwire: `make demo` and `make test` bootstrap .venv on first use.
+# torch is installed explicitly first (the CPU build on this disk); nothing may pull a CUDA build.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.opwire-installed
+TORCH_PIN := torch==2.13.0
+
+.PHONY: demo test lint bench fuzz regen clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check $(TORCH_PIN)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]' $(TORCH_PIN)
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m opwire.demo
+
+lint: $(STAMP)
+	$(PY) -m ruff check opwire tests benchmarks
+	$(PY) -m ruff format --check opwire tests benchmarks
+	$(PY) -m mypy
+	$(PY) -m opwire.schema.codegen --check
+
+test: lint
+	$(PY) -m pytest -q -n 2 --dist loadgroup
+
+bench: $(STAMP)
+	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+
+regen: $(STAMP)
+	$(PY) -m opwire.schema.codegen
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,7 @@
+"""The IDL and everything derived from it: generated models, the IDL description, the op-schema table."""
+
+from __future__ import annotations
+
+from opwire.schema.models import RECORDS_VERSION, SCHEMA, SCHEMA_VERSION
+
+__all__ = ["RECORDS_VERSION", "SCHEMA", "SCHEMA_VERSION"]

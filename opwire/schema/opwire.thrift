@@ -1,0 +1,177 @@
+// opwire's own records, built on the export schema. Compatibility rules: README.md beside this file.
+// After editing, run: python -m opwire.schema.codegen
+
+include "export_schema.thrift"
+
+namespace py opwire.schema.opwire
+
+/** Major version of opwire's own records. */
+const i64 RECORDS_VERSION_MAJOR = 1
+/** Minor version of opwire's own records. */
+const i64 RECORDS_VERSION_MINOR = 0
+
+/** Summary of a tensor kept instead of its bytes (record with outputs="digest"). */
+struct TensorDigest {
+  /** SHA-256 of the row-major element bytes (little-endian), hex. */
+  10: string sha256;
+  /** Smallest element (as double); absent for empty, bool or complex tensors. */
+  20: optional double min;
+  /** Largest element (as double); absent for empty, bool or complex tensors. */
+  30: optional double max;
+  /** Mean of the elements (as double); absent for empty, bool or complex tensors. */
+  40: optional double mean;
+  /** Number of NaN elements. */
+  50: i64 nan_count;
+  /** Number of infinite elements. */
+  60: i64 inf_count;
+}
+
+/** A tensor with its data: metadata plus the element bytes. */
+struct TensorValue {
+  /** Element type, in the export schema's numbering. */
+  10: export_schema.ScalarType dtype;
+  /** Shape. */
+  20: list<i64> sizes;
+  /** Strides in elements, restored on load. */
+  30: list<i64> strides;
+  /** Offset in elements into the storage, restored on load. */
+  40: i64 storage_offset;
+  /** Device the tensor lived on when written. */
+  50: export_schema.Device device;
+  /** Whether the tensor required grad. */
+  60: bool requires_grad;
+  /** Elements in row-major (contiguous) order, little-endian; empty when only a digest was kept. */
+  70: binary data;
+  /** Present when the bytes were not kept (digest mode); data is then empty. */
+  80: optional TensorDigest digest;
+  /** Layout; absent means strided. */
+  90: optional export_schema.Layout layout;
+}
+
+/** A concrete value: an input to `opwire run`/`exec` or an example input. Exactly one member is set. */
+union Value {
+  /** A tensor with data. */
+  10: TensorValue as_tensor;
+  /** An integer. */
+  20: i64 as_int;
+  /** A double. */
+  30: double as_float;
+  /** A bool. */
+  40: bool as_bool;
+  /** A string. */
+  50: string as_string;
+  /** A complex number. */
+  60: export_schema.ComplexValue as_complex;
+  /** None (the bool value carries no meaning). */
+  70: bool as_none;
+  /** A device. */
+  80: export_schema.Device as_device;
+  /** A dtype. */
+  90: export_schema.ScalarType as_scalar_type;
+  /** A layout. */
+  100: export_schema.Layout as_layout;
+  /** A memory format. */
+  110: export_schema.MemoryFormat as_memory_format;
+  /** A list (or tuple) of values. */
+  120: list<Value> as_list;
+  /** A string-keyed dict of values. */
+  130: map<string, Value> as_dict;
+}
+
+/** Named values: the inputs file of `opwire run` and `opwire exec`. */
+struct Values {
+  /** Value per name (graph input names, tensor names or sym-int names). */
+  10: map<string, Value> values;
+}
+
+/** A pickle-free archive: an exported program with its weights and constants. */
+struct OpwireArchive {
+  /** The program, as torch serializes it. */
+  10: export_schema.ExportedProgram program;
+  /** Parameters and buffers by their state_dict name. */
+  20: map<string, TensorValue> weights;
+  /** Tensor constants lifted from the module, by name. */
+  30: map<string, TensorValue> constants;
+  /** Example positional inputs, if the program kept them. */
+  40: optional list<Value> example_args;
+  /** Example keyword inputs, if the program kept them. */
+  50: optional map<string, Value> example_kwargs;
+  /** opwire version that wrote the archive. */
+  60: string opwire_version;
+}
+
+/** One recorded operator call. */
+struct CallRecord {
+  /** Operator as "namespace::name.overload". */
+  10: string target;
+  /** Arguments bound by name through the op schema; tensors refer to CallTrace.tensors by name. */
+  20: list<export_schema.NamedArgument> inputs;
+  /** Returns in schema order; tensors refer to CallTrace.tensors by name. */
+  30: list<export_schema.Argument> outputs;
+  /** Free-form annotations (e.g. the Python stack). */
+  40: map<string, string> metadata;
+}
+
+/** What a trace was recorded with. */
+struct TraceHeader {
+  /** opwire version that recorded the trace. */
+  10: string opwire_version;
+  /** torch.__version__ at recording time. */
+  20: string torch_version;
+  /** Schema string of every op used, keyed by "namespace::name.overload". */
+  30: map<string, string> op_schemas;
+  /** "full" (output bytes kept) or "digest" (output digests only). */
+  40: string outputs_mode;
+  /** Export schema version of the records. */
+  50: export_schema.SchemaVersion schema_version;
+}
+
+/** A recorded sequence of operator calls with the tensors they read and wrote. */
+struct CallTrace {
+  /** Versions and op schemas. */
+  10: TraceHeader header;
+  /** Calls in the order they ran. */
+  20: list<CallRecord> records;
+  /** Tensor table: every tensor a record names, stored once. */
+  30: map<string, TensorValue> tensors;
+}
+
+/** One argument or return of an operator schema. */
+struct OpArgumentSnapshot {
+  /** Argument name (empty for unnamed returns). */
+  10: string name;
+  /** Schema type as torch prints it, e.g. "SymInt[]" or "Tensor?". */
+  20: string type;
+  /** Default value as the schema string spells it; absent when there is none. */
+  30: optional string default_value;
+  /** Keyword-only argument. */
+  40: bool kwarg_only;
+  /** Alias annotation such as "a!" or "a"; absent when the argument does not alias. */
+  50: optional string alias_info;
+}
+
+/** One operator overload. */
+struct OpSchemaSnapshot {
+  /** Qualified name "namespace::name". */
+  10: string name;
+  /** Overload name; empty for the default overload. */
+  20: string overload;
+  /** The full schema string. */
+  30: string schema_str;
+  /** Arguments in schema order. */
+  40: list<OpArgumentSnapshot> arguments;
+  /** Returns in schema order. */
+  50: list<OpArgumentSnapshot> returns;
+  /** Tags (torch.Tag names), sorted. */
+  60: list<string> tags;
+}
+
+/** Every op of some namespaces: the input of `opwire ops bc-check`. */
+struct OpLibrarySnapshot {
+  /** Namespaces covered, sorted. */
+  10: list<string> namespaces;
+  /** Ops sorted by name and overload. */
+  20: list<OpSchemaSnapshot> ops;
+  /** torch.__version__ when the snapshot was taken. */
+  30: string torch_version;
+}

@@ -1,0 +1,63 @@
+"""Codecs: models in, bytes out, and back. `dumps`/`loads` pick the codec by format name."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from pydantic import BaseModel
+
+from opwire.errors import DecodeError, EncodeError
+
+if TYPE_CHECKING:
+    import torch.export
+
+__all__ = ["FORMATS", "DecodeError", "EncodeError", "dumps", "from_exported_program", "loads", "to_exported_program"]
+
+M = TypeVar("M", bound=BaseModel)
+Format = Literal["json", "binary", "compact"]
+FORMATS: tuple[str, ...] = ("json", "binary", "compact")
+
+
+def _check_format(format: str) -> None:
+    if format not in FORMATS:
+        raise ValueError(f"unknown format {format!r}: expected one of {', '.join(FORMATS)}")
+
+
+def dumps(obj: BaseModel, format: Format = "json") -> bytes:
+    """Serialize a model: "json" (torch's export JSON), "binary" or "compact" (Thrift)."""
+    _check_format(format)
+    if format == "json":
+        from opwire.serde import json as _json
+
+        return _json.encode(obj)
+    from opwire.serde import thrift as _thrift
+
+    return _thrift.encode(obj, format)
+
+
+def loads(data: bytes | str, cls: type[M], format: Format = "json") -> M:
+    """Deserialize bytes written in `format` into a validated model of type `cls`."""
+    _check_format(format)
+    if format == "json":
+        from opwire.serde import json as _json
+
+        return _json.decode(data, cls)
+    from opwire.serde import thrift as _thrift
+
+    if isinstance(data, str):
+        raise DecodeError(f"Expected bytes for format {format!r}, got str")
+    return _thrift.decode(data, cls, format)
+
+
+def from_exported_program(ep: torch.export.ExportedProgram) -> Any:
+    """An opwire model of a torch ExportedProgram (via torch's own serializer)."""
+    from opwire.serde import torch_bridge
+
+    return torch_bridge.from_exported_program(ep)
+
+
+def to_exported_program(archive_or_program: Any, *args: Any, **kwargs: Any) -> torch.export.ExportedProgram:
+    """A torch ExportedProgram from an opwire archive or program model."""
+    from opwire.serde import torch_bridge
+
+    return torch_bridge.to_exported_program(archive_or_program, *args, **kwargs)

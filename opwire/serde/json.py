@@ -1,0 +1,199 @@
+"""JSON codec: byte-identical to torch's export JSON (`_to_json_bytes`), validated on the way in.
+
+`encode(model) -> bytes` writes what torch's Python serializer writes: every field, unions as
+single-key objects, enums as ints, `null` for None, non-finite doubles as "Infinity"/"-Infinity"/"NaN",
+`", "`/`": "` separators and ASCII escapes. `decode(data, cls)` reads that JSON (and the C++
+serializer's, whatever its whitespace and key order) into validated models.
+"""
+
+from __future__ import annotations
+
+import json as _json
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from opwire.errors import DecodeError, EncodeError
+from opwire.schema.idl import TypeRef
+from opwire.schema.models import MODELS, SCHEMA, SCHEMA_VERSION
+from opwire.serde._gc import paused_gc
+from opwire.serde._paths import decode_error_from_validation, format_path
+
+__all__ = ["decode", "encode", "to_jsonable"]
+
+M = TypeVar("M", bound=BaseModel)
+_Conv = Callable[[Any], Any]
+_ENCODERS: dict[str, _Conv] = {}
+_IDENTITY_KINDS = {"bool", "i8", "i16", "i32", "i64", "string", "enum"}
+
+
+def _float_out(v: float) -> float | str:
+    if v - v == 0:  # finite
+        return v
+    if v != v:
+        return "NaN"
+    return "Infinity" if v > 0 else "-Infinity"
+
+
+def _binary_out(v: bytes) -> str:
+    import base64
+
+    return base64.b64encode(v).decode("ascii")
+
+
+def _converter(t: TypeRef) -> _Conv | None:
+    """The function turning a model value of type `t` into JSON-ready data; None means as-is."""
+    if t.kind in _IDENTITY_KINDS:
+        return None
+    if t.kind == "double":
+        return _float_out
+    if t.kind == "binary":
+        return _binary_out
+    if t.kind == "struct":
+        name = str(t.name)
+        return lambda v: _ENCODERS[name](v)
+    if t.kind in ("list", "set"):
+        inner = _converter(t.args[0])
+        if inner is None:
+            return list
+        return lambda v: [inner(x) for x in v]
+    if t.kind == "map":
+        inner = _converter(t.args[1])
+        if inner is None:
+            return dict
+        return lambda v: {k: inner(x) for k, x in v.items()}
+    raise AssertionError(f"unhandled IDL type {t}")
+
+
+def _single_member(obj: Any) -> str:
+    """Name of the one member set in a union instance; _Unencodable if zero or several."""
+    fields_set = obj.__pydantic_fields_set__
+    if len(fields_set) == 1:
+        (k,) = fields_set
+        if obj.__dict__[k] is not None:
+            return str(k)
+    members = [k for k, v in obj.__dict__.items() if v is not None]
+    if len(members) != 1:
+        raise _Unencodable(f"union {type(obj).__name__} has {len(members)} members set")
+    return members[0]
+
+
+def _struct_encoder(name: str) -> _Conv:
+    sdef = SCHEMA.structs[name]
+    convs = tuple((f.name, _converter(f.type)) for f in sdef.fields)
+    if sdef.kind == "union":
+        by_name = dict(convs)
+
+        def enc_union(obj: Any) -> dict[str, Any]:
+            k = _single_member(obj)
+            v = obj.__dict__[k]
+            conv = by_name[k]
+            return {k: v if conv is None else conv(v)}
+
+        return enc_union
+
+    def enc_struct(obj: Any) -> dict[str, Any]:
+        d = obj.__dict__
+        return {n: d[n] if c is None or d[n] is None else c(d[n]) for n, c in convs}
+
+    return enc_struct
+
+
+for _name in SCHEMA.structs:
+    _ENCODERS[_name] = _struct_encoder(_name)
+
+
+class _Unencodable(Exception):
+    pass
+
+
+def to_jsonable(obj: BaseModel) -> Any:
+    """The model as the dicts/lists/scalars torch's `_dataclass_to_dict` would produce."""
+    name = type(obj).__name__
+    if MODELS.get(name) is not type(obj):
+        raise EncodeError(f"Expected an opwire model (opwire.schema.models), got {type(obj).__name__}")
+    try:
+        return _ENCODERS[name](obj)
+    except (_Unencodable, AttributeError, KeyError, TypeError) as exc:
+        raise _locate_encode_error(obj, exc) from None
+
+
+def encode(obj: BaseModel) -> bytes:
+    """Serialize a model to JSON bytes, byte-identical to torch's export JSON."""
+    with paused_gc():
+        data = to_jsonable(obj)
+        try:
+            return _json.dumps(data, allow_nan=False).encode("utf-8")
+        except (ValueError, TypeError) as exc:
+            raise _locate_encode_error(obj, exc) from None
+
+
+def _locate_encode_error(obj: BaseModel, exc: Exception) -> EncodeError:
+    """Walk the model to find the first value that cannot be written (slow path, errors only)."""
+    from opwire.serde._walk import find_invalid
+
+    found = find_invalid(obj)
+    if found is None:
+        return EncodeError(f"cannot encode {type(obj).__name__}: {exc}")
+    path, problem = found
+    return EncodeError(f"cannot encode {type(obj).__name__}: {problem} - at `{format_path(path)}`", format_path(path))
+
+
+def decode(data: bytes | str, cls: type[M], *, source: str = "") -> M:
+    """Parse JSON into a validated model of type `cls`; any problem is a DecodeError with its path."""
+    name = getattr(cls, "__name__", repr(cls))
+    if MODELS.get(name) is not cls:
+        raise DecodeError(f"Expected an opwire model class (opwire.schema.models), got {cls!r}")
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise DecodeError(f"Expected bytes or str to decode, got {type(data).__name__}")
+    with paused_gc():
+        try:
+            obj = cls.model_validate_json(data)
+        except ValidationError as exc:
+            raise _decode_failure(bytes(data), cls, exc, source) from None
+    _check_version(obj, source)
+    return obj
+
+
+def _decode_failure(data: bytes, cls: type[BaseModel], exc: ValidationError, source: str) -> DecodeError:
+    """Prefer a version mismatch over the field error it caused."""
+    if cls.__name__ == "ExportedProgram":
+        version = _probe_version(data)
+        if version is not None:
+            mismatch = _version_problem(version, source)
+            if mismatch is not None:
+                return mismatch
+    return decode_error_from_validation(exc, cls.__name__, source)
+
+
+def _probe_version(data: bytes) -> tuple[int, int] | None:
+    try:
+        raw = _json.loads(data)
+        v = raw["schema_version"]
+        return int(v["major"]), int(v["minor"])
+    except Exception:
+        return None
+
+
+def _version_problem(version: tuple[int, int], source: str) -> DecodeError | None:
+    major, minor = version
+    if major == SCHEMA_VERSION[0] or (major, minor) == (0, 0):
+        return None
+    where = f"{source}: " if source else ""
+    return DecodeError(
+        f"{where}the program was written with export schema {major}.{minor}; this opwire reads major version "
+        f"{SCHEMA_VERSION[0]} (schema {SCHEMA_VERSION[0]}.{SCHEMA_VERSION[1]}). Re-export it with a torch whose "
+        f"schema major is {SCHEMA_VERSION[0]}, or use an opwire built for schema {major}.x",
+        "schema_version",
+    )
+
+
+def _check_version(obj: BaseModel, source: str) -> None:
+    version = getattr(obj, "schema_version", None)
+    if type(obj).__name__ == "ExportedProgram" and version is not None:
+        problem = _version_problem((version.major, version.minor), source)
+        if problem is not None:
+            raise problem
