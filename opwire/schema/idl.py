@@ -190,7 +190,7 @@ def load_files(path: Path, include_dirs: list[Path] | None = None) -> Schema:
     """Parse one IDL file (and the files it includes) into a Schema."""
     import thriftpy2  # the IDL parser; only needed when reading IDL text
 
-    dirs = [str(d) for d in (include_dirs or [path.parent])]
+    dirs: list[Any] = [str(d) for d in (include_dirs or [path.parent])]
     digest = hashlib.sha1(str(path).encode()).hexdigest()[:12]
     try:
         module = thriftpy2.load(str(path), module_name=f"opwire_idl_{digest}_thrift", include_dirs=dirs)

@@ -69,7 +69,7 @@ def _expected(t: TypeRef | None) -> str:
     return f"`{t.spelled()}`"
 
 
-def _message(err: dict[str, Any], root: str) -> str:
+def _message(err: Any, root: str) -> str:
     """One pydantic error as an opwire sentence (without the path)."""
     kind = err["type"]
     loc = tuple(err["loc"])

@@ -54,15 +54,15 @@ def _converter(t: TypeRef) -> _Conv | None:
         name = str(t.name)
         return lambda v: _ENCODERS[name](v)
     if t.kind in ("list", "set"):
-        inner = _converter(t.args[0])
-        if inner is None:
+        item = _converter(t.args[0])
+        if item is None:
             return list
-        return lambda v: [inner(x) for x in v]
+        return lambda v: [item(x) for x in v]
     if t.kind == "map":
-        inner = _converter(t.args[1])
-        if inner is None:
+        value = _converter(t.args[1])
+        if value is None:
             return dict
-        return lambda v: {k: inner(x) for k, x in v.items()}
+        return lambda v: {k: value(x) for k, x in v.items()}
     raise AssertionError(f"unhandled IDL type {t}")
 
 
@@ -70,13 +70,13 @@ def _single_member(obj: Any) -> str:
     """Name of the one member set in a union instance; _Unencodable if zero or several."""
     fields_set = obj.__pydantic_fields_set__
     if len(fields_set) == 1:
-        (k,) = fields_set
-        if obj.__dict__[k] is not None:
-            return str(k)
+        (key,) = fields_set
+        if obj.__dict__[key] is not None:
+            return str(key)
     members = [k for k, v in obj.__dict__.items() if v is not None]
     if len(members) != 1:
         raise _Unencodable(f"union {type(obj).__name__} has {len(members)} members set")
-    return members[0]
+    return str(members[0])
 
 
 def _struct_encoder(name: str) -> _Conv:

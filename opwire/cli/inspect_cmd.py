@@ -1,0 +1,117 @@
+"""`opwire inspect FILE`: a summary of a program, extern-node file, trace or archive."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from typing import Any
+
+from pydantic import BaseModel
+
+from opwire.schema import models as m
+
+__all__ = ["add_parser", "run", "summarize"]
+
+
+def add_parser(sub: Any) -> None:
+    """Register `inspect`."""
+    p = sub.add_parser("inspect", help="summarize a program, extern-node file, trace or archive")
+    p.add_argument("file", help="JSON program, extern-node JSON, .pt2 archive, or a file opwire wrote")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--allow-pickle", action="store_true", help="load pickled archive entries (trusted files only)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the summary; exit 0, or 2 when the file is unreadable."""
+    from opwire.serde.detect import load_any
+
+    obj = load_any(args.file, allow_pickle=args.allow_pickle)
+    summary = summarize(obj)
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print(_render(summary))
+    return 0
+
+
+def _walk_nodes(graph: m.Graph) -> list[m.Node]:
+    """Every node of a graph and of the subgraphs its arguments carry."""
+    out = []
+    for node in graph.nodes:
+        out.append(node)
+        for named in node.inputs:
+            if named.arg.as_graph is not None:
+                out += _walk_nodes(named.arg.as_graph.graph)
+    return out
+
+
+def _members(nodes: list[m.Node]) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    for node in nodes:
+        for named in node.inputs:
+            counts[named.arg.type] += 1
+        for out in node.outputs:
+            counts[out.type] += 1
+    return counts
+
+
+def _nodes_summary(nodes: list[m.Node]) -> dict[str, Any]:
+    ops = Counter(n.target for n in nodes)
+    return {
+        "nodes": len(nodes),
+        "ops": dict(ops.most_common()),
+        "argument_members": dict(sorted(_members(nodes).items())),
+    }
+
+
+def summarize(obj: BaseModel) -> dict[str, Any]:
+    """A JSON-ready summary of any root model opwire reads."""
+    if isinstance(obj, m.OpwireArchive):
+        out = summarize(obj.program)
+        out["kind"] = "OpwireArchive"
+        out["weights"] = len(obj.weights)
+        out["constants"] = len(obj.constants)
+        out["payload_bytes"] = sum(len(t.data) for t in [*obj.weights.values(), *obj.constants.values()])
+        return out
+    if isinstance(obj, m.ExportedProgram):
+        graph = obj.graph_module.graph
+        v = obj.schema_version
+        return {
+            "kind": "ExportedProgram",
+            "schema_version": f"{v.major}.{v.minor}",
+            "torch_version": obj.torch_version,
+            "inputs": len(graph.inputs),
+            "outputs": len(graph.outputs),
+            **_nodes_summary(_walk_nodes(graph)),
+        }
+    if isinstance(obj, m.ExternKernelNodes):
+        return {"kind": "ExternKernelNodes", **_nodes_summary([n.node for n in obj.nodes])}
+    if isinstance(obj, m.CallTrace):
+        h = obj.header
+        return {
+            "kind": "CallTrace",
+            "torch_version": h.torch_version,
+            "opwire_version": h.opwire_version,
+            "outputs_mode": h.outputs_mode,
+            "records": len(obj.records),
+            "tensors": len(obj.tensors),
+            "ops": dict(Counter(r.target for r in obj.records).most_common()),
+        }
+    if isinstance(obj, m.OpLibrarySnapshot):
+        return {"kind": "OpLibrarySnapshot", "namespaces": obj.namespaces, "ops": len(obj.ops)}
+    if isinstance(obj, m.Values):
+        return {"kind": "Values", "values": {k: v.type for k, v in obj.values.items()}}
+    return {"kind": type(obj).__name__}
+
+
+def _render(summary: dict[str, Any]) -> str:
+    lines = []
+    for key, value in summary.items():
+        if isinstance(value, dict):
+            lines.append(f"{key}:")
+            lines += [f"  {k:<48} {v}" for k, v in value.items()]
+        else:
+            lines.append(f"{key}: {value}")
+    return "\n".join(lines)

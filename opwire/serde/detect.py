@@ -1,0 +1,66 @@
+"""Recognize what a file holds (JSON program, extern-node file, framed Thrift, .pt2 zip) and decode it."""
+
+from __future__ import annotations
+
+import json as _json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from opwire.errors import DecodeError
+from opwire.schema import models as m
+
+__all__ = ["JSON_ROOTS", "detect_json_root", "load_any"]
+
+# top-level JSON keys that identify each root type opwire reads as JSON
+JSON_ROOTS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("ExportedProgram", frozenset({"graph_module", "schema_version"})),
+    ("ExternKernelNodes", frozenset({"nodes"})),
+    ("OpwireArchive", frozenset({"program", "weights"})),
+    ("CallTrace", frozenset({"header", "records"})),
+    ("OpLibrarySnapshot", frozenset({"namespaces", "ops"})),
+    ("Values", frozenset({"values"})),
+)
+
+
+def detect_json_root(data: bytes, source: str = "") -> type[BaseModel]:
+    """The model class a JSON document holds, judged by its top-level keys."""
+    try:
+        top = _json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise DecodeError(f"{source or 'input'}: not valid JSON ({exc})") from None
+    if not isinstance(top, dict):
+        raise DecodeError(f"{source or 'input'}: expected a JSON object at the top level, got {type(top).__name__}")
+    for name, keys in JSON_ROOTS:
+        if keys <= top.keys():
+            return m.MODELS[name]
+    known = ", ".join(name for name, _ in JSON_ROOTS)
+    raise DecodeError(
+        f"{source or 'input'}: JSON object with keys {sorted(top)[:6]} is none of the types opwire reads ({known})"
+    )
+
+
+def load_any(path: str | Path, *, allow_pickle: bool = False) -> BaseModel:
+    """Decode a file whatever it holds: .pt2 archive, framed Thrift, or JSON."""
+    p = Path(path)
+    if zipfile.is_zipfile(p):
+        from opwire.serde import pt2
+
+        archive: BaseModel = pt2.read(p, allow_pickle=allow_pickle)
+        return archive
+    data = p.read_bytes()
+    if data.lstrip()[:1] == b"{":
+        from opwire.serde import json as _json_codec
+
+        return _json_codec.decode(data, detect_json_root(data, str(p)), source=str(p))
+    from opwire.serde import framing, thrift
+
+    sniffed: Any = framing.sniff(data)
+    if sniffed is None:
+        raise DecodeError(
+            f"{p}: neither JSON, a .pt2 zip archive, nor a file opwire wrote in Thrift form (no opwire header); "
+            "raw Thrift needs its codec and type: opwire.loads(data, cls, format=...)"
+        )
+    return thrift.decode_framed(data, source=str(p))

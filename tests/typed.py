@@ -1,0 +1,89 @@
+"""Hypothesis strategies for every model type, built from the IDL description (one module, reused by all
+round-trip tests), plus a NaN-aware comparison of models.
+
+    from typed import strategy_for, assert_same_model, MODEL_NAMES
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+from typing import Any
+
+from hypothesis import strategies as st
+from pydantic import BaseModel
+
+from opwire.schema import models as m
+from opwire.schema.idl import TypeRef
+
+__all__ = ["MODEL_NAMES", "assert_same_model", "same_value", "strategy_for", "type_strategy"]
+
+MODEL_NAMES: tuple[str, ...] = tuple(m.SCHEMA.structs)
+"""Every struct and union of the IDL."""
+
+_MAX_LIST = 3
+
+_INT_BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64}
+
+
+def _primitive(kind: str) -> st.SearchStrategy[Any]:
+    if kind in _INT_BITS:
+        bits = _INT_BITS[kind]
+        return st.integers(-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+    if kind == "bool":
+        return st.booleans()
+    if kind == "double":
+        return st.floats(allow_nan=True, allow_infinity=True)
+    if kind == "string":
+        return st.text(max_size=12)
+    if kind == "binary":
+        return st.binary(max_size=32)
+    raise AssertionError(kind)
+
+
+def type_strategy(t: TypeRef) -> st.SearchStrategy[Any]:
+    """Values of IDL type `t` as the models hold them."""
+    if t.kind == "enum":
+        return st.sampled_from(list(getattr(m, str(t.name))))
+    if t.kind == "struct":
+        return st.deferred(lambda: strategy_for(str(t.name)))
+    if t.kind in ("list", "set"):
+        return st.lists(type_strategy(t.args[0]), max_size=_MAX_LIST)
+    if t.kind == "map":
+        return st.dictionaries(st.text(max_size=6), type_strategy(t.args[1]), max_size=_MAX_LIST)
+    return _primitive(t.kind)
+
+
+@cache
+def strategy_for(name: str) -> st.SearchStrategy[Any]:
+    """Valid instances of the model `name` (any struct or union of the IDL)."""
+    sdef = m.SCHEMA.structs[name]
+    cls = m.MODELS[name]
+    if sdef.kind == "union":
+        return st.one_of(*[st.builds(cls, **{f.name: type_strategy(f.type)}) for f in sdef.fields])
+    kwargs = {}
+    for f in sdef.fields:
+        s = type_strategy(f.type)
+        kwargs[f.name] = st.none() | s if f.optional else s
+    if name == "ExportedProgram":  # a program must carry a schema version this opwire reads
+        major, minor = m.SCHEMA_VERSION
+        kwargs["schema_version"] = st.builds(m.SchemaVersion, major=st.just(major), minor=st.integers(0, minor))
+    return st.builds(cls, **kwargs)
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Equality that treats NaN as equal to NaN and compares models field by field."""
+    if isinstance(a, float) and isinstance(b, float):
+        return (math.isnan(a) and math.isnan(b)) or (a == b and math.copysign(1, a) == math.copysign(1, b))
+    if isinstance(a, BaseModel) and isinstance(b, BaseModel):
+        return type(a) is type(b) and all(same_value(a.__dict__[k], b.__dict__[k]) for k in a.__dict__)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return list(a) == list(b) and all(same_value(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+def assert_same_model(a: BaseModel, b: BaseModel) -> None:
+    """Assert two models are equal (NaN-aware), showing both on failure."""
+    assert same_value(a, b), f"models differ:\n{a!r}\n!=\n{b!r}"
