@@ -1,0 +1,18 @@
+"""Shared pytest fixtures. The export corpus (tests/corpus.py) is built lazily, once per worker process."""
+
+from __future__ import annotations
+
+import corpus
+import pytest
+
+
+@pytest.fixture(scope="session")
+def corpus_programs() -> list[corpus.CorpusProgram]:
+    """Every corpus program, both IRs ("<model>/training", "<model>/decomposed")."""
+    return corpus.programs()
+
+
+@pytest.fixture(scope="session", params=corpus.program_names())
+def corpus_program(request: pytest.FixtureRequest) -> corpus.CorpusProgram:
+    """One corpus program per test instance (parametrized over every model and IR)."""
+    return corpus.get_program(request.param)
