@@ -1,0 +1,123 @@
+"""Read one weight or constant of a torch .pt2 archive into a TensorValue, never unpickling by default.
+
+torch stores a raw entry as the bytes of the whole storage and the tensor's sizes/strides/offset in
+its PayloadMeta; pickled entries (tensor subclasses, custom objects, the legacy layout) go through
+`torch.load` only when the caller passed `allow_pickle=True`.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from typing import Any
+
+from opwire.errors import DecodeError
+from opwire.schema import models as m
+
+__all__ = ["COMPRESSION_LIMIT", "check_entry_size", "pickle_refused", "raw_tensor_value", "unpickle"]
+
+# A deflated entry may not claim more than this many bytes per compressed byte (zip-bomb guard).
+COMPRESSION_LIMIT = 1000
+
+
+def check_entry_size(info: zipfile.ZipInfo, archive: str) -> None:
+    """Refuse entries whose declared size could not come from the bytes stored for them."""
+    if info.compress_type == zipfile.ZIP_STORED:
+        ok = info.file_size == info.compress_size
+    else:
+        ok = info.file_size <= COMPRESSION_LIMIT * max(info.compress_size, 1)
+    if not ok:
+        raise DecodeError(
+            f"{archive}: entry `{info.filename}` claims {info.file_size} bytes from {info.compress_size} stored "
+            f"bytes; the archive is corrupt or hostile",
+            info.filename,
+        )
+
+
+def pickle_refused(archive: str, entry: str, what: str) -> DecodeError:
+    """The error for a pickled entry read without allow_pickle."""
+    return DecodeError(
+        f"{archive}: {what} is stored pickled in `{entry}`; opwire does not unpickle (pickle can run code). "
+        f"Pass allow_pickle=True (CLI: --allow-pickle) only for an archive you trust",
+        entry,
+    )
+
+
+def unpickle(data: bytes, archive: str, entry: str) -> Any:
+    """torch.load an entry the caller allowed, the way torch.export.load does (weights_only first)."""
+    import torch
+
+    try:
+        return torch.load(io.BytesIO(data), weights_only=True)
+    except Exception:
+        try:
+            return torch.load(io.BytesIO(data), weights_only=False)
+        except Exception as exc:
+            raise DecodeError(f"{archive}: cannot load pickled entry `{entry}`: {exc}", entry) from None
+
+
+def _as_ints(values: list[m.SymInt], where: str) -> list[int]:
+    out = []
+    for i, v in enumerate(values):
+        if v.as_int is None:
+            raise DecodeError(f"Expected a concrete size (as_int), got {v.type} - at `{where}[{i}]`", f"{where}[{i}]")
+        out.append(v.as_int)
+    return out
+
+
+def raw_tensor_value(meta: m.PayloadMeta, storage: bytes, where: str) -> m.TensorValue:
+    """The TensorValue of a raw payload: `storage` holds the whole storage the tensor views."""
+    from opwire.serde import _tensors
+
+    tm = meta.tensor_meta
+    if tm is None:
+        raise DecodeError(f"Expected tensor_meta for a raw (unpickled) payload, got none - at `{where}`", where)
+    dtype = _tensors.torch_dtype(tm.dtype, f"{where}.tensor_meta.dtype")
+    sizes = _as_ints(tm.sizes, f"{where}.tensor_meta.sizes")
+    strides = _as_ints(tm.strides, f"{where}.tensor_meta.strides")
+    offset = _as_ints([tm.storage_offset], f"{where}.tensor_meta.storage_offset")[0]
+    if len(strides) != len(sizes) or min([*sizes, *strides, offset], default=0) < 0:
+        raise DecodeError(f"Expected matching non-negative sizes and strides, got {sizes} / {strides} - at `{where}`")
+    if tm.layout not in (m.Layout.Strided, None):
+        raise DecodeError(f"Expected a strided tensor, got layout {m.Layout(tm.layout).name} - at `{where}`", where)
+    es = dtype.itemsize
+    numel = 1
+    for n in sizes:
+        numel *= n
+    extent = _tensors.storage_extent(sizes, strides, offset)
+    if len(storage) % es or extent * es > len(storage):
+        raise DecodeError(
+            f"Expected a storage of at least {extent * es} bytes (a multiple of {es}) for {dtype}{sizes}, "
+            f"got {len(storage)} - at `{where}`",
+            where,
+        )
+    if numel and not storage:
+        raise DecodeError(f"Expected element bytes, got an empty entry (a fake tensor?) - at `{where}`", where)
+    data = _gather(storage, dtype, sizes, strides, offset, numel)
+    return m.TensorValue(
+        dtype=m.ScalarType(tm.dtype),
+        sizes=sizes,
+        strides=strides,
+        storage_offset=offset,
+        device=tm.device,
+        requires_grad=tm.requires_grad,
+        data=data,
+    )
+
+
+def _gather(storage: bytes, dtype: Any, sizes: list[int], strides: list[int], offset: int, numel: int) -> bytes:
+    """Row-major element bytes of the view (sizes, strides, offset) into `storage`."""
+    es = dtype.itemsize
+    if numel == 0:
+        return b""
+    from opwire.serde import _tensors
+
+    if strides == _tensors.contiguous_strides(sizes):
+        return storage[offset * es : (offset + numel) * es]
+    import ctypes
+
+    import torch
+
+    u8 = torch.frombuffer(bytearray(storage), dtype=torch.uint8)
+    picked = u8.as_strided((*sizes, es), (*(s * es for s in strides), 1), offset * es).contiguous()
+    return ctypes.string_at(picked.data_ptr(), picked.numel())

@@ -1,0 +1,238 @@
+"""TensorValue <-> torch.Tensor: dtype table, element bytes, sizes/strides/storage_offset restored.
+
+`TensorValue.data` holds the elements in row-major order, little-endian; `strides` and
+`storage_offset` say how the tensor sat in its storage, and `to_tensor` rebuilds that layout.
+The dtype table pairs the IDL's `ScalarType` names with torch's own serializer map, so the
+numbering is the export schema's (FLOAT is 7), never c10's.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+
+import torch
+
+from opwire.errors import DecodeError, EncodeError
+from opwire.schema import models as m
+
+__all__ = [
+    "MAX_STORAGE_SLACK",
+    "TORCH_DTYPES",
+    "check_layout",
+    "contiguous_strides",
+    "device_of",
+    "element_size",
+    "from_tensor",
+    "scalar_type_of",
+    "storage_extent",
+    "to_tensor",
+    "torch_dtype",
+]
+
+# Restoring strides/storage_offset may need a storage larger than the elements; beyond this factor
+# (plus 64 MiB) the layout is refused rather than allocated from a hostile offset or stride.
+MAX_STORAGE_SLACK = 16
+_SLACK_BYTES = 64 << 20
+
+
+def _dtype_table() -> dict[m.ScalarType, torch.dtype]:
+    """IDL ScalarType -> torch.dtype, joined by enum member name with torch's serializer map."""
+    from torch._export.serde.serialize import _TORCH_TO_SERIALIZE_DTYPE
+
+    table: dict[m.ScalarType, torch.dtype] = {}
+    for dtype, torch_st in _TORCH_TO_SERIALIZE_DTYPE.items():
+        ours = m.ScalarType.__members__.get(torch_st.name)
+        if ours is not None:
+            table[ours] = dtype
+    return table
+
+
+TORCH_DTYPES: dict[m.ScalarType, torch.dtype] = _dtype_table()
+_SCALAR_TYPES: dict[torch.dtype, m.ScalarType] = {v: k for k, v in TORCH_DTYPES.items()}
+_KNOWN = ", ".join(st.name for st in TORCH_DTYPES)
+
+
+def torch_dtype(st: int, where: str = "dtype") -> torch.dtype:
+    """The torch dtype of an export-schema ScalarType value; DecodeError when torch has none."""
+    try:
+        return TORCH_DTYPES[m.ScalarType(st)]
+    except (ValueError, KeyError):
+        name = m.ScalarType(st).name if st in m.ScalarType._value2member_map_ else str(st)
+        raise DecodeError(
+            f"Expected a ScalarType torch can hold ({_KNOWN}), got {name} - at `{where}`; "
+            f"the file may come from a newer schema or be corrupt",
+            where,
+        ) from None
+
+
+def scalar_type_of(dtype: torch.dtype, where: str = "dtype") -> m.ScalarType:
+    """The export-schema ScalarType of a torch dtype; EncodeError for dtypes the schema lacks."""
+    try:
+        return _SCALAR_TYPES[dtype]
+    except KeyError:
+        raise EncodeError(
+            f"Expected a tensor of a dtype the export schema names ({_KNOWN}), got {dtype} - at `{where}`; "
+            f"convert it (e.g. `.to(torch.float32)`) before writing",
+            where,
+        ) from None
+
+
+def element_size(st: int, where: str = "dtype") -> int:
+    """Bytes per element of a ScalarType."""
+    return torch_dtype(st, where).itemsize
+
+
+def _swap_unit(dtype: torch.dtype) -> int:
+    return dtype.itemsize // 2 if dtype.is_complex else dtype.itemsize
+
+
+def _to_little_endian(flat_u8: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Reverse bytes per scalar on big-endian hosts (no-op on little-endian ones)."""
+    unit = _swap_unit(dtype)
+    if sys.byteorder == "little" or unit == 1 or flat_u8.numel() == 0:
+        return flat_u8
+    return flat_u8.view(-1, unit).flip(1).reshape(-1)
+
+
+def from_tensor(t: torch.Tensor, where: str = "tensor") -> m.TensorValue:
+    """A TensorValue holding `t`'s metadata and element bytes (row-major, little-endian)."""
+    if not isinstance(t, torch.Tensor):
+        raise EncodeError(f"Expected a torch.Tensor, got {type(t).__name__} - at `{where}`", where)
+    if t.layout != torch.strided:
+        raise EncodeError(
+            f"Expected a strided tensor, got layout {t.layout} - at `{where}`; call `.to_dense()` first", where
+        )
+    if t.device.type == "meta" or type(t).__name__ == "FakeTensor":
+        raise EncodeError(f"Expected a tensor with data, got a {t.device.type} tensor without it - at `{where}`", where)
+    st = scalar_type_of(t.dtype, where)
+    data = _element_bytes(t)
+    return m.TensorValue(
+        dtype=st,
+        sizes=list(t.shape),
+        strides=list(t.stride()),
+        storage_offset=int(t.storage_offset()),
+        device=m.Device(type=t.device.type, index=t.device.index),
+        requires_grad=bool(t.requires_grad),
+        data=data,
+    )
+
+
+def _element_bytes(t: torch.Tensor) -> bytes:
+    """Row-major element bytes of `t`, little-endian."""
+    flat = t.detach().resolve_conj().resolve_neg().to("cpu").contiguous().reshape(-1)
+    if flat.numel() == 0:
+        return b""
+    u8 = _to_little_endian(flat.view(torch.uint8), t.dtype).contiguous()
+    return ctypes.string_at(u8.data_ptr(), u8.numel())
+
+
+def storage_extent(sizes: list[int], strides: list[int], storage_offset: int) -> int:
+    """Elements a storage needs to hold a tensor of this layout (0 for an empty tensor)."""
+    if any(s == 0 for s in sizes):
+        return 0
+    return storage_offset + sum((n - 1) * s for n, s in zip(sizes, strides)) + 1
+
+
+def check_layout(tv: m.TensorValue, dtype: torch.dtype, where: str = "tensor") -> int:
+    """Validate sizes/strides/offset/data length; return the storage extent in elements."""
+    sizes, strides, offset = list(tv.sizes), list(tv.strides), tv.storage_offset
+    if len(strides) != len(sizes):
+        raise DecodeError(
+            f"Expected as many strides as sizes ({len(sizes)}), got {len(strides)} - at `{where}.strides`",
+            f"{where}.strides",
+        )
+    bad = [x for x in (*sizes, *strides, offset) if x < 0]
+    if bad:
+        raise DecodeError(
+            f"Expected non-negative sizes, strides and storage_offset, got {bad[0]} - at `{where}`", where
+        )
+    if tv.layout is not None and tv.layout != m.Layout.Strided:
+        raise DecodeError(f"Expected a strided tensor, got layout {m.Layout(tv.layout).name} - at `{where}`", where)
+    numel = 1
+    for n in sizes:
+        numel *= n
+    nbytes = numel * dtype.itemsize
+    if len(tv.data) != nbytes:
+        if not tv.data and tv.digest is not None and numel:
+            raise DecodeError(
+                f"Expected element bytes, got only a digest (recorded with outputs='digest') - at `{where}.data`; "
+                f"a digest-only tensor cannot be rebuilt",
+                f"{where}.data",
+            )
+        raise DecodeError(
+            f"Expected {nbytes} bytes of data ({numel} elements of {dtype}), got {len(tv.data)} - at `{where}.data`",
+            f"{where}.data",
+        )
+    extent = storage_extent(sizes, strides, offset)
+    if extent * dtype.itemsize > MAX_STORAGE_SLACK * nbytes + _SLACK_BYTES:
+        raise DecodeError(
+            f"Expected strides/storage_offset that fit the data, got a layout needing a storage of "
+            f"{extent * dtype.itemsize} bytes for {nbytes} bytes of elements - at `{where}`; refusing to allocate it",
+            where,
+        )
+    return extent
+
+
+def to_tensor(tv: m.TensorValue, device: str | torch.device | None = None, where: str = "tensor") -> torch.Tensor:
+    """Rebuild the torch.Tensor a TensorValue describes (dtype, sizes, strides, storage_offset, grad)."""
+    dtype = torch_dtype(tv.dtype, f"{where}.dtype")
+    extent = check_layout(tv, dtype, where)
+    flat = _flat_from_bytes(tv.data, dtype)
+    sizes, strides, offset = list(tv.sizes), list(tv.strides), tv.storage_offset
+    if offset == 0 and strides == contiguous_strides(sizes):
+        out = flat.reshape(sizes)
+    else:
+        out = _restrided(flat, dtype, extent, sizes, strides, offset)
+    target = device if device is not None else device_of(tv.device, where)
+    try:
+        if torch.device(target) != out.device:
+            out = out.to(target)
+        if tv.requires_grad:
+            out.requires_grad_(True)
+    except (RuntimeError, ValueError) as exc:
+        raise DecodeError(f"cannot rebuild tensor: {exc} - at `{where}`", where) from None
+    return out
+
+
+def _flat_from_bytes(data: bytes, dtype: torch.dtype) -> torch.Tensor:
+    if not data:
+        return torch.empty(0, dtype=dtype)
+    u8 = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+    return _to_little_endian(u8, dtype).view(dtype)
+
+
+def contiguous_strides(sizes: list[int]) -> list[int]:
+    """Row-major strides (in elements) of a tensor of these sizes."""
+    strides, acc = [], 1
+    for n in reversed(sizes):
+        strides.append(acc)
+        acc *= max(n, 1)
+    return strides[::-1]
+
+
+def _restrided(
+    flat: torch.Tensor, dtype: torch.dtype, extent: int, sizes: list[int], strides: list[int], offset: int
+) -> torch.Tensor:
+    """Place row-major elements into a fresh storage laid out by sizes/strides/offset."""
+    base = torch.zeros(max(extent, offset), dtype=dtype)
+    view = base.as_strided(sizes, strides, offset)
+    if flat.numel() == 0:
+        return view
+    if torch._debug_has_internal_overlap(view) == 0:
+        view.copy_(flat.reshape(sizes))
+    else:  # overlapping layout (e.g. expanded): scatter by storage position
+        positions = torch.arange(max(extent, 1)).as_strided(sizes, strides, offset).reshape(-1)
+        base[positions] = flat
+    return view
+
+
+def device_of(d: m.Device, where: str = "device") -> torch.device:
+    """The torch.device a Device names; DecodeError for a device type torch does not know."""
+    try:
+        return torch.device(d.type) if d.index is None else torch.device(d.type, d.index)
+    except (RuntimeError, ValueError):
+        raise DecodeError(
+            f"Expected a device torch knows, got {d.type!r} - at `{where}.device`; pass device= to load elsewhere",
+            f"{where}.device",
+        ) from None
