@@ -22,13 +22,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-import corpus  # noqa: E402
-import torch  # noqa: E402
-from torch._export.serde import schema as torch_schema  # noqa: E402
-from torch._export.serde.serialize import _bytes_to_dataclass, _to_json_bytes, serialize  # noqa: E402
+import corpus
+import torch
+from torch._export.serde import schema as torch_schema
+from torch._export.serde.serialize import _bytes_to_dataclass, _to_json_bytes, serialize
 
-import opwire  # noqa: E402
-from opwire.schema import models as m  # noqa: E402
+import opwire
+from opwire.schema import models as m
 
 COLUMNS = ("ours_dec", "torch_dec", "json_loads", "ours_enc", "torch_enc", "json_dumps")
 
@@ -85,7 +85,8 @@ def measure(name: str, data: bytes, repeat: int, gc_on: bool) -> dict[str, float
 
 def _line(name: str, size: int, t: dict[str, float]) -> str:
     return (
-        f"{name:<34} {size / 1e3:>8.1f}kB  dec {t['ours_dec'] * 1e3:8.2f}ms torch x{t['torch_dec'] / t['ours_dec']:6.1f} "
+        f"{name:<34} {size / 1e3:>8.1f}kB  dec {t['ours_dec'] * 1e3:8.2f}ms "
+        f"torch x{t['torch_dec'] / t['ours_dec']:6.1f} "
         f"loads x{t['ours_dec'] / t['json_loads']:4.2f} | enc {t['ours_enc'] * 1e3:7.2f}ms "
         f"torch x{t['torch_enc'] / t['ours_enc']:5.2f} dumps x{t['ours_enc'] / t['json_dumps']:4.2f}"
     )
