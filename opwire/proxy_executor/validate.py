@@ -1,0 +1,180 @@
+"""`opwire.validate_op`: will a custom op survive export, serialization, AOTInductor and vmap?
+
+One `OpReport` per overload: its parsed schema, kernels per dispatch key, fake implementation, vmap route
+and findings (codes in `_findings.CODES`, documented in docs/validation.md and docs/errors.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from opwire.errors import OpValidationError
+from opwire.proxy_executor import _dispatch_keys as dk
+from opwire.proxy_executor._findings import Finding, Severity, finding
+from opwire.proxy_executor._opcheck import SampleInputs, opcheck_findings
+from opwire.proxy_executor._type_checks import aoti_findings, serializability_findings
+from opwire.schema import models as m
+from opwire.schema.ops import OpSchema, op_schema
+
+__all__ = ["Finding", "OpReport", "Severity", "resolve_target", "validate_op"]
+
+
+@dataclass(frozen=True)
+class OpReport:
+    """Everything op validation learned about one operator overload."""
+
+    op: str
+    schema: m.OpSchemaSnapshot | None
+    kernels: tuple[dk.KernelInfo, ...]
+    fake_impl: str | None
+    vmap_route: dk.VmapRoute | None
+    findings: tuple[Finding, ...]
+
+    @property
+    def errors(self) -> tuple[Finding, ...]:
+        """The findings of severity error."""
+        return tuple(f for f in self.findings if f.severity is Severity.ERROR)
+
+    @property
+    def mutated_args(self) -> tuple[str, ...]:
+        """Names of the arguments the op writes to (alias annotations with "!")."""
+        if self.schema is None:
+            return ()
+        return tuple(a.name for a in self.schema.arguments if a.alias_info and a.alias_info.endswith("!"))
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as JSON-ready data."""
+        return {
+            "op": self.op,
+            "schema": None if self.schema is None else self.schema.model_dump(mode="json"),
+            "mutated_args": list(self.mutated_args),
+            "kernels": [k.to_json() for k in self.kernels],
+            "fake_impl": self.fake_impl,
+            "vmap_route": None if self.vmap_route is None else self.vmap_route.to_json(),
+            "findings": [f.to_json() for f in self.findings],
+        }
+
+
+def _split(name: str) -> tuple[str, str]:
+    """ "ns::op.overload" -> ("ns::op", "overload"); the default overload is ""."""
+    ns, _, rest = name.partition("::")
+    op, _, overload = rest.partition(".")
+    return f"{ns}::{op}", overload
+
+
+def resolve_target(target: str) -> list[str]:
+    """The dispatcher names ("ns::op" or "ns::op.overload") a target denotes, sorted."""
+    if not isinstance(target, str) or not target or target.count("::") > 1 or target.startswith("::"):
+        raise OpValidationError(
+            f"expected a target 'ns::op', 'ns::op.overload' or a namespace 'ns', got {target!r}; "
+            "name an operator as torch.ops spells it, e.g. 'mylib::foo.default'"
+        )
+    names = sorted(torch._C._dispatch_get_all_op_names())
+    if "::" not in target:
+        found = [n for n in names if n.startswith(target + "::")]
+    else:
+        base, overload = _split(target)
+        if overload in ("", "default"):
+            exact = base if overload == "default" else None
+            found = [n for n in names if _split(n)[0] == base and (exact is None or n == exact)]
+        else:
+            found = [n for n in names if n == target]
+    if not found:
+        raise OpValidationError(
+            f"no operator matches target {target!r}: expected a registered op, overload or namespace; "
+            "load the library that defines it first (--import MODULE or --load-library PATH.so)"
+        )
+    return found
+
+
+def _overload(name: str) -> torch._ops.OpOverload | None:
+    """The live OpOverload of a dispatcher name, or None when no schema is registered for it."""
+    base, overload = _split(name)
+    try:
+        torch._C._dispatch_find_schema_or_throw(base, overload)
+    except RuntimeError:
+        return None
+    ns, _, op = base.partition("::")
+    packet = getattr(getattr(torch.ops, ns), op)
+    return getattr(packet, overload or "default")  # type: ignore[no-any-return]
+
+
+def _display(name: str) -> str:
+    """The name with an explicit overload, as reports show it: "ns::op.default"."""
+    return name if "." in name.partition("::")[2] else f"{name}.default"
+
+
+def _no_schema_report(name: str) -> OpReport:
+    keys = sorted(k for k, _ in dk._registration_files(name).items())
+    keys_text = ", ".join(keys) if keys else "no dispatch key"
+    f = finding("schema_missing", _display(name), keys=keys_text)
+    return OpReport(_display(name), None, dk.kernels(name), None, None, (f,))
+
+
+def _fake_fix(op: torch._ops.OpOverload) -> str:
+    from torch._library import custom_ops
+
+    name = op._name
+    if custom_ops._maybe_get_opdef(name) is not None:
+        func = name.partition("::")[2].split(".")[0]
+        return f'register one with @{func}.register_fake or torch.library.register_fake("{name}")'
+    return (
+        f'register one with torch.library.register_fake("{name}"), or a Meta kernel '
+        "(TORCH_LIBRARY_IMPL(ns, Meta, m) in C++)"
+    )
+
+
+def _dispatch_findings(shown: str, op: torch._ops.OpOverload, infos: tuple[dk.KernelInfo, ...]) -> list[Finding]:
+    registered = {k.key for k in infos if k.registered}
+    out: list[Finding] = []
+    if dk.fake_impl_source(op) is None:
+        out.append(finding("no_fake_impl", shown, how=_fake_fix(op)))
+    if "FuncTorchBatched" in registered and "CompositeImplicitAutograd" in registered:
+        out.append(finding("dead_batching_rule", shown))
+    autograd = {"AutogradPrivateUse1", "Autograd", "CompositeImplicitAutograd"}
+    if "PrivateUse1" in registered and not registered & autograd:
+        backend = torch._C._get_privateuse1_backend_name()
+        label = "PrivateUse1" if backend == "privateuseone" else backend
+        out.append(finding("privateuse1_no_autograd", shown, backend=label))
+    return out
+
+
+def _vmap_findings(shown: str, op: torch._ops.OpOverload, route: dk.VmapRoute) -> list[Finding]:
+    if route.route not in ("fallback", "decomposition", "unsupported"):
+        return []
+    blocker = dk.fallback_blocker(op._schema)
+    if blocker is None:
+        return [finding("vmap_fallback", shown)]
+    return [finding("vmap_unsupported", shown, reason=blocker, name=op._schema.name)]
+
+
+def _report(name: str, samples: SampleInputs | None) -> OpReport:
+    op = _overload(name)
+    if op is None:
+        return _no_schema_report(name)
+    shown = _display(name)
+    schema: OpSchema = op_schema(op)
+    infos = dk.kernels(name)
+    route = dk.vmap_route(op, infos)
+    found = [
+        *serializability_findings(shown, schema),
+        *aoti_findings(shown, schema),
+        *_dispatch_findings(shown, op, infos),
+        *_vmap_findings(shown, op, route),
+    ]
+    if samples is not None:
+        found.extend(opcheck_findings(shown, op, samples))
+    tags = tuple(sorted(t.name for t in op.tags))
+    return OpReport(shown, schema.to_snapshot(tags), infos, dk.fake_impl_source(op), route, tuple(found))
+
+
+def validate_op(target: str, *, sample_inputs: Callable[[str], Iterable[Any]] | None = None) -> list[OpReport]:
+    """Validate every overload a target ("ns::op", "ns::op.overload" or "ns") denotes, one report each.
+
+    `sample_inputs(op_name)` may return `(args, kwargs)` pairs; `torch.library.opcheck` runs on each.
+    """
+    return [_report(name, sample_inputs) for name in resolve_target(target)]
