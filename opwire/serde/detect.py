@@ -51,7 +51,7 @@ def load_any(path: str | Path, *, allow_pickle: bool = False) -> BaseModel:
         archive: BaseModel = pt2.read(p, allow_pickle=allow_pickle)
         return archive
     data = p.read_bytes()
-    if data.lstrip()[:1] == b"{":
+    if data.lstrip()[:1] in (b"{", b"["):
         from opwire.serde import json as _json_codec
 
         return _json_codec.decode(data, detect_json_root(data, str(p)), source=str(p))

@@ -1,0 +1,86 @@
+"""`opwire inspect`: summaries of programs and extern-node files, exit codes on bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import corpus
+import pytest
+
+import opwire
+from opwire.cli import main
+from opwire.schema import models as m
+
+
+def _extern_nodes() -> m.ExternKernelNodes:
+    node = m.Node(
+        target="aten::addmm",
+        inputs=[
+            m.NamedArgument(name="self", arg=m.Argument(as_tensor=m.TensorArgument(name="b")), kind=None),
+            m.NamedArgument(name="beta", arg=m.Argument(as_int=1), kind=None),
+        ],
+        outputs=[m.Argument(as_tensor=m.TensorArgument(name="buf0"))],
+        metadata={},
+    )
+    return m.ExternKernelNodes(nodes=[m.ExternKernelNode(name="buf0", node=node)])
+
+
+def test_inspect_program_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    prog = corpus.get_program("cond/training")
+    path = tmp_path / "model.json"
+    path.write_bytes(prog.json_bytes)
+    assert main(["inspect", str(path), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["kind"] == "ExportedProgram"
+    assert summary["schema_version"] == "8.20"
+    assert summary["argument_members"]["as_graph"] == 2
+    assert summary["ops"]["torch.ops.higher_order.cond"] == 1
+    assert summary["nodes"] == sum(summary["ops"].values())
+
+
+def test_inspect_text_lists_ops(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "model.json"
+    path.write_bytes(corpus.get_program("mlp/decomposed").json_bytes)
+    assert main(["inspect", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("kind: ExportedProgram\nschema_version: 8.20\n")
+    assert "torch.ops.aten.addmm.default" in out
+
+
+def test_inspect_extern_nodes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "abc.wrapper.json"
+    path.write_bytes(opwire.dumps(_extern_nodes()))
+    assert main(["inspect", str(path), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary == {
+        "kind": "ExternKernelNodes",
+        "nodes": 1,
+        "ops": {"aten::addmm": 1},
+        "argument_members": {"as_int": 1, "as_tensor": 2},
+    }
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b'{"a": 1}', "is none of the types opwire reads"),
+        (b'{"graph_module": 1, "schema_version": {"major": 8, "minor": 20}}', "Expected struct GraphModule"),
+        (b"[1, 2]", "expected a JSON object at the top level"),
+    ],
+)
+def test_inspect_bad_input_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, message: str
+) -> None:
+    path = tmp_path / "bad.json"
+    path.write_bytes(content)
+    assert main(["inspect", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("opwire inspect: error: ")
+    assert message in err
+    assert err.count("\n") == 1
+
+
+def test_inspect_missing_file(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["inspect", "/nonexistent/x.json"]) == 2
+    assert capsys.readouterr().err == "opwire inspect: error: No such file or directory: /nonexistent/x.json\n"
