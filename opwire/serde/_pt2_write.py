@@ -74,13 +74,11 @@ def _example_inputs(archive: m.OpwireArchive) -> bytes:
     from opwire.serde import _values
 
     try:
-        raw_args, raw_kwargs = archive.example_args or [], archive.example_kwargs or {}
-        args = tuple(_values.to_python(v, "cpu", f"example_args[{i}]") for i, v in enumerate(raw_args))
-        kwargs = {k: _values.to_python(v, "cpu", f"example_kwargs[{k!r}]") for k, v in raw_kwargs.items()}
+        inputs = _values.inputs_to_python(archive.example_args, archive.example_kwargs, "cpu")
     except DecodeError as exc:
         raise EncodeError(f"cannot write the example inputs: {exc}", exc.path) from None
     buffer = io.BytesIO()
-    torch.save((args, kwargs), buffer, pickle_protocol=2)
+    torch.save(inputs, buffer, pickle_protocol=2)
     return buffer.getvalue()
 
 

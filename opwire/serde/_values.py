@@ -10,7 +10,7 @@ from opwire.errors import DecodeError, EncodeError
 from opwire.schema import models as m
 from opwire.serde import _tensors
 
-__all__ = ["from_python", "to_python"]
+__all__ = ["from_python", "inputs_from_python", "inputs_to_python", "to_python"]
 
 
 def _torch_enum_maps() -> tuple[dict[Any, m.Layout], dict[Any, m.MemoryFormat]]:
@@ -96,3 +96,23 @@ def _enum_back(table: dict[Any, Any], v: Any, name: str, where: str) -> Any:
         return table[v]
     except KeyError:
         raise DecodeError(f"Expected a {name} torch knows, got {v!r} - at `{where}`", where) from None
+
+
+def inputs_from_python(args: Any, kwargs: Any) -> tuple[list[m.Value], dict[str, m.Value]]:
+    """Example inputs `(args, kwargs)` as the Values an OpwireArchive keeps."""
+    return (
+        [from_python(a, f"example_args[{i}]") for i, a in enumerate(args)],
+        {str(k): from_python(v, f"example_kwargs[{k!r}]") for k, v in kwargs.items()},
+    )
+
+
+def inputs_to_python(
+    args: list[m.Value] | None, kwargs: dict[str, m.Value] | None, device: str | torch.device | None = None
+) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
+    """Example inputs back as `(args, kwargs)`, or None when the archive kept none."""
+    if args is None and kwargs is None:
+        return None
+    return (
+        tuple(to_python(v, device, f"example_args[{i}]") for i, v in enumerate(args or [])),
+        {k: to_python(v, device, f"example_kwargs[{k!r}]") for k, v in (kwargs or {}).items()},
+    )

@@ -214,11 +214,13 @@ class Pt2Archive:
         obj = _payload.unpickle(self._bytes(entry), self._src, entry)
         if not (isinstance(obj, tuple) and len(obj) == 2 and isinstance(obj[1], dict)):
             raise DecodeError(f"{self._src}: `{entry}` holds {type(obj).__name__}, expected (args, kwargs)", entry)
+        from opwire.errors import EncodeError
         from opwire.serde import _values
 
-        args = [_values.from_python(a, f"example_args[{i}]") for i, a in enumerate(obj[0])]
-        kwargs = {str(k): _values.from_python(v, f"example_kwargs[{k!r}]") for k, v in obj[1].items()}
-        return args, kwargs
+        try:
+            return _values.inputs_from_python(obj[0], obj[1])
+        except EncodeError as exc:
+            raise DecodeError(f"{self._src}: example inputs in `{entry}`: {exc}", entry) from None
 
     def close(self) -> None:
         """Close the underlying zip file."""
