@@ -19,9 +19,11 @@ The custom operators live in the `opwire_test` namespace (see `corpus_ops.py` be
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,9 +85,10 @@ class CorpusProgram:
     state_dict: bytes  # torch's serialized weights and buffers
     constants: bytes  # torch's serialized constants
     example_inputs: bytes
-    seconds: float  # wall time to export (and decompose) and serialize
-    args: tuple[Any, ...] = field(repr=False, default=())
-    kwargs: dict[str, Any] = field(repr=False, default_factory=dict)
+    seconds: float  # wall time to export (or decompose) and serialize
+    module: nn.Module = field(repr=False)  # the eager module exported (shared by both IRs; see `fresh`)
+    args: tuple[Any, ...] = field(repr=False)  # the example inputs exported
+    kwargs: dict[str, Any] = field(repr=False)
 
     @property
     def model(self) -> str:
@@ -333,6 +336,19 @@ def program_names() -> tuple[str, ...]:
 
 
 _TIMES: dict[str, float] = {}
+# Warnings torch itself raises while exporting/serializing the corpus (nothing opwire can act on).
+_TORCH_NOISE = (
+    r"The tensor attributes self\.lstm\._flat_weights",  # nn.LSTM re-assigns its flat weights
+    r"`isinstance\(treespec, LeafSpec\)` is deprecated",  # torch's pickling of example inputs
+)
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    with warnings.catch_warnings():
+        for message in _TORCH_NOISE:
+            warnings.filterwarnings("ignore", message=message)
+        yield
 
 
 @functools.cache
@@ -341,31 +357,32 @@ def _export(model: str) -> tuple[CorpusProgram, CorpusProgram]:
     spec = MODELS[model]
     module, args, kwargs = spec.fresh()
     shapes = spec.dynamic_shapes() if spec.dynamic_shapes is not None else None
-    out = []
-    start = time.perf_counter()
-    training = torch.export.export(module, args, kwargs, dynamic_shapes=shapes)
-    ep = training
+    built: dict[str, CorpusProgram] = {}
     for ir in IRS:
-        if ir == "decomposed":
-            start = time.perf_counter()
-            ep = training.run_decompositions()
-        art = serialize(ep)
-        out.append(
-            CorpusProgram(
-                name=f"{model}/{ir}",
-                spec=spec,
-                ir=ir,
-                ep=ep,
-                json_bytes=art.exported_program,
-                state_dict=art.state_dict,
-                constants=art.constants,
-                example_inputs=art.example_inputs,
-                seconds=_TIMES.setdefault(f"{model}/{ir}", time.perf_counter() - start),
-                args=args,
-                kwargs=kwargs,
-            )
+        start = time.perf_counter()
+        with _quiet():
+            if ir == "training":
+                ep = torch.export.export(module, args, kwargs, dynamic_shapes=shapes)
+            else:
+                ep = built["training"].ep.run_decompositions()
+            art = serialize(ep)
+        name = f"{model}/{ir}"
+        _TIMES[name] = seconds = time.perf_counter() - start
+        built[ir] = CorpusProgram(
+            name=name,
+            spec=spec,
+            ir=ir,
+            ep=ep,
+            json_bytes=art.exported_program,
+            state_dict=art.state_dict,
+            constants=art.constants,
+            example_inputs=art.example_inputs,
+            seconds=seconds,
+            module=module,
+            args=args,
+            kwargs=kwargs,
         )
-    return out[0], out[1]
+    return built["training"], built["decomposed"]
 
 
 def get_program(name: str) -> CorpusProgram:
