@@ -207,6 +207,14 @@ _TABLE: tuple[Code, ...] = (
         "keep the old type, or add a new overload with the new type",
     ),
     Code(
+        "argument_widened",
+        _I,
+        "an argument changed to a type that accepts every value of the old one",
+        "{op}: argument '{arg}' changed type from {old} to {new}, which accepts every Argument member {old} "
+        "accepted; old calls and files still bind",
+        "nothing to do",
+    ),
+    Code(
         "argument_added_no_default",
         _E,
         "a new argument without a default",
@@ -215,7 +223,7 @@ _TABLE: tuple[Code, ...] = (
     ),
     Code(
         "argument_added_with_default",
-        _W,
+        _E,
         "a new argument with a default",
         "{op}: new argument '{arg}' ({type} = {default}); old calls and FROM_SCHEMA files take the default, "
         "REQUIRE_SERIALIZED files lack it and REQUIRE_CALLER callers do not pass it{where}",
@@ -245,7 +253,7 @@ _TABLE: tuple[Code, ...] = (
     ),
     Code(
         "kwarg_only_changed",
-        _W,
+        _E,
         "an argument moved between positional and keyword-only",
         "{op}: argument '{arg}' became {new}; {consequence}",
         "keep the argument {old}, or add a new overload",
