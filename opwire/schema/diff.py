@@ -7,6 +7,7 @@ the old one (or the reverse for a member it no longer knows); a minor bump when 
 
 from __future__ import annotations
 
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -70,18 +71,32 @@ def required_bump(changes: list[SchemaChange]) -> str:
     return max((c.bump for c in changes), key=BUMPS.index, default="none")
 
 
+def _is_thrift_module(module: object) -> bool:
+    return "__thrift_file__" in getattr(module, "__dict__", {})
+
+
 @contextmanager
 def _isolated_thrift_cache() -> Iterator[None]:
-    """thriftpy2 caches included files by file name; parse each side without the other's includes."""
+    """Parse one side without the other's includes.
+
+    thriftpy2 caches included files, and registers them in sys.modules, by file name alone, so the
+    two sides of a diff (each with its own `export_schema.thrift`) would otherwise share or clash.
+    """
     from thriftpy2.parser import parser
 
-    saved = dict(parser._thrift_cache)
+    saved_cache = dict(parser._thrift_cache)
+    saved_modules = {k: v for k, v in sys.modules.items() if _is_thrift_module(v)}
     parser._thrift_cache.clear()
+    for name in saved_modules:
+        del sys.modules[name]
     try:
         yield
     finally:
         parser._thrift_cache.clear()
-        parser._thrift_cache.update(saved)
+        parser._thrift_cache.update(saved_cache)
+        for name in [k for k, v in sys.modules.items() if _is_thrift_module(v)]:
+            del sys.modules[name]
+        sys.modules.update(saved_modules)
 
 
 def load_idl(idl: str | Path) -> Schema:
@@ -151,7 +166,7 @@ def _diff_enum(old: EnumDef, new: EnumDef) -> list[SchemaChange]:
                 msg = f"{where} was {value}, is now {new_by_name[vname]}: old files mean something else"
                 changes.append(_change("enum_value_renumbered", where, msg))
         elif value in new_by_value:
-            msg = f"{old.name} value {value} was {vname}, is now {new_by_value[value]}"
+            msg = f"{where} (= {value}) is now named {new_by_value[value]}"
             changes.append(_change("enum_value_renamed", where, msg))
         else:
             changes.append(_change("enum_value_removed", where, f"{where} (= {value}) was removed"))

@@ -1,0 +1,3 @@
+// Negative fixture: a struct that never closes.
+struct Broken {
+  10: i64 x;

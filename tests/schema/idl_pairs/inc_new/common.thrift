@@ -1,0 +1,5 @@
+// Included by main.thrift; same file name on both sides of the pair.
+struct Meta {
+  10: string name;
+  20: optional string owner;
+}

@@ -1,0 +1,6 @@
+// Includes common.thrift from beside it.
+include "common.thrift"
+
+struct Doc {
+  10: common.Meta meta;
+}
