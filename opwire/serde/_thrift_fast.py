@@ -1,0 +1,144 @@
+"""The fast path: Apache Thrift's C codec (`thrift.protocol.fastbinary`) driven by specs derived from the IDL.
+
+fastbinary is bounded (string/container limits, 64 nested structs) but lenient: it skips fields of the
+wrong wire type, replaces invalid UTF-8 with U+FFFD, reads any non-1 bool byte as false and ignores
+trailing bytes. So a fast decode is accepted only if it consumed every byte and re-encoding the result
+gives back exactly the input; anything else returns None and the checking decoder decides (and names
+the error). Models are built through pydantic (unions, required fields) with enums converted first.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from thrift.protocol import fastbinary
+from thrift.protocol.TBase import TFrozenBase
+from thrift.transport.TTransport import TMemoryBuffer
+
+from opwire.serde._thrift_spec import build_specs, plan
+
+__all__ = ["decode", "encode", "verify"]
+
+_DECODERS = {"binary": fastbinary.decode_binary, "compact": fastbinary.decode_compact}
+_ENCODERS = {"binary": fastbinary.encode_binary, "compact": fastbinary.encode_compact}
+
+
+class _Protocol:
+    """What fastbinary reads from a protocol object: the transport and the length limits."""
+
+    def __init__(self, trans: TMemoryBuffer, limit: int) -> None:
+        self.trans = trans
+        self.string_length_limit = limit
+        self.container_length_limit = limit
+
+
+class _Invalid(Exception):
+    """A value the IDL rules out (raised inside fastbinary's callbacks)."""
+
+
+def _builder(name: str) -> type:
+    """A TFrozenBase subclass (so fastbinary passes fields as keywords) whose construction builds the model.
+
+    Structs go through pydantic validation. A union is assembled directly once it has exactly one member:
+    fastbinary has already typed every value by the IDL (ints in range, enums converted here)."""
+    p = plan(name)
+    model = p.model
+    validate = model.__pydantic_validator__.validate_python
+    enums = tuple((f, {int(e): e for e in cls}) for f, cls in p.enums)
+
+    def convert(kw: dict[str, Any]) -> None:
+        for field, members in enums:
+            v = kw.get(field)
+            if v is not None:
+                kw[field] = members[v]
+
+    if p.is_union:
+        template = dict.fromkeys(model.model_fields)
+        new_model = object.__new__
+        setattr_ = object.__setattr__
+
+        def new(_cls: type, **kw: Any) -> Any:
+            if len(kw) != 1:
+                raise _Invalid(name)
+            convert(kw)
+            ((member, value),) = kw.items()
+            d = template.copy()
+            d[member] = value
+            obj = new_model(model)
+            setattr_(obj, "__dict__", d)
+            setattr_(obj, "__pydantic_fields_set__", {member})
+            setattr_(obj, "__pydantic_extra__", None)
+            setattr_(obj, "__pydantic_private__", None)
+            return obj
+
+    else:
+
+        def new(_cls: type, **kw: Any) -> Any:
+            convert(kw)
+            return validate(kw)
+
+    return type(f"_Build{name}", (TFrozenBase,), {"__new__": new, "__slots__": ()})
+
+
+def _checker(name: str) -> type:
+    """A TFrozenBase subclass whose construction checks unions, required fields and enum values, building nothing."""
+    p = plan(name)
+    required, enums, is_union = p.required, p.enums, p.is_union
+    enum_values = tuple((f, frozenset(int(e) for e in cls)) for f, cls in enums)
+
+    def new(_cls: type, **kw: Any) -> None:
+        if is_union and len(kw) != 1:
+            raise _Invalid(name)
+        if not required.issubset(kw):
+            raise _Invalid(name)
+        for field, values in enum_values:
+            v = kw.get(field)
+            if v is not None and v not in values:
+                raise _Invalid(name)
+
+    return type(f"_Check{name}", (TFrozenBase,), {"__new__": new, "__slots__": ()})
+
+
+@cache
+def _build_specs() -> dict[str, list[Any]]:
+    return build_specs(_builder)
+
+
+@cache
+def _check_specs() -> dict[str, list[Any]]:
+    return build_specs(_checker)
+
+
+def encode(obj: Any, codec: str) -> bytes:
+    """fastbinary's encoding of model `obj` (fields in id order, None fields left out); raises as fastbinary does."""
+    out: bytes = _ENCODERS[codec](obj, _build_specs()[type(obj).__name__])
+    return out
+
+
+def decode(data: bytes, start: int, root: str, codec: str) -> Any:
+    """The `root` model in `data[start:]` if fastbinary reads it and it is canonical; None when the checking
+    decoder must decide."""
+    trans = TMemoryBuffer(data)
+    buf = trans.cstringio_buf
+    buf.seek(start)
+    try:
+        obj = _DECODERS[codec](None, _Protocol(trans, len(data) - start), _build_specs()[root])
+        if buf.tell() != len(data):
+            return None
+        again = encode(obj, codec)
+    except Exception:  # fastbinary and pydantic raise many types; the checking decoder names the problem
+        return None
+    if again != memoryview(data)[start:]:
+        return None
+    return obj
+
+
+def verify(payload: bytes, root: str, codec: str) -> bool:
+    """Whether `payload` holds one `root` value with every union single, required field present, enum known."""
+    trans = TMemoryBuffer(payload)
+    try:
+        _DECODERS[codec](None, _Protocol(trans, len(payload)), _check_specs()[root])
+    except _Invalid:
+        return False
+    return bool(trans.cstringio_buf.tell() == len(payload))

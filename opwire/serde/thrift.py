@@ -1,0 +1,140 @@
+"""Thrift binary and compact codecs for every model type, driven by the IDL.
+
+`encode(obj, "compact")` writes opwire's header (serde/framing.py) and the Thrift value;
+`decode(data, cls, "compact")` reads it back, or raw Thrift without the header (`framed=False`, or
+auto-detected: a raw Thrift value never starts with the magic). Two engines, one answer: Apache Thrift's
+C codec reads canonical input fast (accepted only when it consumed every byte and re-encodes to the same
+bytes), and the checking pure-Python decoder decides everything else and names every error with its path.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel
+
+from opwire.errors import DecodeError, EncodeError
+from opwire.schema.models import MODELS, SCHEMA_VERSION
+from opwire.serde import _thrift_fast
+from opwire.serde._gc import paused_gc
+from opwire.serde._paths import format_path
+from opwire.serde._thrift_decode import Located, decode_payload
+from opwire.serde._thrift_encode import encode_payload
+from opwire.serde._thrift_spec import container_depth_bound
+from opwire.serde.framing import CODECS, MAX_DEPTH, has_header, read_header, write_header
+
+__all__ = ["CODECS", "MAX_DEPTH", "decode", "encode"]
+
+M = TypeVar("M", bound=BaseModel)
+Codec = Literal["binary", "compact"]
+
+
+def _codec(format: str) -> str:
+    if format not in CODECS:
+        raise ValueError(f"unknown Thrift codec {format!r}: expected 'binary' or 'compact'")
+    return format
+
+
+def encode(obj: BaseModel, format: Codec = "compact", *, framed: bool = True) -> bytes:
+    """Serialize a model as Thrift `format` ("binary" or "compact"), with opwire's header unless framed=False."""
+    codec = _codec(format)
+    name = type(obj).__name__
+    if MODELS.get(name) is not type(obj):
+        raise EncodeError(f"Expected an opwire model (opwire.schema.models), got {type(obj).__name__}")
+    with paused_gc():
+        payload = _encode_payload(obj, name, codec)
+    return write_header(codec, name) + payload if framed else payload
+
+
+def _encode_payload(obj: BaseModel, name: str, codec: str) -> bytes:
+    try:
+        payload = _thrift_fast.encode(obj, codec)
+    except Exception as exc:  # fastbinary raises TypeError/OverflowError/..., or refuses >64 nested structs
+        if "recursion depth" not in str(exc):
+            raise _locate_encode_error(obj, exc) from None
+        problem = _find_invalid(obj)
+        if problem is not None:
+            raise problem from None
+        try:
+            return encode_payload(obj, codec)
+        except Exception as exc2:  # struct.error, AttributeError, RecursionError, Located
+            raise _locate_encode_error(obj, exc2) from None
+    if not _thrift_fast.verify(payload, name, codec):
+        raise _locate_encode_error(obj, ValueError("the model breaks a rule of the IDL"))
+    return payload
+
+
+def _find_invalid(obj: BaseModel) -> EncodeError | None:
+    from opwire.serde._walk import find_invalid
+
+    found = find_invalid(obj)
+    if found is None:
+        return None
+    loc, problem = found
+    path = format_path(loc)
+    return EncodeError(f"cannot encode {type(obj).__name__}: {problem} - at `{path}`", path)
+
+
+def _locate_encode_error(obj: BaseModel, exc: Exception) -> EncodeError:
+    """Walk the model to name the first value that cannot be written (slow path, errors only)."""
+    found = _find_invalid(obj)
+    if found is not None:
+        return found
+    return EncodeError(f"cannot encode {type(obj).__name__} as Thrift: {exc}")
+
+
+def decode(
+    data: bytes | bytearray | memoryview,
+    cls: type[M],
+    format: Codec = "compact",
+    *,
+    framed: bool | None = None,
+    max_depth: int = MAX_DEPTH,
+    source: str = "",
+) -> M:
+    """Read a `cls` model from Thrift `format` bytes: with opwire's header, or raw when framed=False (None: detect)."""
+    codec = _codec(format)
+    name = getattr(cls, "__name__", repr(cls))
+    if MODELS.get(name) is not cls:
+        raise DecodeError(f"Expected an opwire model class (opwire.schema.models), got {cls!r}")
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise DecodeError(f"Expected bytes to decode, got {type(data).__name__}")
+    data = bytes(data)
+    where = f"{source}: " if source else ""
+    start, newer = 0, f"a newer schema than this opwire reads ({SCHEMA_VERSION[0]}.{SCHEMA_VERSION[1]})"
+    if framed or (framed is None and has_header(data)):
+        h = read_header(data, source)
+        if h.codec != codec:
+            raise DecodeError(f"{where}the file holds Thrift {h.codec}, not {codec}; read it with format={h.codec!r}")
+        if h.root != name:
+            raise DecodeError(f"{where}the file holds a {h.root}, not a {name}; read it as {h.root}")
+        start = h.offset
+        newer = f"a newer schema (the file says {h.version[0]}.{h.version[1]})"
+    with paused_gc():
+        obj = None
+        if max_depth >= container_depth_bound():
+            obj = _thrift_fast.decode(data, start, name, codec)
+        if obj is None:
+            try:
+                obj = decode_payload(data, start, name, codec, max_depth, newer)
+            except Located as exc:
+                path = format_path(exc.loc)
+                raise DecodeError(f"{where}{exc.message} - at `{path}` in {name}", path) from None
+    _check_program_version(obj, where)
+    return obj  # type: ignore[return-value]
+
+
+def _check_program_version(obj: Any, where: str) -> None:
+    """An ExportedProgram of another major schema version is refused, naming both versions."""
+    version = getattr(obj, "schema_version", None)
+    if type(obj).__name__ != "ExportedProgram" or version is None:
+        return
+    major, minor = version.major, version.minor
+    if major == SCHEMA_VERSION[0] or (major, minor) == (0, 0):
+        return
+    raise DecodeError(
+        f"{where}the program was written with export schema {major}.{minor}; this opwire reads major version "
+        f"{SCHEMA_VERSION[0]} (schema {SCHEMA_VERSION[0]}.{SCHEMA_VERSION[1]}). Re-export it with a torch whose "
+        f"schema major is {SCHEMA_VERSION[0]}, or use an opwire built for schema {major}.x",
+        "schema_version",
+    )
