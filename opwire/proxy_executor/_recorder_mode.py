@@ -1,0 +1,211 @@
+"""The dispatch mode behind `opwire.record`: one `CallRecord` per dispatcher call, tensors named by identity.
+
+A tensor's trace name is `t<N>` for the N-th tensor object seen, `t<N>.<k>` for its k-th later value
+(after a recorded call wrote to its storage: an in-place op, or a write through a view), so a name says
+both which object and which value: chained replay
+maps `t<N>` to one live tensor (views and in-place writes keep their aliasing), isolated replay
+rebuilds each value from its own payload. Payloads are taken lazily: a value is copied only before a
+call writes to its storage, and the rest when recording ends.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from opwire.errors import EncodeError
+from opwire.proxy_executor._record_bind import default_value, to_argument
+from opwire.proxy_executor._trace_tensors import tensor_value
+from opwire.schema import models as m
+from opwire.schema.ops import OpSchema, op_schema
+
+__all__ = ["DEFAULT_EXCLUDE", "RecorderMode", "object_of", "target_name"]
+
+DEFAULT_EXCLUDE: tuple[str, ...] = ("profiler::*",)
+"""Ops never recorded: profiler markers pass opaque objects and do no work."""
+
+
+def object_of(name: str) -> str:
+    """The tensor-object part of a trace tensor name (`t3.2` -> `t3`)."""
+    return name.partition(".")[0]
+
+
+def target_name(func: Any) -> str:
+    """ "namespace::name.overload" of an OpOverload (the default overload spelled `default`)."""
+    schema = func._schema
+    return f"{schema.name}.{schema.overload_name or 'default'}"
+
+
+@dataclass
+class _Slot:
+    """One recorded tensor value: the live tensor (until copied) and what to keep of it."""
+
+    tensor: torch.Tensor
+    full: bool  # keep the bytes (else a digest only)
+    value: m.TensorValue | None = None  # taken before a write, or when recording ends
+
+    def materialize(self) -> m.TensorValue:
+        """The TensorValue of this slot (taken now unless taken before a write)."""
+        if self.value is None:
+            self.value = tensor_value(self.tensor, self.full)
+            del self.tensor
+        return self.value
+
+
+@dataclass
+class _Obj:
+    ref: weakref.ref[torch.Tensor]
+    number: int
+    versions: dict[int, str] = field(default_factory=dict)
+
+
+class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
+    """Records every dispatcher call it sees (filtered by include/exclude patterns)."""
+
+    def __init__(
+        self, include: Sequence[str] | None, exclude: Sequence[str], digest: bool, write_defaults: bool
+    ) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]
+        self.include = list(include) if include is not None else None
+        self.exclude = [*DEFAULT_EXCLUDE, *exclude]
+        self.digest = digest
+        self.write_defaults = write_defaults
+        self.records: list[m.CallRecord] = []
+        self.op_schemas: dict[str, str] = {}
+        self.slots: dict[str, _Slot] = {}
+        self._objs: dict[int, _Obj] = {}
+        self._schemas: dict[Any, OpSchema] = {}
+        self._wanted: dict[Any, bool] = {}
+        self._by_storage: dict[int, list[str]] = {}
+        # storage -> how many recorded calls wrote to it (torch's _version is bumped above the dispatch mode)
+        self._generation: dict[int, int] = {}
+
+    # -------------------------------------------------------------------------------- filtering
+    def _records(self, func: Any) -> bool:
+        hit = self._wanted.get(func)
+        if hit is None:
+            name = target_name(func)
+            short = name.removesuffix(".default")
+            inc = self.include is None or any(fnmatch.fnmatchcase(n, p) for p in self.include for n in (name, short))
+            exc = any(fnmatch.fnmatchcase(n, p) for p in self.exclude for n in (name, short))
+            hit = self._wanted[func] = inc and not exc
+        return hit
+
+    # ----------------------------------------------------------------------------------- naming
+    def _name(self, t: torch.Tensor, produced: bool) -> str:
+        """The trace name of `t`'s current value, adding it to the table when new."""
+        obj = self._objs.get(id(t))
+        if obj is None or obj.ref() is not t:
+            obj = _Obj(weakref.ref(t), len(self._objs) + 1)
+            self._objs[id(t)] = obj
+        key = _storage_key(t)
+        version = self._generation.get(key, 0)
+        name = obj.versions.get(version)
+        if name is None:
+            k = len(obj.versions)
+            name = f"t{obj.number}" if k == 0 else f"t{obj.number}.{k}"
+            obj.versions[version] = name
+            self.slots[name] = _Slot(t, full=not (produced and self.digest))
+            self._by_storage.setdefault(key, []).append(name)
+        elif not produced and not self.slots[name].full:
+            self.slots[name].full = True  # a value read again must be rebuildable for isolated replay
+        return name
+
+    def _copy_before_write(self, t: torch.Tensor) -> None:
+        """Copy every pending value sharing `t`'s storage, since the next call writes to it."""
+        key = _storage_key(t)
+        self._generation[key] = self._generation.get(key, 0) + 1
+        for name in self._by_storage.pop(key, ()):
+            self.slots[name].materialize()
+
+    # --------------------------------------------------------------------------------- dispatch
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        if not self._records(func):
+            return func(*args, **kwargs)
+        schema = self._schemas.get(func)
+        if schema is None:
+            schema = self._schemas[func] = op_schema(func)
+            self.op_schemas[target_name(func)] = schema.schema
+        target = target_name(func)
+        try:
+            bound = _bind(schema, args, kwargs)
+            inputs = self._inputs(schema, bound, target)
+        except EncodeError as exc:
+            return self._skip(target, str(exc), func(*args, **kwargs))
+        written = [(a.name, bound[a.name]) for a in schema.arguments if a.is_write and a.name in bound]
+        for _, value in written:
+            for t in _tensors_in(value):
+                self._copy_before_write(t)
+        out = func(*args, **kwargs)
+        try:
+            outputs = self._outputs(schema, out, target)
+        except EncodeError as exc:
+            return self._skip(target, str(exc), out)
+        metadata: dict[str, str] = {}
+        mutated = {n: [self._name(t, True) for t in _tensors_in(v)] for n, v in written}
+        if mutated:
+            metadata["mutated"] = json.dumps(mutated, separators=(",", ":"))
+        self.records.append(m.CallRecord(target=target, inputs=inputs, outputs=outputs, metadata=metadata))
+        return out
+
+    def _skip(self, target: str, reason: str, out: Any) -> Any:
+        """Keep a placeholder record (metadata "skipped") for a call no Argument member can carry."""
+        self.records.append(m.CallRecord(target=target, inputs=[], outputs=[], metadata={"skipped": reason}))
+        return out
+
+    def _inputs(self, schema: OpSchema, bound: dict[str, Any], target: str) -> list[m.NamedArgument]:
+        out = []
+        for a in schema.arguments:
+            if a.name in bound:
+                value = bound[a.name]
+            elif self.write_defaults and a.has_default:
+                value = default_value(a)
+            else:
+                continue
+            arg = to_argument(value, a, target, lambda t: self._name(t, False))
+            kind = m.ArgumentKind.KEYWORD if a.kwarg_only else m.ArgumentKind.POSITIONAL
+            out.append(m.NamedArgument(name=a.name, arg=arg, kind=kind))
+        return out
+
+    def _outputs(self, schema: OpSchema, out: Any, target: str) -> list[m.Argument]:
+        values = list(out) if len(schema.returns) > 1 else ([out] if schema.returns else [])
+        return [
+            to_argument(v, r, target, lambda t: self._name(t, True), role="return")
+            for r, v in zip(schema.returns, values, strict=True)
+        ]
+
+
+def _storage_key(t: torch.Tensor) -> int:
+    try:
+        return int(t.untyped_storage().data_ptr())
+    except (RuntimeError, NotImplementedError):
+        return -id(t)
+
+
+def _tensors_in(v: Any) -> list[torch.Tensor]:
+    if isinstance(v, torch.Tensor):
+        return [v]
+    if isinstance(v, list | tuple):
+        return [t for t in v if isinstance(t, torch.Tensor)]
+    return []
+
+
+def _bind(schema: OpSchema, args: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Argument name -> value, as the dispatcher passed them (positional first, then keywords)."""
+    names = [a.name for a in schema.arguments]
+    if len(args) > len(names):
+        raise EncodeError(f"{schema.qualname} got {len(args)} positional arguments, its schema has {len(names)}")
+    bound = dict(zip(names, args))
+    for k, v in kwargs.items():
+        if k not in names:
+            raise EncodeError(f"{schema.qualname} got an argument {k!r} its schema {schema.schema!r} lacks")
+        bound[k] = v
+    return bound
