@@ -191,7 +191,9 @@ class Pt2Archive:
         return {n: read(n) for n in (self.weight_entries if kind == "weights" else self.constant_entries)}
 
     def _pickled_table(self, kind: str, entry: str) -> dict[str, m.TensorValue]:
-        needed = _needed_names(self.program, kind)
+        from opwire.serde._bindings import bound_tensors
+
+        needed = bound_tensors(self.program)[0 if kind == "weights" else 1]
         if not needed:
             return {}
         if not self.allow_pickle:
@@ -231,23 +233,6 @@ class Pt2Archive:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _needed_names(program: m.ExportedProgram, kind: str) -> set[str]:
-    """State-dict names (kind="weights") or constant names the program's signature binds."""
-    names: set[str] = set()
-    for spec in program.graph_module.signature.input_specs:
-        v = spec.value
-        if kind == "weights" and spec.type == "parameter":
-            names.add(v.parameter_name)
-        elif spec.type == "buffer":
-            if (kind == "weights") == v.persistent:
-                names.add(v.buffer_name)
-        elif kind == "constants" and spec.type == "tensor_constant":
-            names.add(v.tensor_constant_name)
-        elif kind == "constants" and spec.type == "custom_obj":
-            names.add(v.custom_obj_name)
-    return names
 
 
 def _to_value(obj: Any, archive: str, entry: str, where: str) -> m.TensorValue:

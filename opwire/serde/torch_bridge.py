@@ -85,21 +85,6 @@ def _tensors_of(
     return out
 
 
-def _missing(program: m.ExportedProgram, state_dict: Mapping[str, Any], constants: Mapping[str, Any]) -> str | None:
-    """The first tensor the signature binds that neither table holds."""
-    for spec in program.graph_module.signature.input_specs:
-        v = spec.value
-        if spec.type == "parameter" and v.parameter_name not in state_dict:
-            return f"parameter {v.parameter_name!r}"
-        if spec.type == "buffer":
-            table = state_dict if v.persistent else constants
-            if v.buffer_name not in table:
-                return f"buffer {v.buffer_name!r}"
-        if spec.type == "tensor_constant" and v.tensor_constant_name not in constants:
-            return f"tensor constant {v.tensor_constant_name!r}"
-    return None
-
-
 def to_exported_program(
     archive_or_program: m.OpwireArchive | m.ExportedProgram,
     *,
@@ -130,7 +115,9 @@ def to_exported_program(
         raise DecodeError(
             f"Expected an OpwireArchive or ExportedProgram model, got {type(archive_or_program).__name__}"
         )
-    missing = _missing(program, sd_in, c_in)
+    from opwire.serde._bindings import first_missing
+
+    missing = first_missing(program, sd_in, c_in)
     if missing is not None:
         raise DecodeError(
             f"the program binds {missing} but no tensor was given for it; pass an OpwireArchive "

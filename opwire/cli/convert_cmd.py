@@ -1,0 +1,135 @@
+"""`opwire convert IN OUT --to json|binary|compact|pt2`: programs and archives between formats.
+
+The input is recognized from its content: a zip (a torch .pt2 archive, read without unpickling),
+JSON (a program, or an OpwireArchive), or a file opwire wrote in Thrift form (its header says what
+it holds). `json` writes the program alone, byte-identical to torch's `models/model.json`;
+`binary`/`compact` write the whole OpwireArchive when the input is an archive (else the program);
+`pt2` writes a torch archive that `torch.export.load` accepts.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any, Literal, cast
+
+from opwire.errors import DecodeError
+from opwire.schema import models as m
+
+__all__ = ["TARGETS", "add_parser", "convert", "run"]
+
+TARGETS = ("json", "binary", "compact", "pt2")
+_BY_SUFFIX = {".json": "json", ".pt2": "pt2"}
+_ZIP_MAGIC = b"PK\x03\x04"
+_Root = m.ExportedProgram | m.OpwireArchive
+_Codec = Literal["json", "binary", "compact"]
+
+
+def add_parser(sub: Any) -> None:
+    """Register `convert`."""
+    p = sub.add_parser(
+        "convert",
+        help="convert programs and archives between JSON, Thrift binary/compact and .pt2",
+        description="Convert a program or archive. Exit 0 on success, 2 on bad input.",
+    )
+    p.add_argument("input", metavar="IN", help=".pt2 archive, JSON program or archive, or a file opwire wrote")
+    p.add_argument("output", metavar="OUT", help="file to write")
+    p.add_argument("--to", choices=TARGETS, help="output format (default: from OUT's suffix, .json or .pt2)")
+    p.add_argument("--model", help="which program of a .pt2 archive holding several (default: model)")
+    p.add_argument("--allow-pickle", action="store_true", help="load pickled archive entries (trusted files only)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Convert and print one line saying what was written; exit 0."""
+    target = args.to or _BY_SUFFIX.get(Path(args.output).suffix)
+    if target is None:
+        raise DecodeError(f"cannot tell the output format from {args.output!r}: pass --to {'|'.join(TARGETS)}")
+    kind, size = convert(args.input, args.output, target, model=args.model, allow_pickle=args.allow_pickle)
+    print(f"wrote {args.output}: {kind} as {target}, {size} bytes")
+    return 0
+
+
+def convert(
+    src: str | Path, dst: str | Path, to: str, *, model: str | None = None, allow_pickle: bool = False
+) -> tuple[str, int]:
+    """Convert `src` into `dst` in format `to`; returns (what was written, its size in bytes)."""
+    if to not in TARGETS:
+        raise DecodeError(f"unknown target format {to!r}: expected one of {', '.join(TARGETS)}")
+    src, dst = Path(src), Path(dst)
+    with src.open("rb") as f:
+        head = f.read(len(_ZIP_MAGIC))
+    if head == _ZIP_MAGIC:
+        obj = _read_pt2(src, to, model, allow_pickle)
+    else:
+        obj = _read_file(src)
+    if to == "pt2":
+        from opwire.serde import pt2
+
+        archive = obj if isinstance(obj, m.OpwireArchive) else _bare_archive(obj, src)
+        pt2.write(archive, dst, model=model or "model")
+        return "OpwireArchive", dst.stat().st_size
+    import opwire
+
+    out: _Root = obj.program if to == "json" and isinstance(obj, m.OpwireArchive) else obj
+    data = opwire.dumps(out, format=cast(_Codec, to))
+    dst.write_bytes(data)
+    return type(out).__name__, len(data)
+
+
+def _read_pt2(src: Path, to: str, model: str | None, allow_pickle: bool) -> _Root:
+    """The program alone when only JSON is wanted (weights stay unread), else the whole archive."""
+    from opwire.serde import pt2
+
+    with pt2.open(src, model=model, allow_pickle=allow_pickle) as archive:
+        return archive.program if to == "json" else archive.materialize()
+
+
+def _read_file(src: Path) -> _Root:
+    """A program or OpwireArchive from JSON or a framed Thrift file."""
+    import opwire
+    from opwire.serde import framing
+
+    data = src.read_bytes()
+    if data.lstrip()[:1] == b"{":
+        from opwire.serde import json as _json
+        from opwire.serde.detect import detect_json_root
+
+        cls = detect_json_root(data, str(src))
+        _accept(cls.__name__, src)
+        return _narrow(_json.decode(data, cls, source=str(src)), src)
+    sniffed = framing.sniff(data)
+    if sniffed is None:
+        raise DecodeError(
+            f"{src}: neither a .pt2 zip archive, JSON, nor a file opwire wrote in Thrift form (no opwire header)"
+        )
+    codec, root, _ = sniffed
+    _accept(root, src)
+    return _narrow(opwire.loads(data, m.MODELS[root], format=cast(_Codec, codec)), src)
+
+
+def _accept(root: str, src: Path) -> None:
+    if root not in ("ExportedProgram", "OpwireArchive"):
+        raise DecodeError(
+            f"{src}: holds a {root}; convert handles programs (ExportedProgram) and archives (OpwireArchive)"
+        )
+
+
+def _narrow(obj: object, src: Path) -> _Root:
+    if not isinstance(obj, m.ExportedProgram | m.OpwireArchive):
+        _accept(type(obj).__name__, src)
+    return cast(_Root, obj)
+
+
+def _bare_archive(program: m.ExportedProgram, src: Path) -> m.OpwireArchive:
+    """An archive with no tensors, for a program that binds none."""
+    from opwire import __version__
+    from opwire.serde._bindings import first_missing
+
+    missing = first_missing(program, (), ())
+    if missing is not None:
+        raise DecodeError(
+            f"{src}: the program binds {missing} but the input carries no weights; a .pt2 needs them. "
+            f"Convert from the .pt2 archive or an OpwireArchive (binary/compact) instead"
+        )
+    return m.OpwireArchive(program=program, weights={}, constants={}, opwire_version=__version__)
