@@ -164,7 +164,7 @@ EXPECTED = [
         0,
         "opwire_vt::pu1.default: has a PrivateUse1 kernel but no AutogradPrivateUse1, Autograd or "
         "CompositeImplicitAutograd kernel; backward through it on the 'PrivateUse1' device has no formula: torch "
-        "2.13's autograd fallback warns \"an autograd kernel was not registered to the Autograd key(s)\" and yields "
+        '2.13\'s autograd fallback warns "an autograd kernel was not registered to the Autograd key(s)" and yields '
         "wrong gradients, older releases fail with \"Could not run ... from the 'AutogradPrivateUse1' backend\"",
         "register an autograd formula (torch.library.register_autograd, or a kernel for Autograd / "
         "AutogradPrivateUse1), or a CompositeImplicitAutograd kernel",
@@ -209,9 +209,7 @@ def test_finding_message(reports: dict[str, OpReport], op: str, code: str, index
 
 def test_every_validate_code_is_exercised() -> None:
     bc_codes = {
-        c
-        for c in CODES
-        if c.startswith(("op_", "overload_", "argument_", "default_", "kwarg_", "alias_", "return_"))
+        c for c in CODES if c.startswith(("op_", "overload_", "argument_", "default_", "kwarg_", "alias_", "return_"))
     }
     assert {code for _, code, *_ in EXPECTED} == set(CODES) - bc_codes
 
@@ -229,7 +227,10 @@ def test_kernels_show_direct_and_computed(reports: dict[str, OpReport]) -> None:
     # a custom_op registers CompositeExplicitAutograd, not CPU, yet CPU can run; its Meta kernel exists
     assert (kernels["CPU"].registered, kernels["CPU"].runnable) == (False, True)
     assert kernels["CPU"].source == "default backend kernel"
-    assert (kernels["CompositeExplicitAutograd"].registered, kernels["CompositeExplicitAutograd"].runnable) == (True, None)
+    assert (kernels["CompositeExplicitAutograd"].registered, kernels["CompositeExplicitAutograd"].runnable) == (
+        True,
+        None,
+    )
     assert kernels["Meta"].registered is True
     cpu_only = {k.key: k for k in reports["opwire_vt::none_default.default"].kernels}
     assert (cpu_only["CUDA"].registered, cpu_only["CUDA"].runnable) == (False, False)
