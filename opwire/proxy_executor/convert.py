@@ -1,0 +1,173 @@
+"""Serialized `Argument` members -> Python values for a kernel call, one converter per member.
+
+A converter is built once per argument (at plan time) and returns either a constant or a getter that
+reads tensors and symbolic values by name at call time. Enum numbers go through one table each, built
+from the IDL's enum names and torch's own serialized numbering (the serialized FLOAT is 7, c10's 7 is Double).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from opwire.errors import BindError
+from opwire.schema import models as m
+from opwire.schema.models import SCHEMA
+
+__all__ = ["Converted", "Lookup", "convert", "enum_tables", "enum_value"]
+
+Lookup = Callable[[str], Any]
+"""Value of a tensor, symbolic value or custom object by its serialized name."""
+
+
+@dataclass(frozen=True)
+class Converted:
+    """A converted argument: a constant (`get` is None) or a getter reading named values at call time."""
+
+    const: Any = None
+    get: Callable[[Lookup], Any] | None = None
+    tensors: int = 0
+    """How many tensor names the getter reads (the AOTInductor tensor array holds as many)."""
+
+
+_TORCH_ENUMS = {"ScalarType": "DTYPE", "Layout": "LAYOUT", "MemoryFormat": "MEMORY_FORMAT"}
+
+
+@functools.cache
+def enum_tables() -> dict[str, dict[int, Any]]:
+    """IDL enum -> {serialized number: torch object}, checked name by name against torch's serializer."""
+    from torch._export.serde import schema as ts
+    from torch._export.serde import serialize as tser
+
+    tables: dict[str, dict[int, Any]] = {}
+    for enum, suffix in _TORCH_ENUMS.items():
+        torch_map: dict[int, Any] = getattr(tser, f"_SERIALIZE_TO_TORCH_{suffix}")
+        torch_enum = getattr(ts, enum)
+        table = {}
+        for name, value in SCHEMA.enums[enum].values:
+            member = getattr(torch_enum, name, None)
+            if member is not None and member.value == value and value in torch_map:
+                table[value] = torch_map[value]
+        tables[enum] = table
+    return tables
+
+
+def enum_value(enum: str, value: int, where: str) -> Any:
+    """The torch object of serialized enum number `value`; 0/Unknown or unmapped numbers are BindErrors."""
+    table = enum_tables()[enum]
+    obj = table.get(int(value))
+    if obj is None:
+        names = dict((v, n) for n, v in SCHEMA.enums[enum].values)
+        known = ", ".join(f"{v} ({names[v]})" for v in sorted(table))
+        raise BindError(
+            f"{where}: {enum} {int(value)} ({names.get(int(value), 'not in the IDL')}) names no torch {enum}; "
+            f"expected one of {known}; rewrite the file with a concrete value"
+        )
+    return obj
+
+
+def _sym(arg: m.SymIntArgument | m.SymFloatArgument | m.SymBoolArgument) -> Converted:
+    if arg.as_name is not None:
+        name = arg.as_name
+        return Converted(get=lambda look: look(name))
+    return Converted(const=arg.value)
+
+
+def _seq(parts: list[Converted]) -> Converted:
+    """A list of converted elements: constant if every element is."""
+    if all(p.get is None for p in parts):
+        return Converted(const=[p.const for p in parts])
+    getters = [(p.get, p.const) for p in parts]
+    return Converted(
+        get=lambda look: [g(look) if g is not None else c for g, c in getters], tensors=sum(p.tensors for p in parts)
+    )
+
+
+def _named(name: str) -> Converted:
+    return Converted(get=lambda look: look(name))
+
+
+def _tensor(t: m.TensorArgument) -> Converted:
+    name = t.name
+    return Converted(get=lambda look: look(name), tensors=1)
+
+
+def _opt_tensor(t: m.OptionalTensorArgument) -> Converted:
+    return _tensor(t.as_tensor) if t.as_tensor is not None else Converted(const=None)
+
+
+def _device(d: m.Device, where: str) -> Converted:
+    import torch
+
+    spelled = d.type if d.index is None else f"{d.type}:{d.index}"
+    try:
+        return Converted(const=torch.device(spelled))
+    except (RuntimeError, ValueError) as exc:
+        raise BindError(
+            f"{where}: device {spelled!r} is not a device this torch knows ({str(exc).splitlines()[0]}); "
+            "load the backend (or rename PrivateUse1) before running the file"
+        ) from None
+
+
+def convert(arg: m.Argument, where: str, ctx: Any) -> Converted:
+    """Converter of one serialized argument; `ctx` resolves operators and subgraphs (the executor's resolver)."""
+    member = arg.type
+    value = arg.value
+    handler = _HANDLERS.get(member)
+    if handler is None:
+        raise BindError(f"{where}: member {member} has no conversion; expected one of {', '.join(sorted(_HANDLERS))}")
+    return handler(value, where, ctx)
+
+
+def _string_map(value: dict[str, m.Argument], where: str, ctx: Any) -> Converted:
+    parts = {k: convert(v, f"{where}[{k!r}]", ctx) for k, v in value.items()}
+    if all(p.get is None for p in parts.values()):
+        return Converted(const={k: p.const for k, p in parts.items()})
+    return Converted(
+        get=lambda look: {k: (p.get(look) if p.get is not None else p.const) for k, p in parts.items()},
+        tensors=sum(p.tensors for p in parts.values()),
+    )
+
+
+def _const(v: Any, where: str, ctx: Any) -> Converted:
+    return Converted(const=v)
+
+
+_HANDLERS: dict[str, Callable[[Any, str, Any], Converted]] = {
+    "as_none": lambda v, w, c: Converted(const=None),
+    "as_tensor": lambda v, w, c: _tensor(v),
+    "as_tensors": lambda v, w, c: _seq([_tensor(t) for t in v]),
+    "as_optional_tensor": lambda v, w, c: _opt_tensor(v),
+    "as_optional_tensors": lambda v, w, c: _seq([_opt_tensor(t) for t in v]),
+    "as_nested_tensors": lambda v, w, c: _seq([_seq([_tensor(t) for t in inner]) for inner in v]),
+    "as_int": _const,
+    "as_ints": lambda v, w, c: Converted(const=list(v)),
+    "as_int_lists": lambda v, w, c: Converted(const=[list(x) for x in v]),
+    "as_float": _const,
+    "as_floats": lambda v, w, c: Converted(const=list(v)),
+    "as_float_lists": lambda v, w, c: Converted(const=[list(x) for x in v]),
+    "as_bool": _const,
+    "as_bools": lambda v, w, c: Converted(const=list(v)),
+    "as_string": _const,
+    "as_strings": lambda v, w, c: Converted(const=list(v)),
+    "as_complex": lambda v, w, c: Converted(const=complex(v.real, v.imag)),
+    "as_sym_int": lambda v, w, c: _sym(v),
+    "as_sym_float": lambda v, w, c: _sym(v),
+    "as_sym_bool": lambda v, w, c: _sym(v),
+    "as_sym_ints": lambda v, w, c: _seq([_sym(x) for x in v]),
+    "as_sym_floats": lambda v, w, c: _seq([_sym(x) for x in v]),
+    "as_sym_bools": lambda v, w, c: _seq([_sym(x) for x in v]),
+    "as_scalar_type": lambda v, w, c: Converted(const=enum_value("ScalarType", v, w)),
+    "as_layout": lambda v, w, c: Converted(const=enum_value("Layout", v, w)),
+    "as_memory_format": lambda v, w, c: Converted(const=enum_value("MemoryFormat", v, w)),
+    "as_device": lambda v, w, c: _device(v, w),
+    "as_custom_obj": lambda v, w, c: _named(v.name),
+    "as_operator": lambda v, w, c: Converted(const=c.operator(v, w)),
+    "as_graph": lambda v, w, c: Converted(const=c.subgraph(v, w)),
+    "as_string_to_argument": _string_map,
+}
+_MISSING = set(f.name for f in SCHEMA.structs["Argument"].fields) - set(_HANDLERS)
+if _MISSING:  # every member of the IDL's union must have a conversion
+    raise AssertionError(f"no conversion for Argument members {sorted(_MISSING)}")

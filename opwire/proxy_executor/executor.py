@@ -1,0 +1,137 @@
+"""`ProxyExecutor`: runs serialized operator calls (extern-kernel nodes, graph nodes) through torch's dispatcher.
+
+Two conventions: `call(node, values)` binds by name and returns outputs by name; `call_function(node,
+int_args, tensor_args)` is AOTInductor's flattened-array convention (seed 003), every count and index checked.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping, MutableSequence, Sequence
+from pathlib import Path
+from typing import Any
+
+from opwire.errors import BindError, DecodeError
+from opwire.proxy_executor.flat import FlatPlan, build_flat
+from opwire.proxy_executor.plan import BindContext, NodePlan, bind_node
+from opwire.proxy_executor.policy import DefaultPolicy
+from opwire.schema import models as m
+
+__all__ = ["ProxyExecutor", "load_extern_nodes"]
+
+_CACHE_LIMIT = 4096
+
+
+def load_extern_nodes(path: str | Path) -> m.ExternKernelNodes:
+    """The extern-node JSON AOTInductor writes (`<hash>.wrapper.json`), or the one inside a `.pt2` package."""
+    import zipfile
+
+    import opwire
+
+    p = Path(path)
+    if zipfile.is_zipfile(p):
+        with zipfile.ZipFile(p) as z:
+            names = [n for n in z.namelist() if "/data/aotinductor/" in n and n.endswith(".wrapper.json")]
+            if len(names) != 1:
+                raise DecodeError(
+                    f"{p}: expected exactly one data/aotinductor/**/*.wrapper.json in the package, found {len(names)}"
+                    + (
+                        f" ({', '.join(names)})"
+                        if names
+                        else "; was the model compiled with extern (fallback) kernels?"
+                    )
+                )
+            data = z.read(names[0])
+    else:
+        data = p.read_bytes()
+    return opwire.loads(data, m.ExternKernelNodes)
+
+
+class ProxyExecutor:
+    """Runs serialized calls; plans (resolved op, converters) are built once under a lock and reused."""
+
+    def __init__(
+        self,
+        nodes: m.ExternKernelNodes | str | Path | None = None,
+        policy: DefaultPolicy | str = DefaultPolicy.FROM_SCHEMA,
+        subgraph_runner: Callable[[m.GraphArgument], Any] | None = None,
+    ) -> None:
+        self.policy = DefaultPolicy.parse(policy)
+        self._ctx = BindContext(subgraph_runner)
+        self._lock = threading.Lock()
+        self._plans: dict[int, tuple[m.Node, NodePlan]] = {}
+        if nodes is not None and not isinstance(nodes, m.ExternKernelNodes):
+            nodes = load_extern_nodes(nodes)
+        self.nodes: m.ExternKernelNodes = nodes if nodes is not None else m.ExternKernelNodes(nodes=[])
+        self._names: dict[str, int] = {}
+        for i, ek in enumerate(self.nodes.nodes):
+            if ek.name in self._names:
+                raise BindError(f"extern node {i} repeats the name {ek.name!r} of node {self._names[ek.name]}")
+            self._names[ek.name] = i
+        self._extern: list[NodePlan] = [
+            bind_node(ek.node, f"extern node {i} {ek.name!r}", self.policy, self._ctx)
+            for i, ek in enumerate(self.nodes.nodes)
+        ]
+        self._flat: list[FlatPlan | None] = [None] * len(self._extern)
+
+    # ---- name-based convention -------------------------------------------------------------
+
+    def plan(self, node: m.Node) -> NodePlan:
+        """The bound plan of `node` (built on first use, under a lock)."""
+        entry = self._plans.get(id(node))
+        if entry is not None and entry[0] is node:
+            return entry[1]
+        with self._lock:
+            entry = self._plans.get(id(node))
+            if entry is not None and entry[0] is node:
+                return entry[1]
+            label = f"node {node.name!r}" if node.name else "node"
+            built = bind_node(node, label, self.policy, self._ctx)
+            if len(self._plans) >= _CACHE_LIMIT:
+                self._plans.clear()
+            self._plans[id(node)] = (node, built)
+            return built
+
+    def call(
+        self, node: m.Node | int | str, values: Mapping[str, object], defaults: Mapping[str, object] | None = None
+    ) -> dict[str, object]:
+        """Run one node with inputs looked up by name; returns outputs keyed by their serialized names."""
+        p = self._extern[self._index(node)] if isinstance(node, (int, str)) else self.plan(node)
+        pos, kw = p.args(values.__getitem__, defaults)
+        result = p.invoke(pos, kw)
+        out: dict[str, object] = {}
+        p.store(result, out)
+        return out
+
+    # ---- AOTInductor's flattened convention -------------------------------------------------
+
+    def call_function(self, node: int | str, int_args: Sequence[int], tensor_args: MutableSequence[Any]) -> list[Any]:
+        """Run extern node `node` (index or name) the way AOTInductor's wrapper does; returns output tensors."""
+        return self._flat_plan(self._index(node)).call(int_args, tensor_args)
+
+    def layout(self, node: int | str) -> str:
+        """What `call_function` expects for `node`: the int and tensor array entries, in order."""
+        return self._flat_plan(self._index(node)).describe()
+
+    def _flat_plan(self, index: int) -> FlatPlan:
+        flat = self._flat[index]
+        if flat is None:
+            with self._lock:
+                flat = self._flat[index]
+                if flat is None:
+                    flat = self._flat[index] = build_flat(self._extern[index])
+        return flat
+
+    def _index(self, node: int | str) -> int:
+        if isinstance(node, bool) or not isinstance(node, (int, str)):
+            raise BindError(f"expected an extern node index or name, got {type(node).__name__}")
+        if isinstance(node, str):
+            if node not in self._names:
+                raise BindError(f"no extern node named {node!r}; the file has {', '.join(self._names) or 'no nodes'}")
+            return self._names[node]
+        if not 0 <= node < len(self._extern):
+            raise BindError(f"extern node index {node} is out of range: the file has {len(self._extern)} nodes")
+        return node
+
+    def __len__(self) -> int:
+        return len(self._extern)

@@ -1,0 +1,291 @@
+"""Binding one serialized node to its target: a reusable plan of converters (built once per node).
+
+`bind_node` is what the executor and the graph runner share: it checks names, members and the default
+policy, and returns a `NodePlan` whose `run(lookup, defaults)` calls the kernel and `store` maps results
+onto the serialized output names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from opwire.errors import BindError, KernelError
+from opwire.proxy_executor.convert import Converted, Lookup, convert
+from opwire.proxy_executor.policy import DefaultPolicy
+from opwire.proxy_executor.targets import Target, resolve
+from opwire.schema import models as m
+from opwire.schema.ops import OpArg, input_members, return_members
+
+__all__ = ["BindContext", "NodePlan", "bind_node"]
+
+_FIXED_REFUSED = frozenset({"as_graph", "as_operator", "as_custom_obj"})
+
+
+class BindContext:
+    """Resolves what arguments name beyond values: operators (`as_operator`) and subgraphs (`as_graph`)."""
+
+    def __init__(self, subgraph_runner: Callable[[m.GraphArgument], Any] | None = None) -> None:
+        self.subgraph_runner = subgraph_runner
+
+    def operator(self, name: str, where: str) -> Any:
+        """The op an `as_operator` argument names (only dispatcher ops)."""
+        target = resolve(name)
+        if target.kind != "op":
+            raise BindError(f"{where}: as_operator names {name!r}, expected a dispatcher op such as 'aten::add.Tensor'")
+        return target.fn
+
+    def subgraph(self, graph: m.GraphArgument, where: str) -> Any:
+        """A callable running subgraph `graph` (needs a graph runner)."""
+        if self.subgraph_runner is None:
+            raise BindError(
+                f"{where}: passes subgraph {graph.name!r}; the proxy executor runs single kernels, "
+                "run the whole program with opwire.run_program (its graph runner executes subgraphs)"
+            )
+        return self.subgraph_runner(graph)
+
+
+@dataclass
+class NodePlan:
+    """A bound node: callable, positional and keyword converters, caller-filled names, output checks."""
+
+    where: str
+    target: Target
+    node: m.Node
+    fn: Callable[..., Any]
+    pos: list[Converted]
+    kw: dict[str, Converted]
+    caller: tuple[str, ...]
+    returns: tuple[OpArg | None, ...]
+    policy: DefaultPolicy
+    missing: tuple[OpArg, ...] = ()
+    fast: Any = field(default=None, repr=False)
+
+    def args(self, look: Lookup, defaults: Mapping[str, Any] | None) -> tuple[list[Any], dict[str, Any]]:
+        """Positional and keyword values for one call."""
+        try:
+            pos = [c.const if c.get is None else c.get(look) for c in self.pos]
+            kw = {k: (c.const if c.get is None else c.get(look)) for k, c in self.kw.items()}
+        except KeyError as exc:
+            raise BindError(
+                f"{self.where}: refers to value {exc.args[0]!r}, which the values do not hold; "
+                "pass it by its serialized name"
+            ) from None
+        for name in self.caller:
+            if defaults is None or name not in defaults:
+                raise BindError(
+                    f"{self.where}: argument {name!r} is not in the file and the caller did not pass it; "
+                    f"policy REQUIRE_CALLER needs it in defaults= (or choose FROM_SCHEMA to use the schema default)"
+                )
+            kw[name] = defaults[name]
+        return pos, kw
+
+    def invoke(self, pos: list[Any], kw: dict[str, Any]) -> Any:
+        """Call the kernel; whatever it raises becomes a KernelError naming the op and node."""
+        try:
+            return self.fn(*pos, **kw)
+        except Exception as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            raise KernelError(
+                f"{self.where}: the kernel raised {type(exc).__name__}: {first}; "
+                "check the inputs' shapes, dtypes and devices against the op"
+            ) from exc
+
+    def results(self, result: Any) -> list[Any]:
+        """The kernel's result as one value per serialized output."""
+        n = len(self.node.outputs)
+        if self.target.kind == "op":
+            if len(self.returns) == 1:
+                return [result]
+            if len(self.returns) == 0:
+                return []
+            return list(result)
+        if n == 1 and (self.node.is_hop_single_tensor_return or not isinstance(result, tuple)):
+            return [result]
+        if isinstance(result, (tuple, list)) and len(result) == n:
+            return list(result)
+        raise KernelError(f"{self.where}: the file names {n} outputs but the call returned {_show(result)}")
+
+    def store(self, result: Any, out: dict[str, Any]) -> None:
+        """Check `result` against the serialized outputs and put named values into `out`."""
+        for i, (arg, value) in enumerate(zip(self.node.outputs, self.results(result), strict=True)):
+            _store(arg, value, f"{self.where} output {i}", out)
+
+
+def _show(v: Any) -> str:
+    import torch
+
+    if isinstance(v, torch.Tensor):
+        return f"a tensor of shape {tuple(v.shape)}"
+    if isinstance(v, (list, tuple)):
+        return f"a {type(v).__name__} of {len(v)}"
+    return f"{type(v).__name__} {v!r}"
+
+
+def _store(arg: m.Argument, value: Any, where: str, out: dict[str, Any]) -> None:
+    import torch
+
+    member, s = arg.type, arg.value
+    if member == "as_tensor":
+        if not isinstance(value, torch.Tensor):
+            raise KernelError(f"{where}: the file names tensor {s.name!r} but the kernel returned {_show(value)}")
+        out[s.name] = value
+    elif member in ("as_optional_tensor", "as_sym_int", "as_sym_float", "as_sym_bool"):
+        if s.type == "as_name":
+            out[s.as_name] = value
+        elif s.type == "as_tensor":
+            _store(m.Argument(as_tensor=s.as_tensor), value, where, out)
+        else:
+            _check_const(s.value if s.type != "as_none" else None, value, where)
+    elif member in ("as_tensors", "as_optional_tensors", "as_sym_ints", "as_sym_floats", "as_sym_bools"):
+        if not isinstance(value, (list, tuple)) or len(value) != len(s):
+            raise KernelError(f"{where}: the file names {len(s)} values but the kernel returned {_show(value)}")
+        inner = {"as_tensors": "as_tensor", "as_optional_tensors": "as_optional_tensor"}.get(member, member[:-1])
+        for j, (e, v) in enumerate(zip(s, value, strict=True)):
+            _store(m.Argument(**{inner: e}), v, f"{where}[{j}]", out)
+    else:
+        conv = convert(arg, where, BindContext())
+        _check_const(conv.const, value, where)
+
+
+def _check_const(expected: Any, value: Any, where: str) -> None:
+    import torch
+
+    got = value.tolist() if isinstance(value, torch.Tensor) and value.dim() == 0 else value
+    if isinstance(got, tuple):
+        got = list(got)
+    if got != expected or (type(got) is bool and type(expected) is not bool):
+        raise KernelError(
+            f"{where}: expected the constant {expected!r} recorded when the call was serialized, but the kernel "
+            f"returned {_show(value)}; the op no longer computes what was compiled in"
+        )
+
+
+def bind_node(node: m.Node, where: str, policy: DefaultPolicy, ctx: BindContext) -> NodePlan:
+    """Resolve `node.target` and bind its inputs by name; every problem is a BindError naming `where`."""
+    target = resolve(node.target)
+    where = f"{where} ({target.label})"
+    if target.kind == "op":
+        return _bind_op(target, node, where, policy, ctx)
+    return _bind_other(target, node, where, policy, ctx)
+
+
+def _bind_op(target: Target, node: m.Node, where: str, policy: DefaultPolicy, ctx: BindContext) -> NodePlan:
+    schema = target.schema
+    assert schema is not None
+    if schema.is_vararg:
+        raise BindError(f"{where}: the op takes varargs (...), which a serialized call cannot bind by name")
+    given: dict[str, Converted] = {}
+    for na in node.inputs:
+        arg = schema.argument(na.name)
+        if arg is None:
+            names = ", ".join(a.name for a in schema.arguments)
+            raise BindError(f"{where}: unknown argument {na.name!r}; the schema's arguments are {names}")
+        if na.name in given:
+            raise BindError(f"{where}: argument {na.name!r} is given twice; a call binds each argument once")
+        allowed = input_members(arg.parsed)
+        if na.arg.type not in allowed:
+            raise BindError(
+                f"{where}: argument {arg.name!r} of type {arg.type} cannot be carried by {na.arg.type}; "
+                f"expected {' or '.join(sorted(allowed)) or 'nothing (no member carries this type)'}"
+            )
+        given[na.name] = convert(na.arg, f"{where} argument {arg.name!r}", ctx)
+    pos: list[Converted] = []
+    kw: dict[str, Converted] = {}
+    caller: list[str] = []
+    missing: list[OpArg] = []
+    for a in schema.arguments:
+        conv = given.get(a.name)
+        if conv is None:
+            missing.append(a)
+            _check_missing(a, where, policy)
+            if policy is DefaultPolicy.REQUIRE_CALLER:
+                caller.append(a.name)
+        elif not a.kwarg_only and len(pos) == schema.arguments.index(a):
+            pos.append(conv)
+        else:
+            kw[a.name] = conv
+    _check_outputs(schema.returns, node, where)
+    fn = getattr(target.fn, "_op", target.fn)
+    return NodePlan(where, target, node, fn, pos, kw, tuple(caller), schema.returns, policy, tuple(missing))
+
+
+def _check_missing(a: OpArg, where: str, policy: DefaultPolicy) -> None:
+    if policy is DefaultPolicy.REQUIRE_CALLER:
+        return
+    if not a.has_default:
+        raise BindError(f"{where}: required argument {a.name!r} ({a.type}) is missing and has no default")
+    if policy is DefaultPolicy.REQUIRE_SERIALIZED:
+        raise BindError(
+            f"{where}: argument {a.name!r} ({a.type}, schema default {a.default_str}) is missing; "
+            "policy REQUIRE_SERIALIZED needs every argument in the file; re-serialize it with the argument "
+            "or choose FROM_SCHEMA"
+        )
+
+
+def _check_outputs(returns: tuple[OpArg, ...], node: m.Node, where: str) -> None:
+    if len(node.outputs) != len(returns):
+        raise BindError(
+            f"{where}: the file has {len(node.outputs)} outputs but the schema returns {len(returns)} values"
+        )
+    for i, (r, out) in enumerate(zip(returns, node.outputs, strict=True)):
+        allowed = return_members(r.parsed)
+        if out.type not in allowed:
+            raise BindError(
+                f"{where}: output {i} of type {r.type} cannot be carried by {out.type}; "
+                f"expected {' or '.join(sorted(allowed)) or 'nothing (no member carries this type)'}"
+            )
+
+
+def _bind_other(target: Target, node: m.Node, where: str, policy: DefaultPolicy, ctx: BindContext) -> NodePlan:
+    """Fixed-table callables bind by parameter name; higher-order ops by their rule."""
+    pos: list[Converted] = []
+    kw: dict[str, Converted] = {}
+    if target.kind == "fixed":
+        by_name: dict[str, Converted] = {}
+        for na in node.inputs:
+            if na.name not in target.params:
+                raise BindError(f"{where}: unknown argument {na.name!r}; expected {', '.join(target.params)}")
+            if na.name in by_name:
+                raise BindError(f"{where}: argument {na.name!r} is given twice; a call binds each argument once")
+            if na.arg.type in _FIXED_REFUSED:
+                raise BindError(f"{where}: argument {na.name!r} cannot be {na.arg.type}")
+            by_name[na.name] = convert(na.arg, f"{where} argument {na.name!r}", ctx)
+        for p in target.params:
+            if p not in by_name:
+                raise BindError(f"{where}: required argument {p!r} is missing")
+            pos.append(by_name[p])
+    else:
+        rule = target.hop
+        assert rule is not None
+        positional = [na for na in node.inputs if not na.name]
+        keywords = [na for na in node.inputs if na.name]
+        n = len(rule.positional)
+        if len(positional) < n or (len(positional) > n and not rule.varargs):
+            raise BindError(
+                f"{where}: takes {n}{' or more' if rule.varargs else ''} positional inputs "
+                f"({', '.join(rule.positional)}), got {len(positional)}"
+            )
+        pos = [convert(na.arg, f"{where} input {i}", ctx) for i, na in enumerate(positional)]
+        allowed = _hop_keywords(rule.keywords, positional, where)
+        for na in keywords:
+            if allowed is not None and na.name not in allowed:
+                raise BindError(f"{where}: unknown keyword input {na.name!r}; expected {', '.join(sorted(allowed))}")
+            if na.name in kw:
+                raise BindError(f"{where}: keyword input {na.name!r} is given twice")
+            kw[na.name] = convert(na.arg, f"{where} input {na.name!r}", ctx)
+    return NodePlan(where, target, node, target.fn, pos, kw, (), (), policy)
+
+
+def _hop_keywords(kind: str, positional: list[m.NamedArgument], where: str) -> set[str] | None:
+    if kind == "any":
+        return None
+    if kind == "none":
+        return set()
+    op_arg = positional[0].arg
+    if op_arg.type != "as_operator":
+        raise BindError(f"{where}: input 0 must be as_operator (the mutated op), got {op_arg.type}")
+    schema = resolve(op_arg.value).schema
+    assert schema is not None
+    return {a.name for a in schema.arguments}
