@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from oplib.bc_versions import V1, V2
 
 import opwire
 from opwire.errors import OpValidationError
 from opwire.proxy_executor.bccheck import BcReport, Effect, bc_check
 from opwire.proxy_executor.policy import DefaultPolicy
 from opwire.proxy_executor.snapshot import snapshot_from_schemas
-
-from oplib.bc_versions import V1, V2
 
 B, S, C = Effect.BREAKING, Effect.SILENT, Effect.COMPATIBLE
 

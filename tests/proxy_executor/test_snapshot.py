@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import oplib.bc_v2_live
+import oplib.validate_lib  # noqa: F401  (registers opwire_vt)
 import pytest
 import torch
+from oplib.bc_versions import V2
 
 import opwire
 from opwire.errors import OpValidationError
 from opwire.proxy_executor.snapshot import load_snapshot, snapshot_from_schemas, snapshot_ops
 from opwire.schema import models as m
-
-import oplib.bc_v2_live  # noqa: F401  (registers version 2 of opwire_bc)
-import oplib.validate_lib  # noqa: F401  (registers opwire_vt)
-from oplib.bc_versions import V2
 
 
 def test_snapshot_is_sorted_and_complete() -> None:
