@@ -124,7 +124,7 @@ def test_bad_payload_is_decode_error(case: str) -> None:
 
 
 def test_unwritable_tensors_are_encode_errors() -> None:
-    with pytest.raises(EncodeError, match="Expected a strided tensor, got layout torch.sparse_coo"):
+    with pytest.raises(EncodeError, match=r"Expected a strided tensor, got layout torch\.sparse_coo"):
         _tensors.from_tensor(torch.eye(2).to_sparse())
     with pytest.raises(EncodeError, match="without it"):
         _tensors.from_tensor(torch.empty(2, device="meta"))
