@@ -56,7 +56,9 @@ class BinaryReader:
         """Advance by `n` bytes and return the old position; WireError if fewer remain."""
         pos = self.pos
         if n > self.end - pos:
-            raise WireError(f"truncated input: needed {n} more bytes at offset {pos}, {self.end - pos} remain")
+            raise WireError(
+                f"truncated input: needed {n} more bytes at offset {pos}, {self.end - pos} remain; the data is cut short or corrupt"
+            )
         self.pos = pos + n
         return pos
 

@@ -38,7 +38,9 @@ class CompactReader:
     def _byte(self) -> int:
         pos = self.pos
         if pos >= self.end:
-            raise WireError(f"truncated input: needed 1 more byte at offset {pos}, 0 remain")
+            raise WireError(
+                f"truncated input: needed 1 more byte at offset {pos}, 0 remain; the data is cut short or corrupt"
+            )
         self.pos = pos + 1
         return self.data[pos]
 
@@ -128,7 +130,9 @@ class CompactReader:
         """A little-endian IEEE double (NaN and infinities included)."""
         pos = self.pos
         if self.end - pos < 8:
-            raise WireError(f"truncated input: needed 8 more bytes at offset {pos}, {self.end - pos} remain")
+            raise WireError(
+                f"truncated input: needed 8 more bytes at offset {pos}, {self.end - pos} remain; the data is cut short or corrupt"
+            )
         self.pos = pos + 8
         return float(_D.unpack_from(self.data, pos)[0])
 

@@ -251,7 +251,8 @@ def decode_payload(data: bytes, start: int, root: str, codec: str, max_depth: in
         sys.setrecursionlimit(old_limit)
     if reader.pos != reader.end:
         raise Located(
-            f"{reader.end - reader.pos} trailing bytes after the {root} value (offset {reader.pos} of {reader.end})",
+            f"{reader.end - reader.pos} trailing bytes after the {root} value (offset {reader.pos} of {reader.end}); "
+            f"the data holds something else than one {root}, or is corrupt",
             loc,
         )
     return obj
