@@ -57,7 +57,8 @@ class BinaryReader:
         pos = self.pos
         if n > self.end - pos:
             raise WireError(
-                f"truncated input: needed {n} more bytes at offset {pos}, {self.end - pos} remain; the data is cut short or corrupt"
+                f"truncated input: needed {n} more bytes at offset {pos}, {self.end - pos} remain; "
+                f"the data is cut short or corrupt"
             )
         self.pos = pos + n
         return pos

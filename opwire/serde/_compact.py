@@ -131,7 +131,8 @@ class CompactReader:
         pos = self.pos
         if self.end - pos < 8:
             raise WireError(
-                f"truncated input: needed 8 more bytes at offset {pos}, {self.end - pos} remain; the data is cut short or corrupt"
+                f"truncated input: needed 8 more bytes at offset {pos}, {self.end - pos} remain; "
+                f"the data is cut short or corrupt"
             )
         self.pos = pos + 8
         return float(_D.unpack_from(self.data, pos)[0])
