@@ -71,14 +71,29 @@ def snapshot_from_schemas(schemas: Iterable[str], tags: dict[str, Iterable[str]]
     return _library(sorted({s.namespace for s in parsed}), rows)
 
 
+def _wrong_kind(path: str | Path, kind: str) -> OpValidationError:
+    return OpValidationError(
+        f"{path}: expected an op library snapshot (written by `opwire ops snapshot`), got a {kind}; "
+        "pass the snapshot file"
+    )
+
+
 def load_snapshot(path: str | Path) -> m.OpLibrarySnapshot:
     """Read a snapshot file (JSON, or Thrift with opwire's header) written by `opwire ops snapshot`."""
-    from opwire.serde.detect import load_any
+    from opwire.serde import framing, thrift
+    from opwire.serde import json as json_codec
+    from opwire.serde.detect import detect_json_root
 
-    model = load_any(path)
-    if not isinstance(model, m.OpLibrarySnapshot):
-        raise OpValidationError(
-            f"{path}: expected an op library snapshot (written by `opwire ops snapshot`), "
-            f"got a {type(model).__name__}; pass the snapshot file"
-        )
-    return model
+    data = Path(path).read_bytes()
+    if data.lstrip()[:1] in (b"{", b"["):
+        root = detect_json_root(data, str(path))
+        if root is not m.OpLibrarySnapshot:
+            raise _wrong_kind(path, root.__name__)
+        return json_codec.decode(data, m.OpLibrarySnapshot, source=str(path))
+    sniffed = framing.sniff(data)
+    if sniffed is None:
+        raise _wrong_kind(path, "file that is neither JSON nor Thrift with opwire's header")
+    codec, root_name, _ = sniffed
+    if root_name != "OpLibrarySnapshot":
+        raise _wrong_kind(path, root_name)
+    return thrift.decode(data, m.OpLibrarySnapshot, codec, source=str(path))  # type: ignore[arg-type]
