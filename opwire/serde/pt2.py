@@ -145,7 +145,12 @@ class Pt2Archive:
         where = f"{kind}[{name!r}]"
         if meta.use_pickle:
             return self._pickled_tensor(entry, where)
-        return _payload.raw_tensor_value(meta, self._bytes(entry), where)
+        try:
+            return _payload.raw_tensor_value(meta, self._bytes(entry), where)
+        except DecodeError as exc:
+            if str(exc).startswith(self._src):
+                raise
+            raise DecodeError(f"{self._src}: {exc} (entry `{entry}`)", exc.path) from None
 
     def _pickled_tensor(self, entry: str, where: str) -> m.TensorValue:
         if not self.allow_pickle:
