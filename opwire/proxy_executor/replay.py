@@ -1,0 +1,273 @@
+"""`opwire.replay`: run a recorded trace through the proxy executor and report every difference.
+
+isolated: each call gets its inputs from the recorded payloads (a difference stays with the call that
+made it); chained: inputs come from earlier replayed outputs, with the recorded aliasing (a difference
+propagates, as it would in the program). Outputs and in-place-written arguments are compared: integer
+and bool tensors exactly, floating ones within rtol/atol, dtype, shape and strides always.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+
+from opwire.errors import BindError, OpwireError
+from opwire.proxy_executor._compare import Difference, compare_scalar, compare_tensor
+from opwire.proxy_executor._recorder_mode import object_of
+from opwire.proxy_executor.executor import ProxyExecutor
+from opwire.proxy_executor.policy import DefaultPolicy
+from opwire.proxy_executor.record import Trace, load_trace
+from opwire.proxy_executor.targets import resolve
+from opwire.schema import models as m
+from opwire.serde import _tensors
+
+__all__ = ["Mismatch", "ReplayReport", "SchemaDrift", "replay", "schema_drift"]
+
+_SCALAR_OUT: dict[str, tuple[str, type[Any]]] = {
+    "as_int": ("as_sym_int", m.SymIntArgument),
+    "as_float": ("as_sym_float", m.SymFloatArgument),
+    "as_bool": ("as_sym_bool", m.SymBoolArgument),
+}
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """One difference: call index, op, which output, kind, largest difference and where."""
+
+    index: int
+    op: str
+    output: str  # "output 0" or "argument self (written in place)"
+    kind: str  # "shape" | "dtype" | "stride" | "value" | "missing" | "error"
+    detail: str
+    max_diff: float | None = None
+    where: tuple[int, ...] | None = None
+
+    def __str__(self) -> str:
+        return f"call {self.index} {self.op} {self.output}: {self.kind} mismatch: {self.detail}"
+
+
+@dataclass(frozen=True)
+class SchemaDrift:
+    """An op whose schema in the running torch differs from the one recorded (current None: not loaded)."""
+
+    op: str
+    recorded: str
+    current: str | None
+
+    def __str__(self) -> str:
+        now = self.current if self.current is not None else "not registered in this process"
+        return f"{self.op}: recorded {self.recorded!r}, now {now!r}"
+
+
+@dataclass
+class ReplayReport:
+    """What a replay found: mismatches, skipped calls and op-schema drift."""
+
+    mode: str
+    calls: int
+    replayed: int = 0
+    mismatches: list[Mismatch] = field(default_factory=list)
+    skipped: list[tuple[int, str, str]] = field(default_factory=list)
+    schema_drift: list[SchemaDrift] = field(default_factory=list)
+    recorded_torch: str = ""
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """True when every replayed call matched."""
+        return not self.mismatches
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form of the report."""
+        d = asdict(self)
+        d["ok"] = self.ok
+        d["torch_version"] = str(torch.__version__)
+        return d
+
+    def __str__(self) -> str:
+        lines = [
+            f"replayed {self.replayed} of {self.calls} calls ({self.mode}) in {self.seconds:.2f}s: "
+            f"{len(self.mismatches)} mismatch(es), {len(self.skipped)} skipped, "
+            f"{len(self.schema_drift)} op schema(s) drifted (recorded with torch {self.recorded_torch}, "
+            f"running {torch.__version__})"
+        ]
+        lines += [f"  drift: {d}" for d in self.schema_drift]
+        lines += [f"  {x}" for x in self.mismatches]
+        lines += [f"  skipped call {i} {op}: {why}" for i, op, why in self.skipped]
+        return "\n".join(lines)
+
+
+def schema_drift(header: m.TraceHeader) -> list[SchemaDrift]:
+    """Ops whose registered schema differs from the recorded schema string (or that are not registered)."""
+    out = []
+    for op, recorded in header.op_schemas.items():
+        try:
+            target = resolve(op)
+            current = target.schema.schema if target.schema is not None else None
+        except OpwireError:
+            current = None
+        if current != recorded:
+            out.append(SchemaDrift(op, recorded, current))
+    return out
+
+
+def replay(
+    trace: Trace | m.CallTrace | str | Path,
+    policy: DefaultPolicy | str = DefaultPolicy.FROM_SCHEMA,
+    mode: Literal["isolated", "chained"] = "isolated",
+    rtol: float = 1e-5,
+    atol: float = 1e-6,
+    device: str | torch.device | None = None,
+    progress: bool | None = None,
+) -> ReplayReport:
+    """Replay every recorded call and compare its outputs with the recorded ones."""
+    if mode not in ("isolated", "chained"):
+        raise ValueError(f"mode must be 'isolated' or 'chained', got {mode!r}")
+    model = _model(trace)
+    report = ReplayReport(mode, len(model.records), recorded_torch=model.header.torch_version)
+    report.schema_drift = schema_drift(model.header)
+    runner = _Replayer(model, ProxyExecutor(policy=policy), mode, rtol, atol, device)
+    start = time.perf_counter()
+    show = sys.stderr.isatty() and len(model.records) >= 200 if progress is None else progress
+    with torch.no_grad():
+        for i, rec in _progress(model.records, show):
+            if "skipped" in rec.metadata:
+                report.skipped.append((i, rec.target, rec.metadata["skipped"]))
+                continue
+            report.mismatches += runner.run(i, rec)
+            report.replayed += 1
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _model(trace: Trace | m.CallTrace | str | Path) -> m.CallTrace:
+    if isinstance(trace, str | Path):
+        return load_trace(trace).model
+    if isinstance(trace, Trace):
+        return trace.model
+    if isinstance(trace, m.CallTrace):
+        return trace
+    raise TypeError(f"expected an opwire.Trace, a CallTrace model or a path, got {type(trace).__name__}")
+
+
+def _progress(records: list[m.CallRecord], show: bool) -> Iterator[tuple[int, m.CallRecord]]:
+    n = len(records)
+    step = max(n // 100, 1)
+    for i, rec in enumerate(records):
+        if show and i % step == 0:
+            print(f"\rreplaying {i}/{n} [{'#' * (30 * i // n):<30}]", end="", file=sys.stderr, flush=True)
+        yield i, rec
+    if show:
+        print(f"\rreplayed {n}/{n} [{'#' * 30}]", file=sys.stderr)
+
+
+def _tensor_names(arg: m.Argument) -> list[str]:
+    kind, v = arg.type, arg.value
+    if kind == "as_tensor":
+        return [v.name]
+    if kind == "as_tensors":
+        return [t.name for t in v]
+    if kind == "as_optional_tensor":
+        return [v.as_tensor.name] if v.type == "as_tensor" else []
+    if kind == "as_optional_tensors":
+        return [t.as_tensor.name for t in v if t.type == "as_tensor"]
+    if kind == "as_nested_tensors":
+        return [t.name for ts in v for t in ts]
+    return []
+
+
+class _Replayer:
+    """Runs one record at a time, keeping the live tensors of a chained replay."""
+
+    def __init__(self, model: m.CallTrace, ex: ProxyExecutor, mode: str, rtol: float, atol: float, device: Any) -> None:
+        self.model, self.ex, self.mode, self.rtol, self.atol, self.device = model, ex, mode, rtol, atol, device
+        self.live: dict[str, torch.Tensor] = {}  # tensor object -> replayed tensor (chained)
+        self._nondet: dict[str, bool] = {}
+
+    def _tensor(self, name: str) -> torch.Tensor:
+        if self.mode == "chained":
+            live = self.live.get(object_of(name))
+            if live is not None:
+                return live
+        tv = self.model.tensors.get(name)
+        if tv is None:
+            raise BindError(f"the trace names tensor {name!r} but its tensor table has no entry for it")
+        t = _tensors.to_tensor(tv, self.device, f"tensors[{name!r}]")
+        if self.mode == "chained":
+            self.live[object_of(name)] = t
+        return t
+
+    def run(self, i: int, rec: m.CallRecord) -> list[Mismatch]:
+        node, scalar_outs = _node(i, rec)
+        try:
+            values = {n: self._tensor(n) for na in rec.inputs for n in _tensor_names(na.arg)}
+            out = self.ex.call(node, values)
+        except OpwireError as exc:
+            return [Mismatch(i, rec.target, "call", "error", f"{type(exc).__name__}: {exc}")]
+        found: list[Mismatch] = []
+        compare_values = not self._nondeterministic(rec.target)
+        for j, arg in enumerate(rec.outputs):
+            label = f"output {j}"
+            if arg.type in scalar_outs:
+                diff = compare_scalar(out.get(f"#out{j}"), arg.value, self.rtol, self.atol)
+                found += self._found(i, rec, label, diff)
+                continue
+            names = _tensor_names(arg)
+            for n in names:
+                got = out.get(n)
+                if self.mode == "chained" and isinstance(got, torch.Tensor):
+                    self.live[object_of(n)] = got
+                found += self._check(i, rec, label if len(names) == 1 else f"{label} {n}", got, n, compare_values)
+        written = json.loads(rec.metadata.get("mutated", "{}"))
+        given = {na.name: _tensor_names(na.arg) for na in rec.inputs}
+        for arg_name, new_names in written.items():
+            for before, after in zip(given.get(arg_name, []), new_names, strict=False):
+                label = f"argument {arg_name} (written in place)"
+                found += self._check(i, rec, label, values.get(before), after, compare_values)
+        return found
+
+    def _check(self, i: int, rec: m.CallRecord, label: str, got: Any, name: str, values: bool) -> list[Mismatch]:
+        want = self.model.tensors.get(name)
+        if want is None:
+            return [Mismatch(i, rec.target, label, "missing", f"the trace has no payload for {name!r}")]
+        return self._found(i, rec, label, compare_tensor(got, want, self.rtol, self.atol, values))
+
+    @staticmethod
+    def _found(i: int, rec: m.CallRecord, label: str, diff: Difference | None) -> list[Mismatch]:
+        if diff is None:
+            return []
+        return [Mismatch(i, rec.target, label, diff.kind, diff.detail, diff.max_diff, diff.where)]
+
+    def _nondeterministic(self, target: str) -> bool:
+        """Ops whose output values are not reproducible (random, uninitialized memory): compare metadata only."""
+        hit = self._nondet.get(target)
+        if hit is None:
+            try:
+                fn = resolve(target).fn
+                tags = getattr(fn, "tags", ())
+                hit = torch.Tag.nondeterministic_seeded in tags or "empty" in target.partition("::")[2].split(".")[0]
+            except OpwireError:
+                hit = False
+            self._nondet[target] = hit
+        return hit
+
+
+def _node(i: int, rec: m.CallRecord) -> tuple[m.Node, set[str]]:
+    """The record as an executor node; constant scalar outputs become named so the replay can compare them."""
+    outputs, scalars = [], set()
+    for j, arg in enumerate(rec.outputs):
+        sym = _SCALAR_OUT.get(arg.type)
+        if sym is None:
+            outputs.append(arg)
+        else:
+            scalars.add(arg.type)
+            outputs.append(m.Argument(**{sym[0]: sym[1](as_name=f"#out{j}")}))
+    node = m.Node(target=rec.target, inputs=rec.inputs, outputs=outputs, metadata={}, name=f"call {i}")
+    return node, scalars
