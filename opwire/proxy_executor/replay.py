@@ -220,11 +220,12 @@ class _Replayer:
                 found += self._found(i, rec, label, diff)
                 continue
             names = _tensor_names(arg)
-            for n in names:
+            listed = arg.type != "as_tensor"
+            for k, n in enumerate(names):
                 got = out.get(n)
                 if self.mode == "chained" and isinstance(got, torch.Tensor):
                     self.live[object_of(n)] = got
-                found += self._check(i, rec, label if len(names) == 1 else f"{label} {n}", got, n, compare_values)
+                found += self._check(i, rec, f"{label}[{k}]" if listed else label, got, n, compare_values)
         written = json.loads(rec.metadata.get("mutated", "{}"))
         given = {na.name: _tensor_names(na.arg) for na in rec.inputs}
         for arg_name, new_names in written.items():
