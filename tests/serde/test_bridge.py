@@ -52,7 +52,7 @@ def test_program_with_explicit_tensors() -> None:
 
 
 def test_bad_inputs() -> None:
-    with pytest.raises(EncodeError, match="Expected a torch.export.ExportedProgram, got str"):
+    with pytest.raises(EncodeError, match=r"Expected a torch\.export\.ExportedProgram, got str"):
         torch_bridge.from_exported_program("nope")  # type: ignore[arg-type]
     with pytest.raises(DecodeError, match="Expected an OpwireArchive or ExportedProgram model, got int"):
         torch_bridge.to_exported_program(3)  # type: ignore[arg-type]
@@ -61,5 +61,5 @@ def test_bad_inputs() -> None:
     node = program.graph_module.graph.nodes[0].model_copy(update={"target": "torch.ops.opwire_test.no_such_op.default"})
     graph = program.graph_module.graph.model_copy(update={"nodes": [node, *program.graph_module.graph.nodes[1:]]})
     broken = program.model_copy(update={"graph_module": program.graph_module.model_copy(update={"graph": graph})})
-    with pytest.raises(DecodeError, match="^torch could not rebuild the program: "):
+    with pytest.raises(DecodeError, match=r"^torch could not rebuild the program: "):
         torch_bridge.to_exported_program(broken, state_dict=prog.ep.state_dict, constants=prog.ep.constants)
