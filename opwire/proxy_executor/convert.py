@@ -30,6 +30,8 @@ class Converted:
     get: Callable[[Lookup], Any] | None = None
     tensors: int = 0
     """How many tensor names the getter reads (the AOTInductor tensor array holds as many)."""
+    name: str | None = None
+    """Set when the getter reads exactly one named value (lets a prepared call index the values directly)."""
 
 
 _TORCH_ENUMS = {"ScalarType": "DTYPE", "Layout": "LAYOUT", "MemoryFormat": "MEMORY_FORMAT"}
@@ -70,8 +72,7 @@ def enum_value(enum: str, value: int, where: str) -> Any:
 
 def _sym(arg: m.SymIntArgument | m.SymFloatArgument | m.SymBoolArgument) -> Converted:
     if arg.as_name is not None:
-        name = arg.as_name
-        return Converted(get=lambda look: look(name))
+        return _named(arg.as_name)
     return Converted(const=arg.value)
 
 
@@ -85,13 +86,12 @@ def _seq(parts: list[Converted]) -> Converted:
     )
 
 
-def _named(name: str) -> Converted:
-    return Converted(get=lambda look: look(name))
+def _named(name: str, tensors: int = 0) -> Converted:
+    return Converted(get=lambda look: look(name), tensors=tensors, name=name)
 
 
 def _tensor(t: m.TensorArgument) -> Converted:
-    name = t.name
-    return Converted(get=lambda look: look(name), tensors=1)
+    return _named(t.name, 1)
 
 
 def _opt_tensor(t: m.OptionalTensorArgument) -> Converted:

@@ -97,6 +97,10 @@ class ProxyExecutor:
     ) -> dict[str, object]:
         """Run one node with inputs looked up by name; returns outputs keyed by their serialized names."""
         p = self._extern[self._index(node)] if isinstance(node, (int, str)) else self.plan(node)
+        if defaults is None:
+            fast = p.fast if p.fast is not None else p.prepared()
+            if fast:
+                return fast(values)
         pos, kw = p.args(values.__getitem__, defaults)
         result = p.invoke(pos, kw)
         out: dict[str, object] = {}

@@ -62,6 +62,14 @@ class NodePlan:
     missing: tuple[OpArg, ...] = ()
     fast: Any = field(default=None, repr=False)
 
+    def prepared(self) -> Callable[[Mapping[str, Any]], dict[str, Any]] | None:
+        """A fast call for the common shape (named or constant inputs, one tensor out), or None."""
+        if self.fast is False:
+            return None
+        if self.fast is None:
+            self.fast = _prepare(self) or False
+        return self.fast or None
+
     def args(self, look: Lookup, defaults: Mapping[str, Any] | None) -> tuple[list[Any], dict[str, Any]]:
         """Positional and keyword values for one call."""
         try:
@@ -86,11 +94,15 @@ class NodePlan:
         try:
             return self.fn(*pos, **kw)
         except Exception as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            raise KernelError(
-                f"{self.where}: the kernel raised {type(exc).__name__}: {first}; "
-                "check the inputs' shapes, dtypes and devices against the op"
-            ) from exc
+            raise self.kernel_error(exc) from exc
+
+    def kernel_error(self, exc: Exception) -> KernelError:
+        """The KernelError wrapping what the kernel raised."""
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        return KernelError(
+            f"{self.where}: the kernel raised {type(exc).__name__}: {first}; "
+            "check the inputs' shapes, dtypes and devices against the op"
+        )
 
     def results(self, result: Any) -> list[Any]:
         """The kernel's result as one value per serialized output."""
@@ -111,6 +123,38 @@ class NodePlan:
         """Check `result` against the serialized outputs and put named values into `out`."""
         for i, (arg, value) in enumerate(zip(self.node.outputs, self.results(result), strict=True)):
             _store(arg, value, f"{self.where} output {i}", out)
+
+
+def _prepare(p: NodePlan) -> Callable[[Mapping[str, Any]], dict[str, Any]] | None:
+    """Precompute the common case: every input named or constant, one `as_tensor` output, no caller defaults."""
+    import torch
+
+    convs = [*p.pos, *p.kw.values()]
+    outs = p.node.outputs
+    if p.caller or p.target.kind != "op" or len(p.returns) != 1 or len(outs) != 1 or outs[0].as_tensor is None:
+        return None
+    if any(c.get is not None and c.name is None for c in convs):
+        return None
+    spec = tuple((c.name, c.const) for c in p.pos)
+    kwspec = tuple((k, c.name, c.const) for k, c in p.kw.items())
+    out_name, fn, tensor = outs[0].as_tensor.name, p.fn, torch.Tensor
+
+    def call(values: Mapping[str, Any]) -> dict[str, Any]:
+        try:
+            args = [c if n is None else values[n] for n, c in spec]
+            kwargs = {k: c if n is None else values[n] for k, n, c in kwspec} if kwspec else {}
+        except KeyError:
+            p.args(values.__getitem__, None)  # raises the BindError naming the missing value
+            raise
+        try:
+            r = fn(*args, **kwargs)
+        except Exception as exc:
+            raise p.kernel_error(exc) from exc
+        if not isinstance(r, tensor):
+            _store(outs[0], r, f"{p.where} output 0", {})
+        return {out_name: r}
+
+    return call
 
 
 def _show(v: Any) -> str:
