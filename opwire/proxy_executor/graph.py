@@ -194,10 +194,14 @@ def _flatten_user(args: Sequence[Any], kwargs: Mapping[str, Any], spec: Any) -> 
         if spec.num_leaves == len(leaves):
             return list(leaves)  # same leaves, different containers (e.g. a list for a tuple): accept, as torch does
         raise BindError(
-            f"Expected inputs shaped like {spec}, got {got}; pass the same (args, kwargs) structure the program "
-            "was exported with"
+            f"Expected inputs shaped like the exported ones ({spec.num_leaves} values: {_one_line(spec)}), got "
+            f"{len(leaves)} ({_one_line(got)}); pass the same (args, kwargs) structure the program was exported with"
         )
     return list(leaves)
+
+
+def _one_line(spec: Any) -> str:
+    return " ".join(str(spec).split())
 
 
 # ------------------------------------------------------------------------------------------ loading
