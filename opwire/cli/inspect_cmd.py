@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import zipfile
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
 from opwire.schema import models as m
+from opwire.serde.detect import load_any
 
 __all__ = ["add_parser", "run", "summarize"]
 
@@ -19,21 +22,35 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("inspect", help="summarize a program, extern-node file, trace or archive")
     p.add_argument("file", help="JSON program, extern-node JSON, .pt2 archive, or a file opwire wrote")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
-    p.add_argument("--allow-pickle", action="store_true", help="load pickled archive entries (trusted files only)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Print the summary; exit 0, or 2 when the file is unreadable."""
-    from opwire.serde.detect import load_any
-
-    obj = load_any(args.file, allow_pickle=args.allow_pickle)
-    summary = summarize(obj)
+    path = Path(args.file)
+    summary = _summarize_zip(path) if zipfile.is_zipfile(path) else summarize(load_any(path))
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
         print(_render(summary))
     return 0
+
+
+def _summarize_zip(path: Path) -> dict[str, Any]:
+    """Summarize a .pt2 archive reading only its JSON entries (never a weight)."""
+    obj = load_any(path, lazy_archive=True)
+    summary = summarize(obj)
+    if isinstance(obj, m.ExportedProgram):
+        from opwire.serde import pt2
+
+        with pt2.open(path) as archive:
+            summary.pop("kind")
+            summary = {"kind": "pt2 archive", "model": archive.model, **summary}
+            summary["weights"] = len(archive.weight_entries)
+            summary["constants"] = len(archive.constant_entries)
+    else:
+        summary["kind"] = f"AOTInductor package ({summary['kind']})"
+    return summary
 
 
 def _walk_nodes(graph: m.Graph) -> list[m.Node]:

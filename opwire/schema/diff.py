@@ -7,10 +7,7 @@ the old one (or the reverse for a member it no longer knows); a minor bump when 
 
 from __future__ import annotations
 
-import sys
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -71,47 +68,18 @@ def required_bump(changes: list[SchemaChange]) -> str:
     return max((c.bump for c in changes), key=BUMPS.index, default="none")
 
 
-def _is_thrift_module(module: object) -> bool:
-    return "__thrift_file__" in getattr(module, "__dict__", {})
-
-
-@contextmanager
-def _isolated_thrift_cache() -> Iterator[None]:
-    """Parse one side without the other's includes.
-
-    thriftpy2 caches included files, and registers them in sys.modules, by file name alone, so the
-    two sides of a diff (each with its own `export_schema.thrift`) would otherwise share or clash.
-    """
-    from thriftpy2.parser import parser
-
-    saved_cache = dict(parser._thrift_cache)
-    saved_modules = {k: v for k, v in sys.modules.items() if _is_thrift_module(v)}
-    parser._thrift_cache.clear()
-    for name in saved_modules:
-        del sys.modules[name]
-    try:
-        yield
-    finally:
-        parser._thrift_cache.clear()
-        parser._thrift_cache.update(saved_cache)
-        for name in [k for k, v in sys.modules.items() if _is_thrift_module(v)]:
-            del sys.modules[name]
-        sys.modules.update(saved_modules)
-
-
 def load_idl(idl: str | Path) -> Schema:
     """Parse an IDL given as a path or as IDL text; DecodeError when it does not parse."""
     text = isinstance(idl, str) and ("{" in idl or "\n" in idl)
-    with _isolated_thrift_cache():
-        if text:
-            with tempfile.TemporaryDirectory(prefix="opwire-idl-") as tmp:
-                path = Path(tmp) / "idl.thrift"
-                path.write_text(str(idl))
-                return _load(path, "IDL text")
-        path = Path(idl)
-        if not path.is_file():
-            raise DecodeError(f"{path}: no such IDL file; expected a .thrift path or IDL text")
-        return _load(path, str(path))
+    if text:
+        with tempfile.TemporaryDirectory(prefix="opwire-idl-") as tmp:
+            path = Path(tmp) / "idl.thrift"
+            path.write_text(str(idl))
+            return _load(path, "IDL text")
+    path = Path(idl)
+    if not path.is_file():
+        raise DecodeError(f"{path}: no such IDL file; expected a .thrift path or IDL text")
+    return _load(path, str(path))
 
 
 def _load(path: Path, source: str) -> Schema:

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -192,13 +195,43 @@ def load_files(path: Path, include_dirs: list[Path] | None = None) -> Schema:
 
     dirs: list[Any] = [str(d) for d in (include_dirs or [path.parent])]
     digest = hashlib.sha1(str(path).encode()).hexdigest()[:12]
-    try:
-        module = thriftpy2.load(str(path), module_name=f"opwire_idl_{digest}_thrift", include_dirs=dirs)
-    except Exception as exc:  # thriftpy2 raises several unrelated types
-        raise IdlError(f"{path}: {exc}") from exc
-    schema = Schema()
-    _collect(module, path, dirs, schema)
+    with _isolated_thrift_cache():
+        try:
+            module = thriftpy2.load(str(path), module_name=f"opwire_idl_{digest}_thrift", include_dirs=dirs)
+        except Exception as exc:  # thriftpy2 raises several unrelated types
+            raise IdlError(f"{path}: {exc}") from exc
+        schema = Schema()
+        _collect(module, path, dirs, schema)
     return schema
+
+
+def _is_thrift_module(module: object) -> bool:
+    return "__thrift_file__" in getattr(module, "__dict__", {})
+
+
+@contextmanager
+def _isolated_thrift_cache() -> Iterator[None]:
+    """Parse without thriftpy2's caches, restoring them afterwards.
+
+    thriftpy2 caches included files, and registers them in sys.modules, by file name alone, so two IDL
+    trees that each include their own `export_schema.thrift` (a schema diff) would otherwise share or
+    clash, and an edited file would be served stale.
+    """
+    from thriftpy2.parser import parser
+
+    saved_cache = dict(parser._thrift_cache)
+    saved_modules = {k: v for k, v in sys.modules.items() if _is_thrift_module(v)}
+    parser._thrift_cache.clear()
+    for name in saved_modules:
+        del sys.modules[name]
+    try:
+        yield
+    finally:
+        parser._thrift_cache.clear()
+        parser._thrift_cache.update(saved_cache)
+        for name in [k for k, v in sys.modules.items() if _is_thrift_module(v)]:
+            del sys.modules[name]
+        sys.modules.update(saved_modules)
 
 
 def _collect(module: Any, path: Path, dirs: list[str], schema: Schema) -> None:
@@ -207,13 +240,18 @@ def _collect(module: Any, path: Path, dirs: list[str], schema: Schema) -> None:
     for inc in meta["includes"]:
         inc_path = Path(inc.__thrift_file__)
         _collect(inc, inc_path, dirs, schema)
-    scan = _scan(Path(path).read_text())
+    text = Path(path).read_text()
+    scan = _scan(text)
     modname = Path(path).stem
     enum_names = {e.__name__ for e in meta["enums"]}
     for enum_cls in meta["enums"]:
         name = enum_cls.__name__
+        order = _enum_order(text, name)
         pairs = tuple(
-            (n, v) for n, v in sorted(enum_cls._NAMES_TO_VALUES.items(), key=lambda kv: _enum_pos(path, name, kv[0]))
+            sorted(
+                enum_cls._NAMES_TO_VALUES.items(),
+                key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order),
+            )
         )
         schema.enums[name] = EnumDef(name, pairs, scan.type_docs.get(name, ""), modname)
     classes = {c.__name__: c for c in meta["structs"] + meta["unions"] + meta.get("exceptions", [])}
@@ -242,19 +280,11 @@ def _collect(module: Any, path: Path, dirs: list[str], schema: Schema) -> None:
         schema.consts[cname] = getattr(module, cname)
 
 
-_ENUM_POS_CACHE: dict[tuple[str, str], list[str]] = {}
-
-
-def _enum_pos(path: Path, enum: str, value: str) -> int:
-    """Position of `value` in enum `enum` as written in `path` (keeps IDL order)."""
-    key = (str(path), enum)
-    if key not in _ENUM_POS_CACHE:
-        text = Path(path).read_text()
-        m = re.search(rf"enum\s+{enum}\s*\{{(.*?)\}}", text, re.S)
-        body = m.group(1) if m else ""
-        _ENUM_POS_CACHE[key] = [vm.group(1) for vm in map(_ENUM_VALUE_RE.match, body.splitlines()) if vm]
-    names = _ENUM_POS_CACHE[key]
-    return names.index(value) if value in names else len(names)
+def _enum_order(text: str, enum: str) -> list[str]:
+    """Value names of enum `enum` in the order the IDL text writes them."""
+    m = re.search(rf"enum\s+{enum}\s*\{{(.*?)\}}", text, re.S)
+    body = m.group(1) if m else ""
+    return [vm.group(1) for vm in map(_ENUM_VALUE_RE.match, body.splitlines()) if vm]
 
 
 def idl_checksum() -> str:

@@ -42,14 +42,15 @@ def detect_json_root(data: bytes, source: str = "") -> type[BaseModel]:
     )
 
 
-def load_any(path: str | Path, *, allow_pickle: bool = False) -> BaseModel:
-    """Decode a file whatever it holds: .pt2 archive, framed Thrift, or JSON."""
+def load_any(path: str | Path, *, allow_pickle: bool = False, lazy_archive: bool = False) -> BaseModel:
+    """Decode a file whatever it holds: .pt2 archive, framed Thrift, or JSON.
+
+    With `lazy_archive=True` a .pt2 export archive yields only its program (no weight is read), and an
+    AOTInductor package yields its extern-kernel nodes.
+    """
     p = Path(path)
     if zipfile.is_zipfile(p):
-        from opwire.serde import pt2
-
-        archive: BaseModel = pt2.read(p, allow_pickle=allow_pickle)
-        return archive
+        return _load_zip(p, allow_pickle, lazy_archive)
     data = p.read_bytes()
     if data.lstrip()[:1] in (b"{", b"["):
         from opwire.serde import json as _json_codec
@@ -57,10 +58,38 @@ def load_any(path: str | Path, *, allow_pickle: bool = False) -> BaseModel:
         return _json_codec.decode(data, detect_json_root(data, str(p)), source=str(p))
     from opwire.serde import framing, thrift
 
-    sniffed: Any = framing.sniff(data)
+    sniffed = framing.sniff(data)
     if sniffed is None:
         raise DecodeError(
             f"{p}: neither JSON, a .pt2 zip archive, nor a file opwire wrote in Thrift form (no opwire header); "
             "raw Thrift needs its codec and type: opwire.loads(data, cls, format=...)"
         )
-    return thrift.decode_framed(data, source=str(p))
+    codec, root, _version = sniffed
+    cls = m.MODELS.get(root)
+    if cls is None:
+        raise DecodeError(f"{p}: the header names root type {root!r}, which this opwire does not know")
+    return thrift.decode(data, cls, codec, framed=True, source=str(p))  # type: ignore[arg-type]
+
+
+def _load_zip(p: Path, allow_pickle: bool, lazy: bool) -> BaseModel:
+    """A .pt2 export archive (whole or program only), or the extern nodes of an AOTInductor package."""
+    with zipfile.ZipFile(p) as z:
+        names = z.namelist()
+    wrappers = [n for n in names if "/data/aotinductor/" in n and n.endswith(".wrapper.json")]
+    has_program = any("/models/" in n and n.endswith(".json") for n in names) or any(
+        n.endswith("serialized_exported_program.json") for n in names
+    )
+    if wrappers and not has_program:
+        if len(wrappers) != 1:
+            raise DecodeError(f"{p}: AOTInductor package with {len(wrappers)} extern-node files; expected one")
+        from opwire.serde import json as _json_codec
+
+        with zipfile.ZipFile(p) as z:
+            data = z.read(wrappers[0])
+        return _json_codec.decode(data, m.ExternKernelNodes, source=f"{p}:{wrappers[0]}")
+    from opwire.serde import pt2
+
+    if lazy:
+        with pt2.open(p, allow_pickle=allow_pickle) as archive:
+            return archive.program
+    return pt2.read(p, allow_pickle=allow_pickle)

@@ -84,3 +84,43 @@ def test_inspect_bad_input_exits_2(
 def test_inspect_missing_file(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["inspect", "/nonexistent/x.json"]) == 2
     assert capsys.readouterr().err == "opwire inspect: error: No such file or directory: /nonexistent/x.json\n"
+
+
+def test_inspect_pt2_reads_no_weights(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import zipfile
+
+    import torch
+
+    prog = corpus.get_program("conv_bn/training")
+    path = tmp_path / "model.pt2"
+    torch.export.save(prog.ep, path)
+    read: list[str] = []
+    original = zipfile.ZipFile.read
+
+    def spy(self: zipfile.ZipFile, name: object, pwd: bytes | None = None) -> bytes:
+        read.append(getattr(name, "filename", str(name)))
+        return original(self, name, pwd)  # type: ignore[arg-type]
+
+    zipfile.ZipFile.read = spy  # type: ignore[method-assign]
+    try:
+        assert main(["inspect", str(path), "--json"]) == 0
+    finally:
+        zipfile.ZipFile.read = original  # type: ignore[method-assign]
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["kind"] == "pt2 archive"
+    assert summary["weights"] == len(prog.ep.state_dict)
+    assert read and all(name.endswith((".json", "archive_format", "archive_version")) for name in read)
+
+
+def test_inspect_framed_thrift(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "nodes.opw"
+    path.write_bytes(opwire.dumps(_extern_nodes(), format="compact"))
+    assert main(["inspect", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["kind"] == "ExternKernelNodes"
+
+
+def test_inspect_random_bytes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "noise.bin"
+    path.write_bytes(bytes(range(7, 200)))
+    assert main(["inspect", str(path)]) == 2
+    assert "no opwire header" in capsys.readouterr().err
