@@ -47,7 +47,7 @@ class ProgramRunner:
         self.graph = gm.graph
         self.signature = gm.signature
         self.state, self.constants = _load_tensors(archive, device)
-        self._in_spec, self._out_spec = _specs(gm)
+        self.in_spec, self.out_spec = _specs(gm)
         self._lock = threading.Lock()
 
     # --------------------------------------------------------------------------------------- calls
@@ -58,7 +58,7 @@ class ProgramRunner:
         return self._outputs(env)
 
     def _bind_inputs(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Env:
-        leaves = _flatten_user(args, kwargs, self._in_spec)
+        leaves = _flatten_user(args, kwargs, self.in_spec)
         specs = self.signature.input_specs
         if len(specs) != len(self.graph.inputs):
             raise DecodeError(
@@ -120,9 +120,9 @@ class ProgramRunner:
                 pass  # user inputs are the caller's: the functional graph returns the new value, as torch does
             elif kind != "token":
                 user.append(value)
-        if self._out_spec is None:
+        if self.out_spec is None:
             return user[0] if len(user) == 1 else tuple(user)
-        return pytree.tree_unflatten(user, self._out_spec)
+        return pytree.tree_unflatten(user, self.out_spec)
 
     @staticmethod
     def _write_back(table: dict[str, torch.Tensor], name: str, value: Any) -> None:

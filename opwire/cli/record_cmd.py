@@ -1,0 +1,87 @@
+"""`opwire record --out TRACE -- python SCRIPT.py [ARGS]`: record every operator call a script makes."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import runpy
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub: Any) -> None:
+    """Register `record`."""
+    p = sub.add_parser(
+        "record",
+        help="run a Python script in-process and record its operator calls",
+        description="Runs `python SCRIPT.py ARGS` or `python -m MODULE ARGS` in this process under opwire.record "
+        "and writes the trace (also when the script fails: exit 1).",
+    )
+    p.add_argument("--out", required=True, help="where to write the trace")
+    p.add_argument("--format", default="compact", choices=("json", "binary", "compact"), help="trace codec")
+    p.add_argument("--include", action="append", default=None, help="record only ops matching (ns::op.overload glob)")
+    p.add_argument("--exclude", action="append", default=[], help="do not record ops matching this glob")
+    p.add_argument("--digest", action="store_true", help="keep digests instead of bytes for outputs nobody reads")
+    p.add_argument("--no-defaults", action="store_true", help="write only the arguments the caller passed")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- python SCRIPT.py [ARGS] (or python -m MODULE)")
+    p.set_defaults(func=run)
+
+
+def _target(command: list[str]) -> tuple[str, str, list[str]] | None:
+    """("path" | "module", what, argv) of `python SCRIPT.py ARGS`, `python -m MOD ARGS` or `SCRIPT.py ARGS`."""
+    if command and command[0] == "--":
+        command = command[1:]
+    if command and Path(command[0]).name.startswith("python") and not command[0].endswith(".py"):
+        command = command[1:]
+    if len(command) >= 2 and command[0] == "-m":
+        return "module", command[1], command[1:]
+    if command and command[0].endswith(".py"):
+        return "path", command[0], command
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Record the script; exit 0, 1 when the script failed, 2 on bad usage."""
+    import opwire
+
+    target = _target(list(args.command))
+    if target is None:
+        print(
+            f"opwire record: error: expected `-- python SCRIPT.py [ARGS]` or `-- python -m MODULE [ARGS]`, "
+            f"got {' '.join(args.command) or 'no command'}; the script runs in this process so it can be recorded",
+            file=sys.stderr,
+        )
+        return 2
+    kind, what, argv = target
+    if kind == "path" and not Path(what).is_file():
+        print(f"opwire record: error: no script {what!r}", file=sys.stderr)
+        return 2
+    status = 0
+    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    sys.argv = argv
+    if kind == "path":
+        sys.path.insert(0, os.path.dirname(os.path.abspath(what)))
+    with opwire.record(
+        include=args.include,
+        exclude=args.exclude,
+        outputs="digest" if args.digest else "full",
+        write_defaults=not args.no_defaults,
+    ) as trace:
+        try:
+            if kind == "path":
+                runpy.run_path(what, run_name="__main__")
+            else:
+                runpy.run_module(what, run_name="__main__", alter_sys=True)
+        except SystemExit as exc:
+            status = 0 if exc.code in (None, 0) else 1
+        except Exception as exc:  # the script's own failure: report it, keep the trace
+            print(f"opwire record: the script raised {type(exc).__name__}: {exc}", file=sys.stderr)
+            status = 1
+        finally:
+            sys.argv, sys.path[:] = saved_argv, saved_path
+    trace.save(args.out, format=args.format)
+    print(f"recorded {len(trace)} calls, {len(trace.tensors)} tensors -> {args.out}", file=sys.stderr)
+    return status

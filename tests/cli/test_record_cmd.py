@@ -1,0 +1,67 @@
+"""`opwire record`: records a script in-process; exit 0 / 1 (script failed, trace still written) / 2 (usage)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+import opwire
+from opwire.cli import main
+
+SCRIPT = """
+import sys, torch
+torch.manual_seed(0)
+model = torch.nn.Linear(4, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+model(torch.randn(3, 4)).pow(2).sum().backward()
+opt.step()
+print("argv", sys.argv[1:])
+if "fail" in sys.argv:
+    raise RuntimeError("boom")
+"""
+
+
+def _script(tmp_path: Path) -> Path:
+    p = tmp_path / "train.py"
+    p.write_text(SCRIPT)
+    return p
+
+
+def test_records_a_script_with_its_arguments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "step.trace"
+    argv = sys.argv[:]
+    assert main(["record", "--out", str(out), "--", "python", str(_script(tmp_path)), "a", "b"]) == 0
+    assert sys.argv == argv
+    captured = capsys.readouterr()
+    assert "argv ['a', 'b']" in captured.out and f"-> {out}" in captured.err
+    trace = opwire.load_trace(out)
+    assert "aten::addmm.default" in trace.header.op_schemas and any(r.target == "aten::add_.Tensor" for r in trace)
+    assert opwire.replay(trace, policy="require_serialized").ok
+
+
+def test_options_reach_the_recorder(tmp_path: Path) -> None:
+    out = tmp_path / "t.json"
+    args = ["record", "--out", str(out), "--format", "json", "--include", "aten::mm*", "--include", "aten::add*"]
+    assert (
+        main([*args, "--exclude", "aten::add_*", "--exclude", "aten::addmm*", "--digest", "--", str(_script(tmp_path))])
+        == 0
+    )
+    trace = opwire.load_trace(out)
+    assert out.read_bytes().startswith(b"{")
+    assert "aten::mm.default" in {r.target for r in trace} <= {"aten::mm.default", "aten::add.Tensor"}
+    assert trace.header.outputs_mode == "digest"
+
+
+def test_a_failing_script_still_writes_its_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "t.trace"
+    assert main(["record", "--out", str(out), "--", "python", str(_script(tmp_path)), "fail"]) == 1
+    assert "RuntimeError: boom" in capsys.readouterr().err
+    assert len(opwire.load_trace(out)) > 0
+
+
+@pytest.mark.parametrize("command", [[], ["--", "ls", "-l"], ["--", "python", "missing.py"]])
+def test_bad_usage_exits_2(tmp_path: Path, command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["record", "--out", str(tmp_path / "t"), *command]) == 2
+    assert capsys.readouterr().err.startswith("opwire record: error:")
