@@ -11,7 +11,8 @@ from opwire.cli import main
 from opwire.proxy_executor.snapshot import snapshot_ops
 from opwire.proxy_executor.validate import validate_op
 
-pytestmark = pytest.mark.slow
+# both tests share one build: keep them on one xdist worker (make test runs --dist loadgroup)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("cpp_build")]
 
 
 @pytest.fixture(scope="module")
