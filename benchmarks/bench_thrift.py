@@ -1,0 +1,100 @@
+"""opwire's Thrift binary and compact codecs against opwire's JSON and torch's JSON path, on the test corpus.
+
+Per program and in total, in one process: typed decode (bytes -> validated models) and encode (models ->
+bytes) of binary and compact, opwire's JSON, and torch's `_bytes_to_dataclass` / `_to_json_bytes`; and
+the sizes. Targets: compact at most 0.65x torch's JSON bytes; binary and compact decode at most 2x opwire's
+typed JSON decode.
+
+    python benchmarks/bench_thrift.py [--repeat N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import corpus
+from bench_json import _deep_mlp
+from torch._export.serde import schema as torch_schema
+from torch._export.serde.serialize import _bytes_to_dataclass, _to_json_bytes
+
+import opwire
+from opwire.schema import models as m
+
+FORMATS = ("json", "binary", "compact")
+
+
+def _best(fn: Callable[[], Any], repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        gc.collect()
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def measure(name: str, data: bytes, repeat: int) -> dict[str, float]:
+    """Seconds (dec_*/enc_*) and bytes (size_*) for one program; checks every codec round-trips exactly."""
+    program = opwire.loads(data, m.ExportedProgram)
+    theirs = _bytes_to_dataclass(torch_schema.ExportedProgram, data)
+    out: dict[str, float] = {
+        "dec_torch": _best(lambda: _bytes_to_dataclass(torch_schema.ExportedProgram, data), repeat),
+        "enc_torch": _best(lambda: _to_json_bytes(theirs), repeat),
+        "size_torch": len(data),
+    }
+    for fmt in FORMATS:
+        raw = opwire.dumps(program, fmt)  # type: ignore[arg-type]
+        if opwire.dumps(opwire.loads(raw, m.ExportedProgram, fmt), "json") != data:  # type: ignore[arg-type]
+            raise SystemExit(f"{name}: {fmt} does not round-trip to torch's JSON bytes")
+        out[f"dec_{fmt}"] = _best(lambda raw=raw, fmt=fmt: opwire.loads(raw, m.ExportedProgram, fmt), repeat)
+        out[f"enc_{fmt}"] = _best(lambda fmt=fmt: opwire.dumps(program, fmt), repeat)
+        out[f"size_{fmt}"] = len(raw)
+    return out
+
+
+def _line(name: str, t: dict[str, float]) -> str:
+    parts = [f"{name:<30} torch json {t['size_torch'] / 1e3:8.1f}kB"]
+    for fmt in ("binary", "compact"):
+        parts.append(
+            f"{fmt} {t[f'size_{fmt}'] / t['size_torch']:4.2f}x size, dec {t[f'dec_{fmt}'] * 1e3:7.2f}ms "
+            f"({t[f'dec_{fmt}'] / t['dec_json']:4.2f}x json, torch x{t['dec_torch'] / t[f'dec_{fmt}']:5.1f}), "
+            f"enc {t[f'enc_{fmt}'] * 1e3:6.2f}ms ({t[f'enc_{fmt}'] / t['enc_json']:4.2f}x json)"
+        )
+    return " | ".join(parts)
+
+
+def main() -> int:
+    """Run the benchmark; print one line per program, totals, and whether the targets are met."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    items = [(p.name, p.json_bytes) for p in corpus.programs()] + [_deep_mlp()]
+    print("ratios: Nx size = bytes / torch's JSON bytes; Nx json = time / opwire's typed JSON; torch xN = torch / ours")
+    totals: dict[str, float] = {}
+    for name, data in items:
+        t = measure(name, data, args.repeat)
+        for k, v in t.items():
+            totals[k] = totals.get(k, 0.0) + v
+        print(_line(name, t))
+    print(_line("TOTAL", totals))
+    print(
+        f"TOTAL ms: json dec {totals['dec_json'] * 1e3:.1f} enc {totals['enc_json'] * 1e3:.1f}; "
+        f"torch dec {totals['dec_torch'] * 1e3:.1f} enc {totals['enc_torch'] * 1e3:.1f}"
+    )
+    size_ok = totals["size_compact"] / totals["size_torch"] <= 0.65
+    dec_ok = max(totals["dec_binary"], totals["dec_compact"]) / totals["dec_json"] <= 2
+    print(f"targets: compact size {'met' if size_ok else 'MISSED'}, decode vs JSON {'met' if dec_ok else 'MISSED'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
