@@ -38,11 +38,15 @@ class ProgramRunner:
         program_or_archive: m.OpwireArchive | m.ExportedProgram | str | Path,
         device: str | torch.device | None = None,
         policy: DefaultPolicy | str = DefaultPolicy.FROM_SCHEMA,
+        executor: ProxyExecutor | None = None,
     ) -> None:
         archive = _as_archive(program_or_archive)
         self.program = archive.program
         self.device = device
-        self.executor = ProxyExecutor(policy=policy, subgraph_runner=self._subgraph)
+        self.subgraphs = _Subgraphs(self)
+        self.executor = (
+            executor if executor is not None else ProxyExecutor(policy=policy, subgraph_runner=self.subgraphs)
+        )
         gm = self.program.graph_module
         self.graph = gm.graph
         self.signature = gm.signature
@@ -134,23 +138,31 @@ class ProgramRunner:
             table[name] = value
 
     # ----------------------------------------------------------------------------------- subgraphs
-    def _subgraph(self, graph_arg: m.GraphArgument) -> Callable[..., Any]:
+    def run_subgraph(self, graph_arg: m.GraphArgument, args: Sequence[Any]) -> Any:
+        """Run a subgraph of a higher-order op on positional `args`."""
         graph = graph_arg.graph
         where = f"subgraph {graph_arg.name!r}"
+        if len(args) != len(graph.inputs):
+            raise BindError(f"{where} takes {len(graph.inputs)} inputs, got {len(args)}")
+        env: Env = {}
+        for arg, value in zip(graph.inputs, args, strict=True):
+            name = _arg_name(arg)
+            if name is not None:
+                env[name] = value
+        self._run_nodes(graph, env, where)
+        outs = [_value(a, env, f"{where} output {i}") for i, a in enumerate(graph.outputs)]
+        return outs[0] if graph.is_single_tensor_return else tuple(outs)
 
-        def run(*args: Any) -> Any:
-            if len(args) != len(graph.inputs):
-                raise BindError(f"{where} takes {len(graph.inputs)} inputs, got {len(args)}")
-            env: Env = {}
-            for arg, value in zip(graph.inputs, args, strict=True):
-                name = _arg_name(arg)
-                if name is not None:
-                    env[name] = value
-            self._run_nodes(graph, env, where)
-            outs = [_value(a, env, f"{where} output {i}") for i, a in enumerate(graph.outputs)]
-            return outs[0] if graph.is_single_tensor_return else tuple(outs)
 
-        return run
+class _Subgraphs:
+    """The executor's subgraph runner: callables bound once at plan time, run by the runner of the current call."""
+
+    def __init__(self, runner: ProgramRunner) -> None:
+        self.default = runner
+        self.local = threading.local()  # run_program reuses one executor across calls, maybe from several threads
+
+    def __call__(self, graph_arg: m.GraphArgument) -> Callable[..., Any]:
+        return lambda *args: (getattr(self.local, "runner", None) or self.default).run_subgraph(graph_arg, args)
 
 
 def _arg_name(arg: m.Argument) -> str | None:
@@ -277,5 +289,22 @@ def run_program(
     device: str | torch.device | None = None,
 ) -> Any:
     """Run a serialized program once on `args`/`kwargs` (outputs shaped by its pytree spec; buffers untouched)."""
-    runner = ProgramRunner(program_or_archive, device=device)
-    return runner(*args, **(kwargs or {}))
+    archive = _as_archive(program_or_archive)
+    key = (id(archive), str(device))
+    hit = _EXECUTORS.get(key)
+    if hit is None or hit[0]() is not archive:
+        runner = ProgramRunner(archive, device=device)
+        if len(_EXECUTORS) > 32:
+            _EXECUTORS.clear()
+        _EXECUTORS[key] = (weakref.ref(archive), runner.executor, runner.subgraphs)
+        return runner(*args, **(kwargs or {}))
+    runner = ProgramRunner(archive, device=device, executor=hit[1])  # bound plans reused, buffers fresh
+    hit[2].local.runner = runner
+    try:
+        return runner(*args, **(kwargs or {}))
+    finally:
+        hit[2].local.runner = None
+
+
+# archive -> executor whose plans are bound to its nodes (plans are keyed by node identity)
+_EXECUTORS: dict[tuple[int, str], tuple[weakref.ref[Any], ProxyExecutor, _Subgraphs]] = {}

@@ -21,6 +21,7 @@ import torch
 from opwire.errors import BindError, OpwireError
 from opwire.proxy_executor._compare import Difference, compare_scalar, compare_tensor
 from opwire.proxy_executor._recorder_mode import object_of
+from opwire.proxy_executor._replay_nodes import NodeShapes, tensor_names
 from opwire.proxy_executor.executor import ProxyExecutor
 from opwire.proxy_executor.policy import DefaultPolicy
 from opwire.proxy_executor.record import Trace, load_trace
@@ -29,12 +30,6 @@ from opwire.schema import models as m
 from opwire.serde import _tensors
 
 __all__ = ["Mismatch", "ReplayReport", "SchemaDrift", "replay", "schema_drift"]
-
-_SCALAR_OUT: dict[str, tuple[str, type[Any]]] = {
-    "as_int": ("as_sym_int", m.SymIntArgument),
-    "as_float": ("as_sym_float", m.SymFloatArgument),
-    "as_bool": ("as_sym_bool", m.SymBoolArgument),
-}
 
 
 @dataclass(frozen=True)
@@ -168,21 +163,6 @@ def _progress(records: list[m.CallRecord], show: bool) -> Iterator[tuple[int, m.
         print(f"\rreplayed {n}/{n} [{'#' * 30}]", file=sys.stderr)
 
 
-def _tensor_names(arg: m.Argument) -> list[str]:
-    kind, v = arg.type, arg.value
-    if kind == "as_tensor":
-        return [v.name]
-    if kind == "as_tensors":
-        return [t.name for t in v]
-    if kind == "as_optional_tensor":
-        return [v.as_tensor.name] if v.type == "as_tensor" else []
-    if kind == "as_optional_tensors":
-        return [t.as_tensor.name for t in v if t.type == "as_tensor"]
-    if kind == "as_nested_tensors":
-        return [t.name for ts in v for t in ts]
-    return []
-
-
 class _Replayer:
     """Runs one record at a time, keeping the live tensors of a chained replay."""
 
@@ -190,55 +170,77 @@ class _Replayer:
         self.model, self.ex, self.mode, self.rtol, self.atol, self.device = model, ex, mode, rtol, atol, device
         self.live: dict[str, torch.Tensor] = {}  # tensor object -> replayed tensor (chained)
         self._nondet: dict[str, bool] = {}
+        self.shapes = NodeShapes()
+        self._payloads: dict[str, torch.Tensor] = {}
+        self._cached_bytes = 0
 
-    def _tensor(self, name: str) -> torch.Tensor:
-        if self.mode == "chained":
-            live = self.live.get(object_of(name))
-            if live is not None:
-                return live
-        tv = self.model.tensors.get(name)
-        if tv is None:
-            raise BindError(f"the trace names tensor {name!r} but its tensor table has no entry for it")
-        t = _tensors.to_tensor(tv, self.device, f"tensors[{name!r}]")
-        if self.mode == "chained":
-            self.live[object_of(name)] = t
+    def _payload(self, name: str) -> torch.Tensor:
+        """The recorded value of `name`, rebuilt once and shared by every read-only use (bounded cache)."""
+        t = self._payloads.get(name)
+        if t is None:
+            tv = self.model.tensors.get(name)
+            if tv is None:
+                raise BindError(f"the trace names tensor {name!r} but its tensor table has no entry for it")
+            t = _tensors.to_tensor(tv, self.device, f"tensors[{name!r}]")
+            self._cached_bytes += len(tv.data)
+            if self._cached_bytes > _CACHE_BYTES:
+                self._payloads.clear()
+                self._cached_bytes = len(tv.data)
+            self._payloads[name] = t
         return t
 
+    def _tensor(self, name: str, written: bool) -> torch.Tensor:
+        """An input: the live replayed tensor (chained) or the recorded payload (a copy when the call writes it)."""
+        if self.mode == "chained":
+            live = self.live.get(object_of(name))
+            if live is None:
+                live = self.live[object_of(name)] = _copy(self._payload(name))
+            return live
+        t = self._payload(name)
+        return _copy(t) if written else t
+
     def run(self, i: int, rec: m.CallRecord) -> list[Mismatch]:
-        node, scalar_outs = _node(i, rec)
+        shape = self.shapes.get(rec)
+        in_names = [n for na in rec.inputs for n in tensor_names(na.arg)]
+        written = json.loads(rec.metadata["mutated"]) if "mutated" in rec.metadata else {}
+        by_arg = {na.name: tensor_names(na.arg) for na in rec.inputs} if written else {}
+        dirty = {n for a in written for n in by_arg.get(a, [])}
         try:
-            values = {n: self._tensor(n) for na in rec.inputs for n in _tensor_names(na.arg)}
-            out = self.ex.call(node, values)
+            given = {n: self._tensor(n, n in dirty) for n in in_names}
+            out = self.ex.call(shape.node, {f"#i{k}": given[n] for k, n in enumerate(in_names)})
         except OpwireError as exc:
             return [Mismatch(i, rec.target, "call", "error", f"{type(exc).__name__}: {exc}")]
         found: list[Mismatch] = []
         compare_values = not self._nondeterministic(rec.target)
+        k = 0
         for j, arg in enumerate(rec.outputs):
             label = f"output {j}"
-            if arg.type in scalar_outs:
-                diff = compare_scalar(out.get(f"#out{j}"), arg.value, self.rtol, self.atol)
-                found += self._found(i, rec, label, diff)
+            if j in shape.scalar_outputs:
+                found += self._found(i, rec, label, compare_scalar(out.get(f"#s{j}"), arg.value, self.rtol, self.atol))
                 continue
-            names = _tensor_names(arg)
-            listed = arg.type != "as_tensor"
-            for k, n in enumerate(names):
-                got = out.get(n)
+            names = tensor_names(arg)
+            for e, n in enumerate(names):
+                got = out.get(f"#o{k}")
+                k += 1
                 if self.mode == "chained" and isinstance(got, torch.Tensor):
                     self.live[object_of(n)] = got
-                found += self._check(i, rec, f"{label}[{k}]" if listed else label, got, n, compare_values)
-        written = json.loads(rec.metadata.get("mutated", "{}"))
-        given = {na.name: _tensor_names(na.arg) for na in rec.inputs}
+                where = label if arg.type == "as_tensor" else f"{label}[{e}]"
+                found += self._check(i, rec, where, got, n, compare_values)
         for arg_name, new_names in written.items():
-            for before, after in zip(given.get(arg_name, []), new_names, strict=False):
+            for before, after in zip(by_arg.get(arg_name, []), new_names, strict=False):
                 label = f"argument {arg_name} (written in place)"
-                found += self._check(i, rec, label, values.get(before), after, compare_values)
+                found += self._check(i, rec, label, given.get(before), after, compare_values)
         return found
 
     def _check(self, i: int, rec: m.CallRecord, label: str, got: Any, name: str, values: bool) -> list[Mismatch]:
         want = self.model.tensors.get(name)
         if want is None:
             return [Mismatch(i, rec.target, label, "missing", f"the trace has no payload for {name!r}")]
-        return self._found(i, rec, label, compare_tensor(got, want, self.rtol, self.atol, values))
+        try:
+            diff = compare_tensor(got, want, self.rtol, self.atol, values, lambda: self._payload(name))
+        except OpwireError as exc:
+            return [Mismatch(i, rec.target, label, "missing", f"the recorded payload is unreadable: {exc}")]
+        return self._found(i, rec, label, diff)
 
     @staticmethod
     def _found(i: int, rec: m.CallRecord, label: str, diff: Difference | None) -> list[Mismatch]:
@@ -260,15 +262,13 @@ class _Replayer:
         return hit
 
 
-def _node(i: int, rec: m.CallRecord) -> tuple[m.Node, set[str]]:
-    """The record as an executor node; constant scalar outputs become named so the replay can compare them."""
-    outputs, scalars = [], set()
-    for j, arg in enumerate(rec.outputs):
-        sym = _SCALAR_OUT.get(arg.type)
-        if sym is None:
-            outputs.append(arg)
-        else:
-            scalars.add(arg.type)
-            outputs.append(m.Argument(**{sym[0]: sym[1](as_name=f"#out{j}")}))
-    node = m.Node(target=rec.target, inputs=rec.inputs, outputs=outputs, metadata={}, name=f"call {i}")
-    return node, scalars
+_CACHE_BYTES = 512 << 20
+"""Rebuilt payloads kept for reuse during one replay (cleared when they exceed this many bytes)."""
+
+
+def _copy(t: torch.Tensor) -> torch.Tensor:
+    """A copy with the same strides and storage offset (a call may write to it)."""
+    storage = t.untyped_storage()
+    out = torch.empty(0, dtype=t.dtype, device=t.device)
+    out.set_(storage.clone(), t.storage_offset(), t.shape, t.stride())  # type: ignore[no-untyped-call]
+    return out.requires_grad_(t.requires_grad)
