@@ -16,5 +16,5 @@ def test_replay_doc_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {}
     for block in blocks:
-        exec(compile(block, str(DOC), "exec"), namespace)  # noqa: S102 - our own documentation
+        exec(compile(block, str(DOC), "exec"), namespace)  # our own documentation
     assert (tmp_path / "step.trace").exists()
