@@ -17,6 +17,7 @@ from opwire.proxy_executor import _dispatch_keys as dk
 from opwire.proxy_executor._findings import Finding, Severity, finding
 from opwire.proxy_executor._opcheck import SampleInputs, opcheck_findings
 from opwire.proxy_executor._type_checks import aoti_findings, serializability_findings
+from opwire.proxy_executor.roundtrip_check import roundtrip_findings
 from opwire.schema import models as m
 from opwire.schema.ops import OpSchema, op_schema
 
@@ -168,6 +169,7 @@ def _report(name: str, samples: SampleInputs | None) -> OpReport:
     ]
     if samples is not None:
         found.extend(opcheck_findings(shown, op, samples))
+        found.extend(roundtrip_findings(shown, op, samples))
     tags = tuple(sorted(t.name for t in op.tags))
     return OpReport(shown, schema.to_snapshot(tags), infos, dk.fake_impl_source(op), route, tuple(found))
 
