@@ -35,18 +35,25 @@ def dumps(obj: BaseModel, format: Format = "json") -> bytes:
     return _thrift.encode(obj, format)
 
 
-def loads(data: bytes | str, cls: type[M], format: Format = "json") -> M:
-    """Deserialize bytes written in `format` into a validated model of type `cls`."""
+def loads(data: bytes | str, cls: type[M], format: Format = "json", *, max_depth: int | None = None) -> M:
+    """Deserialize bytes written in `format` into a validated model of type `cls`.
+
+    `max_depth` bounds nesting (structs, lists, maps; default `opwire.serde.framing.MAX_DEPTH`) the same
+    way in every codec.
+    """
     _check_format(format)
+    from opwire.serde.framing import MAX_DEPTH
+
+    depth = MAX_DEPTH if max_depth is None else max_depth
     if format == "json":
         from opwire.serde import json as _json
 
-        return _json.decode(data, cls)
+        return _json.decode(data, cls, max_depth=depth)
     from opwire.serde import thrift as _thrift
 
     if isinstance(data, str):
         raise DecodeError(f"Expected bytes for format {format!r}, got str")
-    return _thrift.decode(data, cls, format)
+    return _thrift.decode(data, cls, format, max_depth=depth)
 
 
 def from_exported_program(ep: torch.export.ExportedProgram) -> Any:

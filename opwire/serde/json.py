@@ -17,10 +17,15 @@ from pydantic import BaseModel, ValidationError
 from opwire.errors import DecodeError, EncodeError
 from opwire.schema.idl import TypeRef
 from opwire.schema.models import MODELS, SCHEMA, SCHEMA_VERSION
+from opwire.serde._depth import check_depth
 from opwire.serde._gc import paused_gc
 from opwire.serde._paths import decode_error_from_validation, format_path
+from opwire.serde.framing import MAX_DEPTH
 
-__all__ = ["decode", "encode", "to_jsonable"]
+__all__ = ["JSON_PARSER_DEPTH", "decode", "encode", "to_jsonable"]
+
+JSON_PARSER_DEPTH = 200
+"""Deepest nesting pydantic's JSON parser reads (fixed in pydantic-core); deeper JSON is refused."""
 
 M = TypeVar("M", bound=BaseModel)
 _Conv = Callable[[Any], Any]
@@ -140,8 +145,12 @@ def _locate_encode_error(obj: BaseModel, exc: Exception) -> EncodeError:
     return EncodeError(f"cannot encode {type(obj).__name__}: {problem} - at `{format_path(path)}`", format_path(path))
 
 
-def decode(data: bytes | str, cls: type[M], *, source: str = "") -> M:
-    """Parse JSON into a validated model of type `cls`; any problem is a DecodeError with its path."""
+def decode(data: bytes | str, cls: type[M], *, source: str = "", max_depth: int = MAX_DEPTH) -> M:
+    """Parse JSON into a validated model of type `cls`; any problem is a DecodeError with its path.
+
+    Nesting deeper than `max_depth` containers (objects and arrays, counted as the Thrift codecs count
+    structs, lists and maps) is refused; JSON's parser itself stops at 200.
+    """
     name = getattr(cls, "__name__", repr(cls))
     if MODELS.get(name) is not cls:
         raise DecodeError(f"Expected an opwire model class (opwire.schema.models), got {cls!r}")
@@ -153,13 +162,24 @@ def decode(data: bytes | str, cls: type[M], *, source: str = "") -> M:
         try:
             obj = cls.model_validate_json(data)
         except ValidationError as exc:
-            raise _decode_failure(bytes(data), cls, exc, source) from None
+            raise _decode_failure(bytes(data), cls, exc, source, max_depth) from None
+        check_depth(obj, max_depth, source, bytes(data))
     _check_version(obj, source)
     return obj
 
 
-def _decode_failure(data: bytes, cls: type[BaseModel], exc: ValidationError, source: str) -> DecodeError:
-    """Prefer a version mismatch over the field error it caused."""
+def _decode_failure(
+    data: bytes, cls: type[BaseModel], exc: ValidationError, source: str, max_depth: int
+) -> DecodeError:
+    """Prefer a version mismatch over the field error it caused; name a nesting overflow as such."""
+    first = exc.errors(include_url=False)[0]
+    if first["type"] == "json_invalid" and "recursion limit exceeded" in str(first.get("ctx", {}).get("error", "")):
+        where = f"{source}: " if source else ""
+        return DecodeError(
+            f"{where}nesting deeper than max_depth={min(max_depth, JSON_PARSER_DEPTH)} "
+            f"({first['ctx']['error']}); JSON nesting stops at {JSON_PARSER_DEPTH} in the parser, "
+            "use the Thrift codecs with a larger max_depth for deeper trusted input"
+        )
     if cls.__name__ == "ExportedProgram":
         version = _probe_version(data)
         if version is not None:
