@@ -5,7 +5,6 @@ from __future__ import annotations
 import json as _json
 import zipfile
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel
 
