@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.opwire-installed
 TORCH_PIN := torch==2.13.0
 
-.PHONY: demo test lint bench fuzz regen clean
+.PHONY: demo test lint bench fuzz regen clean thrift-compiler
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -24,8 +24,14 @@ lint: $(STAMP)
 	$(PY) -m mypy
 	$(PY) -m opwire.schema.codegen --check
 
-test: lint
+test: lint thrift-compiler
 	$(PY) -m pytest -q -n 2 --dist loadgroup
+
+# Apache Thrift's compiler, for the interop test: installed from Debian when we may (root), else the test skips.
+thrift-compiler:
+	@command -v thrift >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+		(apt-get update -qq && apt-get install -y -qq thrift-compiler >/dev/null); } || \
+		echo "note: thrift-compiler not installed; the Apache Thrift interop test will be skipped"
 
 bench: $(STAMP)
 	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
