@@ -18,6 +18,18 @@ Format = Literal["json", "binary", "compact"]
 FORMATS: tuple[str, ...] = ("json", "binary", "compact")
 
 
+_SUBMODULES = ("json", "thrift", "framing", "pt2", "torch_bridge", "detect")
+
+
+def __getattr__(name: str) -> Any:
+    """Load codec submodules on first use (`opwire.serde.pt2.read(...)` without importing it first)."""
+    if name in _SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"opwire.serde.{name}")
+    raise AttributeError(f"module 'opwire.serde' has no attribute {name!r}")
+
+
 def _check_format(format: str) -> None:
     if format not in FORMATS:
         raise ValueError(f"unknown format {format!r}: expected one of {', '.join(FORMATS)}")
