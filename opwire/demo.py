@@ -161,7 +161,7 @@ def _replay_section() -> bool:
     report = opwire.replay(loaded, policy=DefaultPolicy.REQUIRE_SERIALIZED, progress=False)
     print(f"recorded {len(loaded.records)} calls of {len(ops)} ops ({', '.join(ops)}) into {size} bytes")
     print(report)
-    return report.ok and report.replayed == len(loaded.records)
+    return bool(report.ok and report.replayed == len(loaded.records))
 
 
 if __name__ == "__main__":
