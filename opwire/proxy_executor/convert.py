@@ -7,7 +7,6 @@ from the IDL's enum names and torch's own serialized numbering (the serialized F
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 from opwire.errors import BindError
 from opwire.schema import models as m
 from opwire.schema.models import SCHEMA
+from opwire.serde import torch_enums
 
 __all__ = ["Converted", "Lookup", "convert", "enum_tables", "enum_value"]
 
@@ -34,31 +34,14 @@ class Converted:
     """Set when the getter reads exactly one named value (lets a prepared call index the values directly)."""
 
 
-_TORCH_ENUMS = {"ScalarType": "DTYPE", "Layout": "LAYOUT", "MemoryFormat": "MEMORY_FORMAT"}
-
-
-@functools.cache
 def enum_tables() -> dict[str, dict[int, Any]]:
-    """IDL enum -> {serialized number: torch object}, checked name by name against torch's serializer."""
-    from torch._export.serde import schema as ts
-    from torch._export.serde import serialize as tser
-
-    tables: dict[str, dict[int, Any]] = {}
-    for enum, suffix in _TORCH_ENUMS.items():
-        torch_map: dict[int, Any] = getattr(tser, f"_SERIALIZE_TO_TORCH_{suffix}")
-        torch_enum = getattr(ts, enum)
-        table = {}
-        for name, value in SCHEMA.enums[enum].values:
-            member = getattr(torch_enum, name, None)
-            if member is not None and member.value == value and value in torch_map:
-                table[value] = torch_map[value]
-        tables[enum] = table
-    return tables
+    """IDL enum -> {serialized number: torch object} (the one table of opwire.serde.torch_enums)."""
+    return {enum: torch_enums.to_torch(enum) for enum in torch_enums.ENUMS}
 
 
 def enum_value(enum: str, value: int, where: str) -> Any:
     """The torch object of serialized enum number `value`; 0/Unknown or unmapped numbers are BindErrors."""
-    table = enum_tables()[enum]
+    table = torch_enums.to_torch(enum)
     obj = table.get(int(value))
     if obj is None:
         names = dict((v, n) for n, v in SCHEMA.enums[enum].values)

@@ -2,8 +2,8 @@
 
 `TensorValue.data` holds the elements in row-major order, little-endian; `strides` and
 `storage_offset` say how the tensor sat in its storage, and `to_tensor` rebuilds that layout.
-The dtype table pairs the IDL's `ScalarType` names with torch's own serializer map, so the
-numbering is the export schema's (FLOAT is 7), never c10's.
+The dtype table comes from `torch_enums`, so the numbering is the export schema's (FLOAT is 7),
+never c10's.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import torch
 
 from opwire.errors import DecodeError, EncodeError
 from opwire.schema import models as m
+from opwire.serde import torch_enums
 
 __all__ = [
     "MAX_STORAGE_SLACK",
@@ -36,19 +37,9 @@ MAX_STORAGE_SLACK = 16
 _SLACK_BYTES = 64 << 20
 
 
-def _dtype_table() -> dict[m.ScalarType, torch.dtype]:
-    """IDL ScalarType -> torch.dtype, joined by enum member name with torch's serializer map."""
-    from torch._export.serde.serialize import _TORCH_TO_SERIALIZE_DTYPE
-
-    table: dict[m.ScalarType, torch.dtype] = {}
-    for dtype, torch_st in _TORCH_TO_SERIALIZE_DTYPE.items():
-        ours = m.ScalarType.__members__.get(torch_st.name)
-        if ours is not None:
-            table[ours] = dtype
-    return table
-
-
-TORCH_DTYPES: dict[m.ScalarType, torch.dtype] = _dtype_table()
+TORCH_DTYPES: dict[m.ScalarType, torch.dtype] = {
+    m.ScalarType(v): dtype for v, dtype in torch_enums.to_torch("ScalarType").items()
+}
 _SCALAR_TYPES: dict[torch.dtype, m.ScalarType] = {v: k for k, v in TORCH_DTYPES.items()}
 _KNOWN = ", ".join(st.name for st in TORCH_DTYPES)
 

@@ -8,25 +8,13 @@ import torch
 
 from opwire.errors import DecodeError, EncodeError
 from opwire.schema import models as m
-from opwire.serde import _tensors
+from opwire.serde import _tensors, torch_enums
 
 __all__ = ["from_python", "inputs_from_python", "inputs_to_python", "to_python"]
 
 
-def _torch_enum_maps() -> tuple[dict[Any, m.Layout], dict[Any, m.MemoryFormat]]:
-    """torch layouts/memory formats -> IDL enums, joined by member name with torch's serializer maps."""
-    from torch._export.serde.serialize import _TORCH_TO_SERIALIZE_LAYOUT, _TORCH_TO_SERIALIZE_MEMORY_FORMAT
-
-    layouts = {k: m.Layout[v.name] for k, v in _TORCH_TO_SERIALIZE_LAYOUT.items() if v.name in m.Layout.__members__}
-    formats = {
-        k: m.MemoryFormat[v.name]
-        for k, v in _TORCH_TO_SERIALIZE_MEMORY_FORMAT.items()
-        if v.name in m.MemoryFormat.__members__
-    }
-    return layouts, formats
-
-
-_LAYOUTS, _FORMATS = _torch_enum_maps()
+_LAYOUTS = torch_enums.from_torch("Layout")
+_FORMATS = torch_enums.from_torch("MemoryFormat")
 _LAYOUTS_BACK = {v: k for k, v in _LAYOUTS.items()}
 _FORMATS_BACK = {v: k for k, v in _FORMATS.items()}
 
