@@ -111,7 +111,10 @@ class ProxyExecutor:
 
     def call_function(self, node: int | str, int_args: Sequence[int], tensor_args: MutableSequence[Any]) -> list[Any]:
         """Run extern node `node` (index or name) the way AOTInductor's wrapper does; returns output tensors."""
-        return self._flat_plan(self._index(node)).call(int_args, tensor_args)
+        flat = self._flat[node] if type(node) is int and 0 <= node < len(self._flat) else None
+        if flat is None:
+            flat = self._flat_plan(self._index(node))
+        return flat.call(int_args, tensor_args)
 
     def layout(self, node: int | str) -> str:
         """What `call_function` expects for `node`: the int and tensor array entries, in order."""

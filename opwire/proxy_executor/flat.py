@@ -8,9 +8,10 @@ Everything else comes from the file. Counts, lengths and element types are check
 
 from __future__ import annotations
 
-from collections.abc import MutableSequence, Sequence
+from collections.abc import Callable, MutableSequence, Sequence
 from dataclasses import dataclass
-from typing import Any
+from functools import cached_property
+from typing import Any, NoReturn
 
 from opwire.errors import BindError, KernelError
 from opwire.proxy_executor.convert import convert
@@ -118,10 +119,85 @@ class FlatPlan:
                 f"({self.describe()}), got {len(int_args)} ints and {len(tensor_args)} tensors"
             )
 
+    @cached_property
+    def _fast(self) -> Callable[[Sequence[int], MutableSequence[Any]], list[Any] | None] | None:
+        """A precomputed call for the common shape (tensor/int/constant inputs, one tensor out), or None.
+
+        It returns None (and the general path then runs and reports) whenever an array has the wrong
+        length or an entry the wrong type, so every check of the general path still applies.
+        """
+        import torch
+
+        if self.plan.target.kind != "op" or [e.kind for e in self.outputs] != ["tensor"]:
+            return None
+        if any(e.kind not in ("tensor", "int", "static") for e in self.inputs):
+            return None
+        n_ints, n_tensors = sum(self.n_ints), sum(self.n_tensors)
+        ii = ti = 0
+        pos: list[tuple[int, Any]] = []  # (0 tensor index | 1 int index | 2 constant, index or value)
+        kw: list[tuple[str, int, Any]] = []
+        for e in self.inputs:
+            if e.kind == "tensor":
+                src, x, ti = 0, ti, ti + 1
+            elif e.kind == "int":
+                src, x, ii = 1, ii, ii + 1
+            else:
+                src, x = 2, e.static
+            if e.positional:
+                pos.append((src, x))
+            else:
+                kw.append((e.name, src, x))
+        out_slot, fn, tensor, plan = ti, self.plan.fn, torch.Tensor, self.plan
+
+        def finish(args: list[Any], kwargs: dict[str, Any], tensor_args: MutableSequence[Any]) -> list[Any]:
+            try:
+                r = fn(*args, **kwargs)
+            except Exception as exc:
+                raise plan.kernel_error(exc) from exc
+            if not isinstance(r, tensor):
+                _not_a_tensor(plan.where, r)
+            tensor_args[out_slot] = r
+            return [r]
+
+        if not kw and all(src == 0 for src, _ in pos):  # tensors only, all positional: aten.add, mm, relu...
+            idx = tuple(x for _, x in pos)
+
+            def tensors_only(int_args: Sequence[int], tensor_args: MutableSequence[Any]) -> list[Any] | None:
+                if len(int_args) != n_ints or len(tensor_args) != n_tensors:
+                    return None
+                args = [tensor_args[i] for i in idx]
+                for v in args:
+                    if not isinstance(v, tensor):
+                        return None
+                return finish(args, {}, tensor_args)
+
+            return tensors_only
+
+        def call(int_args: Sequence[int], tensor_args: MutableSequence[Any]) -> list[Any] | None:
+            if len(int_args) != n_ints or len(tensor_args) != n_tensors:
+                return None
+            arrays = (tensor_args, int_args, None)
+            args = [x if src == 2 else arrays[src][x] for src, x in pos]  # type: ignore[index]
+            kwargs = {k: x if src == 2 else arrays[src][x] for k, src, x in kw}  # type: ignore[index]
+            for (src, _), v in zip(pos, args):
+                if (src == 0 and not isinstance(v, tensor)) or (src == 1 and (type(v) is not int)):
+                    return None
+            for (_, src, _), v in zip(kw, kwargs.values()):
+                if (src == 0 and not isinstance(v, tensor)) or (src == 1 and (type(v) is not int)):
+                    return None
+            return finish(args, kwargs, tensor_args)
+
+        return call
+
     def call(self, int_args: Sequence[int], tensor_args: MutableSequence[Any]) -> list[Any]:
         """Run the node on the flattened arrays; output slots of `tensor_args` receive the results."""
         import torch
 
+        fast = self._fast
+        if fast is not None and hasattr(int_args, "__len__") and hasattr(tensor_args, "__setitem__"):
+            done = fast(int_args, tensor_args)
+            if done is not None:
+                return done
         self._check_sizes(int_args, tensor_args)
         where, ii, ti = self.plan.where, 0, 0
 
@@ -185,6 +261,10 @@ class FlatPlan:
             elif e.kind == "const":
                 _check_const(convert(e.static, label, BindContext()).const, r, label)
         return outs
+
+
+def _not_a_tensor(where: str, r: Any) -> NoReturn:
+    raise KernelError(f"{where} output 0: expected a tensor, the kernel returned {type(r).__name__}")
 
 
 def build_flat(p: NodePlan) -> FlatPlan:

@@ -295,3 +295,28 @@ def test_plans_are_cached_and_thread_safe() -> None:
 def test_unknown_policy() -> None:
     with pytest.raises(BindError, match="unknown default policy 'lenient': expected one of require_serialized"):
         ProxyExecutor(policy="lenient")
+
+
+@pytest.mark.parametrize("with_alpha", [False, True])
+def test_call_function_fast_path_keeps_every_check(with_alpha: bool) -> None:
+    """Nodes with only tensor/int/constant inputs take a precomputed path; bad arrays still get the same errors."""
+    inputs = {"self": t("x"), "other": t("y")} | ({"alpha": arg(as_int=3)} if with_alpha else {})
+    n = node("aten::add.Tensor", inputs, [t("out")])
+    ex = ProxyExecutor(m.ExternKernelNodes(nodes=[m.ExternKernelNode(name="buf0", node=n)]))
+    ints = [3] if with_alpha else []
+    slots: list[Any] = [X, Y, None]
+    (out,) = ex.call_function(0, ints, slots)
+    assert slots[2] is out and torch.equal(out, X + Y * (3 if with_alpha else 1))
+    n_ints = len(ints)
+    cases = [
+        ((ints, [X, None]), f"expected {n_ints} ints and 3 tensors"),
+        ((ints, [X, "y", None]), "tensor_args[1] is str, expected a tensor"),
+        ((ints + [1], [X, Y, None]), f"expected {n_ints} ints and 3 tensors"),
+    ]
+    if with_alpha:
+        cases.append((([True], [X, Y, None]), "int_args[0] is bool True, expected an int"))
+    for (i, ts), message in cases:
+        with pytest.raises(BindError, match=message.replace("[", r"\[")):
+            ex.call_function(0, i, ts)
+    with pytest.raises(KernelError, match="the kernel raised RuntimeError"):
+        ex.call_function(0, ints, [X, torch.ones(5, 7), None])
