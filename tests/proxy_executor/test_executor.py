@@ -311,7 +311,7 @@ def test_call_function_fast_path_keeps_every_check(with_alpha: bool) -> None:
     cases = [
         ((ints, [X, None]), f"expected {n_ints} ints and 3 tensors"),
         ((ints, [X, "y", None]), "tensor_args[1] is str, expected a tensor"),
-        ((ints + [1], [X, Y, None]), f"expected {n_ints} ints and 3 tensors"),
+        (([*ints, 1], [X, Y, None]), f"expected {n_ints} ints and 3 tensors"),
     ]
     if with_alpha:
         cases.append((([True], [X, Y, None]), "int_args[0] is bool True, expected an int"))
