@@ -1,19 +1,17 @@
-"""Operator schemas: torch `FunctionSchema` <-> `OpSchema` model <-> snapshot, and the one table of
-which `Argument` members can carry each schema type (read by the executor, the recorder and the validator).
+"""Operator schemas and the one table of which `Argument` members can carry each schema type.
 
-torch is imported lazily (inside functions), so `import opwire.schema` stays light.
+The executor, the recorder and the validator all read the table here. The operator-schema model
+(`OpSchema`, `OpArg`: torch `FunctionSchema` <-> model <-> snapshot) lives in `opschema.py` and is
+re-exported. torch is imported lazily, so `import opwire.schema` stays light.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any
 
-from opwire.errors import OpValidationError
-from opwire.schema import models as m
-from opwire.schema._optype import ParsedArg, SchemaSyntaxError, SchemaType, parse_schema_text, parse_type
+from opwire.schema._optype import SchemaType, parse_type
 from opwire.schema.models import SCHEMA
+from opwire.schema.opschema import OpArg, OpSchema, op_schema, parse_op_schema
 
 __all__ = [
     "ARGUMENT_MEMBERS",
@@ -218,165 +216,3 @@ def why_not_carriable(t: SchemaType | str, role: str = "input") -> str | None:
     elif inner.kind == "base" and inner.name in _INPUT_BASE:
         family = "list"
     return f"{t}: {NOT_CARRIABLE.get(family, 'not a schema type opwire knows; file an issue with the schema')}"
-
-
-@dataclass(frozen=True)
-class OpArg:
-    """One argument or return of an operator schema."""
-
-    name: str
-    type: str
-    """The type as torch prints it in the schema string, alias annotations left out."""
-    parsed: SchemaType
-    default: Any = None
-    """The default as torch reports it (enum defaults are c10 numbers, as in the schema string)."""
-    has_default: bool = False
-    default_str: str | None = None
-    """The default as the schema string spells it."""
-    kwarg_only: bool = False
-    alias: str | None = None
-    """The alias annotation such as "a!" (None when the argument does not alias)."""
-    is_write: bool = False
-    N: int | None = None
-    """The fixed length of `int[N]`-style lists."""
-
-    @property
-    def is_optional(self) -> bool:
-        """Whether the type is `T?`."""
-        return self.parsed.kind == "optional"
-
-
-@dataclass(frozen=True)
-class OpSchema:
-    """An operator schema: qualified name, overload, arguments and returns."""
-
-    name: str
-    """Qualified name "namespace::op"."""
-    overload: str
-    arguments: tuple[OpArg, ...]
-    returns: tuple[OpArg, ...]
-    is_mutable: bool
-    schema: str
-    """The full schema string as torch prints it."""
-    is_vararg: bool = False
-    is_varret: bool = False
-
-    @property
-    def qualname(self) -> str:
-        """ "namespace::op.overload" (or "namespace::op" for the default overload)."""
-        return f"{self.name}.{self.overload}" if self.overload else self.name
-
-    @property
-    def namespace(self) -> str:
-        """The namespace part of the name."""
-        return self.name.partition("::")[0]
-
-    def argument(self, name: str) -> OpArg | None:
-        """The argument called `name`, or None."""
-        for a in self.arguments:
-            if a.name == name:
-                return a
-        return None
-
-    def to_snapshot(self, tags: tuple[str, ...] = ()) -> m.OpSchemaSnapshot:
-        """This schema as the IDL's `OpSchemaSnapshot` record."""
-        return m.OpSchemaSnapshot(
-            name=self.name,
-            overload=self.overload,
-            schema_str=self.schema,
-            arguments=[_arg_snapshot(a) for a in self.arguments],
-            returns=[_arg_snapshot(a) for a in self.returns],
-            tags=sorted(tags),
-        )
-
-    @staticmethod
-    def from_snapshot(snapshot: m.OpSchemaSnapshot) -> OpSchema:
-        """The schema a snapshot records (parsed from its schema string, checked against its fields)."""
-        schema = parse_op_schema(snapshot.schema_str)
-        mine = schema.to_snapshot(tuple(snapshot.tags))
-        if mine != snapshot:
-            raise OpValidationError(
-                f"snapshot of {snapshot.name}.{snapshot.overload} contradicts its own schema string "
-                f"{snapshot.schema_str!r}: expected {mine.model_dump()}, got {snapshot.model_dump()}; "
-                "re-take the snapshot with `opwire ops snapshot`"
-            )
-        return schema
-
-
-def _arg_snapshot(a: OpArg) -> m.OpArgumentSnapshot:
-    return m.OpArgumentSnapshot(
-        name=a.name, type=a.type, default_value=a.default_str, kwarg_only=a.kwarg_only, alias_info=a.alias
-    )
-
-
-def parse_op_schema(text: str) -> OpSchema:
-    """Parse a schema string ("ns::op.overload(Tensor self, int n=2) -> Tensor") into an OpSchema."""
-    import torch
-
-    if not isinstance(text, str):
-        raise OpValidationError(f"expected a schema string, got {type(text).__name__}")
-    try:
-        fs = torch._C.parse_schema(text)
-    except (RuntimeError, ValueError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise OpValidationError(
-            f"not a valid operator schema {text!r}: torch says {first}; "
-            "write it as 'ns::op.overload(Type name=default, ...) -> Type'"
-        ) from None
-    return _from_function_schema(fs)
-
-
-def op_schema(op: Any) -> OpSchema:
-    """The OpSchema of a live op: `torch.ops.ns.op.overload`, its `_schema`, or a schema string."""
-    import torch
-
-    if isinstance(op, str):
-        return parse_op_schema(op)
-    if isinstance(op, torch._C.FunctionSchema):
-        return _from_function_schema(op)
-    schema = getattr(op, "_schema", None)
-    if isinstance(schema, torch._C.FunctionSchema):
-        return _from_function_schema(schema)
-    raise OpValidationError(
-        f"expected an operator overload (torch.ops.ns.op.overload), a FunctionSchema or a schema string, "
-        f"got {type(op).__name__}; pick an overload such as torch.ops.aten.add.Tensor"
-    )
-
-
-def _from_function_schema(fs: Any) -> OpSchema:
-    """Build the model from torch's parse and opwire's own, which must agree on every name."""
-    text = str(fs)
-    try:
-        parsed = parse_schema_text(text)
-    except SchemaSyntaxError as exc:
-        raise OpValidationError(f"cannot read the types of schema {text!r}: {exc}") from None
-    if [a.name for a in parsed.arguments] != [a.name for a in fs.arguments] or len(parsed.returns) != len(fs.returns):
-        raise OpValidationError(f"opwire's reading of schema {text!r} disagrees with torch's on the argument names")
-    args = tuple(_op_arg(p, a) for p, a in zip(parsed.arguments, fs.arguments, strict=True))
-    rets = tuple(_op_arg(p, a) for p, a in zip(parsed.returns, fs.returns, strict=True))
-    return OpSchema(
-        name=fs.name,
-        overload=fs.overload_name,
-        arguments=args,
-        returns=rets,
-        is_mutable=bool(fs.is_mutable),
-        schema=text,
-        is_vararg=parsed.is_vararg,
-        is_varret=parsed.is_varret,
-    )
-
-
-def _op_arg(p: ParsedArg, a: Any) -> OpArg:
-    has_default = bool(a.has_default_value())
-    return OpArg(
-        name=a.name,
-        type=str(p.type),
-        parsed=p.type,
-        default=a.default_value if has_default else None,
-        has_default=has_default,
-        default_str=p.default,
-        kwarg_only=bool(a.kwarg_only),
-        alias=p.alias,
-        is_write=bool(a.is_write),
-        N=a.N,
-    )
