@@ -1,4 +1,4 @@
-"""Child process of the decoder fuzz test: decodes inputs from stdin under a memory cap, reports each outcome.
+"""Child process of the decoder fuzz tests (json, binary, compact): decodes inputs from stdin under a memory cap, reports each outcome.
 
 Protocol (stdin): u32 length, then `codec root\\n` + payload. Reply (stdout): one JSON line per input,
 {"status": "ok" | "decode_error" | "foreign", "detail": str, "seconds": float}. "ok" means the result is a
@@ -19,16 +19,16 @@ if __name__ == "__main__":
     limit = int(sys.argv[1])
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
+import opwire
 from opwire.errors import DecodeError
 from opwire.schema.models import MODELS
-from opwire.serde import thrift
 
 
 def _one(codec: str, root: str, data: bytes) -> dict[str, object]:
     start = time.perf_counter()
     try:
-        obj = thrift.decode(data, MODELS[root], codec)  # type: ignore[arg-type]
-        again = thrift.decode(thrift.encode(obj, codec), MODELS[root], codec)  # type: ignore[arg-type]
+        obj = opwire.loads(data, MODELS[root], codec)  # type: ignore[arg-type]
+        again = opwire.loads(opwire.dumps(obj, codec), MODELS[root], codec)  # type: ignore[arg-type]
         status, detail = ("ok", "") if type(again) is type(obj) else ("foreign", "round trip changed type")
     except DecodeError as exc:
         status, detail = "decode_error", str(exc)[:200]

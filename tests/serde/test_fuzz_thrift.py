@@ -4,15 +4,11 @@ runaway allocation fails this test instead of killing the suite. `make fuzz` run
 
 from __future__ import annotations
 
-import json
 import os
-import select
-import struct
-import subprocess
-import sys
-from pathlib import Path
+from collections.abc import Iterator
 
 import pytest
+from fuzz_child import Child, child_fixture
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typed import strategy_for
@@ -20,63 +16,13 @@ from typed import strategy_for
 from opwire.schema import models as m
 from opwire.serde import thrift
 
-MEMORY_CAP = 1 << 30  # bytes of address space for the child
-SECONDS_PER_INPUT = 10.0  # generous: the machine is shared; a hang or quadratic path takes far longer
 EXAMPLES = int(os.environ.get("OPWIRE_FUZZ_EXAMPLES", "1200"))
 ROOTS = ("ExportedProgram", "Graph", "Node", "Argument", "Value", "Values", "CallTrace", "ExternKernelNodes")
-_WORKER = Path(__file__).with_name("fuzz_worker.py")
-
-
-class _Child:
-    """The decoding child process, restarted after it dies."""
-
-    def __init__(self) -> None:
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.count = 0
-        self.outcomes: dict[str, int] = {}
-
-    def start(self) -> subprocess.Popen[bytes]:
-        if self.proc is None or self.proc.poll() is not None:
-            self.proc = subprocess.Popen(
-                [sys.executable, str(_WORKER), str(MEMORY_CAP)],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-            )
-            assert self.proc.stdout is not None
-            assert self.proc.stdout.readline() == b"ready\n", "fuzz worker did not start"
-        return self.proc
-
-    def decode(self, codec: str, root: str, data: bytes) -> dict[str, object]:
-        proc = self.start()
-        assert proc.stdin is not None and proc.stdout is not None
-        msg = f"{codec} {root}\n".encode() + data
-        proc.stdin.write(struct.pack(">I", len(msg)) + msg)
-        proc.stdin.flush()
-        ready, _, _ = select.select([proc.stdout], [], [], SECONDS_PER_INPUT)
-        if not ready:
-            proc.kill()
-            pytest.fail(f"decoding took over {SECONDS_PER_INPUT}s: {codec} {root} {data[:200]!r}")
-        line = proc.stdout.readline()
-        if not line:
-            code = proc.wait()
-            pytest.fail(f"decoder child died (exit {code}) on {codec} {root} input {data[:200]!r} ({len(data)} bytes)")
-        self.count += 1
-        result: dict[str, object] = json.loads(line)
-        self.outcomes[str(result["status"])] = self.outcomes.get(str(result["status"]), 0) + 1
-        return result
-
-    def close(self) -> None:
-        if self.proc is not None:
-            self.proc.stdin.close()  # type: ignore[union-attr]
-            self.proc.wait(timeout=30)
 
 
 @pytest.fixture(scope="module")
-def child() -> _Child:
-    c = _Child()
-    yield c  # type: ignore[misc]
-    c.close()
-    print(f"\nThrift fuzz: {c.count} inputs decoded in the child, outcomes {c.outcomes}")
+def child() -> Iterator[Child]:
+    yield from child_fixture("Thrift")
 
 
 def _inflate(data: bytes, pos: int, codec: str) -> bytes:
@@ -119,14 +65,14 @@ def _mutated(draw: st.DrawFn) -> tuple[str, str, bytes]:
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(case=_mutated())
-def test_mutated_encodings_decode_or_raise_decode_error(child: _Child, case: tuple[str, str, bytes]) -> None:
+def test_mutated_encodings_decode_or_raise_decode_error(child: Child, case: tuple[str, str, bytes]) -> None:
     codec, root, data = case
     result = child.decode(codec, root, data)
     assert result["status"] in ("ok", "decode_error"), result["detail"]
 
 
 @pytest.mark.parametrize("codec", ["binary", "compact"])
-def test_hostile_classics(child: _Child, codec: str) -> None:
+def test_hostile_classics(child: Child, codec: str) -> None:
     """The cases that break thriftpy2, plus deep nesting in an unknown field (fastbinary's C recursion)."""
     string_len = b"\x0b\x00\x0a\x7f\xff\xff\xff" if codec == "binary" else b"\xa8\xff\xff\xff\xff\x07"
     list_len = b"\x0f\x00\x0a\x0c\x7f\xff\xff\xff" if codec == "binary" else b"\xa9\xfc\xff\xff\xff\xff\x07"
@@ -148,7 +94,7 @@ def test_hostile_classics(child: _Child, codec: str) -> None:
         assert float(result["seconds"]) < 5, (root, result)  # type: ignore[arg-type]
 
 
-def test_valid_program_survives_the_child(child: _Child) -> None:
+def test_valid_program_survives_the_child(child: Child) -> None:
     node = m.Node(target="aten::neg", inputs=[], outputs=[], metadata={"k": "v"})
     graph = m.Graph(inputs=[], outputs=[], nodes=[node] * 50, tensor_values={}, sym_int_values={}, sym_bool_values={})
     assert child.decode("compact", "Graph", thrift.encode(graph, "compact"))["status"] == "ok"
