@@ -86,26 +86,10 @@ def _read_pt2(src: Path, to: str, model: str | None, allow_pickle: bool) -> _Roo
 
 
 def _read_file(src: Path) -> _Root:
-    """A program or OpwireArchive from JSON or a framed Thrift file."""
-    import opwire
-    from opwire.serde import framing
+    """A program or OpwireArchive from JSON or a framed Thrift file (recognized by opwire.serde.detect)."""
+    from opwire.serde.detect import load_any
 
-    data = src.read_bytes()
-    if data.lstrip()[:1] == b"{":
-        from opwire.serde import json as _json
-        from opwire.serde.detect import detect_json_root
-
-        cls = detect_json_root(data, str(src))
-        _accept(cls.__name__, src)
-        return _narrow(_json.decode(data, cls, source=str(src)), src)
-    sniffed = framing.sniff(data)
-    if sniffed is None:
-        raise DecodeError(
-            f"{src}: neither a .pt2 zip archive, JSON, nor a file opwire wrote in Thrift form (no opwire header)"
-        )
-    codec, root, _ = sniffed
-    _accept(root, src)
-    return _narrow(opwire.loads(data, m.MODELS[root], format=cast(_Codec, codec)), src)
+    return _narrow(load_any(src), src)
 
 
 def _accept(root: str, src: Path) -> None:

@@ -60,7 +60,7 @@ def load_any(path: str | Path, *, allow_pickle: bool = False, lazy_archive: bool
     sniffed = framing.sniff(data)
     if sniffed is None:
         raise DecodeError(
-            f"{p}: neither JSON, a .pt2 zip archive, nor a file opwire wrote in Thrift form (no opwire header); "
+            f"{p}: neither a .pt2 zip archive, JSON, nor a file opwire wrote in Thrift form (no opwire header); "
             "raw Thrift needs its codec and type: opwire.loads(data, cls, format=...)"
         )
     codec, root, _version = sniffed
