@@ -230,7 +230,25 @@ class _Replayer:
             for before, after in zip(by_arg.get(arg_name, []), new_names, strict=False):
                 label = f"argument {arg_name} (written in place)"
                 found += self._check(i, rec, label, given.get(before), after, compare_values)
+                if self.mode == "chained" and not compare_values:
+                    self._adopt(after, given.get(before))
+        if self.mode == "chained" and not compare_values:
+            for arg in rec.outputs:
+                for n in tensor_names(arg):
+                    self._adopt(n, None)
         return found
+
+    def _adopt(self, name: str, live: torch.Tensor | None) -> None:
+        """Chained replay: continue from the recorded value of a nondeterministic op (random numbers, fresh
+        `empty` memory), which no replay reproduces; in place into `live` so its views see it too."""
+        want = self.model.tensors.get(name)
+        if want is None or want.digest is not None:
+            return  # digest traces keep no bytes: the replayed value has to do
+        recorded = self._payload(name)
+        if live is None:
+            self.live[object_of(name)] = _copy(recorded)
+        elif live.shape == recorded.shape and live.dtype == recorded.dtype:
+            live.copy_(recorded)
 
     def _check(self, i: int, rec: m.CallRecord, label: str, got: Any, name: str, values: bool) -> list[Mismatch]:
         want = self.model.tensors.get(name)
