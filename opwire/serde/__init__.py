@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel
@@ -11,7 +12,17 @@ from opwire.errors import DecodeError, EncodeError
 if TYPE_CHECKING:
     import torch.export
 
-__all__ = ["FORMATS", "DecodeError", "EncodeError", "dumps", "from_exported_program", "loads", "to_exported_program"]
+__all__ = [
+    "FORMATS",
+    "DecodeError",
+    "EncodeError",
+    "dumps",
+    "from_exported_program",
+    "loads",
+    "python_values",
+    "to_exported_program",
+    "values",
+]
 
 M = TypeVar("M", bound=BaseModel)
 Format = Literal["json", "binary", "compact"]
@@ -66,6 +77,25 @@ def loads(data: bytes | str, cls: type[M], format: Format = "json", *, max_depth
     if isinstance(data, str):
         raise DecodeError(f"Expected bytes for format {format!r}, got str")
     return _thrift.decode(data, cls, format, max_depth=depth)
+
+
+def values(mapping: Mapping[str, Any]) -> Any:
+    """A `Values` record (the inputs file of `opwire run` / `opwire exec`) holding Python objects by name.
+
+    Tensors, numbers, bools, strings, None, complex, devices, dtypes, layouts, memory formats, and
+    lists/tuples/str-keyed dicts of these; anything else is an EncodeError naming its path.
+    """
+    from opwire.schema import models as m
+    from opwire.serde import _values
+
+    return m.Values(values={str(k): _values.from_python(v, str(k)) for k, v in mapping.items()})
+
+
+def python_values(record: Any, device: Any = None) -> dict[str, Any]:
+    """The Python objects of a `Values` record by name (tensors rebuilt, on `device` if given)."""
+    from opwire.serde import _values
+
+    return {k: _values.to_python(v, device, k) for k, v in record.values.items()}
 
 
 def from_exported_program(ep: torch.export.ExportedProgram) -> Any:
