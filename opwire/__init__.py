@@ -18,6 +18,7 @@ from opwire.errors import (
     OpwireError,
     UnknownTargetError,
 )
+from opwire._warnings import OpwireWarning
 from opwire.serde import dumps, loads
 
 __version__ = "0.1.0"
@@ -47,6 +48,7 @@ __all__ = [
     "KernelError",
     "OpValidationError",
     "OpwireError",
+    "OpwireWarning",
     "UnknownTargetError",
     "__version__",
     "dumps",

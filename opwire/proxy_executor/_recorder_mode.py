@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import warnings
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from opwire._warnings import OpwireWarning
 from opwire.errors import EncodeError
 from opwire.proxy_executor._record_bind import default_value, to_argument
 from opwire.proxy_executor._trace_tensors import tensor_value
@@ -86,6 +88,7 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
         self._by_storage: dict[int, list[str]] = {}
         # storage -> how many recorded calls wrote to it (torch's _version is bumped above the dispatch mode)
         self._generation: dict[int, int] = {}
+        self._warned: set[str] = set()  # ops already warned about as skipped
 
     # -------------------------------------------------------------------------------- filtering
     def _records(self, func: Any) -> bool:
@@ -157,7 +160,17 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
         return out
 
     def _skip(self, target: str, reason: str, out: Any) -> Any:
-        """Keep a placeholder record (metadata "skipped") for a call no Argument member can carry."""
+        """Keep a placeholder record (metadata "skipped") for a call no Argument member can carry.
+
+        The user's code keeps running; an OpwireWarning (once per op) says the trace will not replay it.
+        """
+        if target not in self._warned:
+            self._warned.add(target)
+            warnings.warn(
+                f"opwire.record: {target} is kept as a skipped record and will not replay: {reason}",
+                OpwireWarning,
+                stacklevel=2,
+            )
         self.records.append(m.CallRecord(target=target, inputs=[], outputs=[], metadata={"skipped": reason}))
         return out
 

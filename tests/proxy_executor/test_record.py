@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import opwire
+from opwire._warnings import OpwireWarning
 from opwire.schema import models as m
 
 FORMATS = ("json", "binary", "compact")
@@ -120,9 +121,11 @@ def test_custom_op_with_defaults_of_many_types() -> None:
 
 def test_uncarriable_calls_are_kept_as_skipped_records() -> None:
     gen = torch.Generator().manual_seed(1)
-    with opwire.record() as trace:
-        torch.rand(3, generator=gen)
-    (rec,) = trace.records
+    with pytest.warns(OpwireWarning, match=r"^opwire.record: aten::rand.generator is kept as a skipped record"):
+        with opwire.record() as trace:
+            torch.rand(3, generator=gen)
+            torch.rand(3, generator=gen)  # warned once per op
+    rec = trace.records[0]
     assert "Generator" in rec.metadata["skipped"] and rec.inputs == []
 
 

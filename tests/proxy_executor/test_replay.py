@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import opwire
+from opwire._warnings import OpwireWarning
 from opwire.proxy_executor.replay import ReplayReport
 from opwire.schema import models as m
 from opwire.serde import _tensors
@@ -190,7 +191,7 @@ def test_report_renders_and_serializes() -> None:
 
 
 def test_skipped_calls_are_reported_not_replayed() -> None:
-    with opwire.record() as trace:
+    with pytest.warns(OpwireWarning, match="will not replay"), opwire.record() as trace:
         torch.rand(2, generator=torch.Generator().manual_seed(0))
     report = opwire.replay(trace)
     assert report.replayed == 0 and report.skipped[0][1] == "aten::rand.generator"
