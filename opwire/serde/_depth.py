@@ -124,8 +124,8 @@ def check_depth(obj: Any, max_depth: int, source: str = "", json_bytes: bytes | 
     if loc is not None:
         where = f"{source}: " if source else ""
         raise DecodeError(
-            f"{where}nesting deeper than max_depth={max_depth} - at `{format_path(loc)}`; "
-            "pass a larger max_depth if the input is trusted",
+            f"{where}nesting deeper than max_depth={max_depth}; pass a larger max_depth if the input is trusted"
+            f" - at `{format_path(loc)}`",
             format_path(loc),
         )
 

@@ -38,7 +38,7 @@ __all__ = [
 
 MAX_DEPTH = 192
 """Default bound on nesting (structs, unions, lists and maps on one path from the root; JSON objects and
-arrays count the same). A subgraph adds 7 levels, so this allows about 24 nested subgraphs; torch programs
+arrays count the same). A subgraph adds 7 levels, so a program may nest about 26 subgraphs; torch programs
 use a handful. Every codec takes `max_depth=` to change it."""
 
 MAGIC = b"\x89OPWIRE\n"
