@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from opwire._warnings import OpwireWarning
 from opwire.errors import (
     BindError,
     DecodeError,
@@ -18,7 +19,6 @@ from opwire.errors import (
     OpwireError,
     UnknownTargetError,
 )
-from opwire._warnings import OpwireWarning
 from opwire.serde import dumps, loads
 
 __version__ = "0.1.0"
