@@ -320,3 +320,8 @@ def test_call_function_fast_path_keeps_every_check(with_alpha: bool) -> None:
             ex.call_function(0, i, ts)
     with pytest.raises(KernelError, match="the kernel raised RuntimeError"):
         ex.call_function(0, ints, [X, torch.ones(5, 7), None])
+
+
+def test_an_executor_without_extern_nodes_is_still_truthy() -> None:
+    ex = ProxyExecutor()
+    assert len(ex) == 0 and bool(ex)
