@@ -38,7 +38,7 @@ bench: $(STAMP)
 
 fuzz: $(STAMP)
 	$(PY) -c 'import atheris' 2>/dev/null || $(PY) -m pip install --quiet --disable-pip-version-check 'atheris>=2.3'
-	$(PY) fuzz/fuzz_thrift.py $${FUZZ_CORPUS:-/tmp/opwire-fuzz-corpus} -runs=$${FUZZ_RUNS:-200000} -rss_limit_mb=2048 -timeout=10 -print_final_stats=1
+	$(PY) fuzz/fuzz_decoders.py $${FUZZ_CORPUS:-/tmp/opwire-fuzz-corpus} -runs=$${FUZZ_RUNS:-200000} -rss_limit_mb=2048 -timeout=10 -print_final_stats=1
 
 regen: $(STAMP)
 	$(PY) -m opwire.schema.codegen

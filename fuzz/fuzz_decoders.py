@@ -1,9 +1,9 @@
-"""atheris harness for opwire's Thrift decoders (`make fuzz`).
+"""atheris harness for every opwire decoder: Thrift binary, Thrift compact and JSON (`make fuzz`).
 
 The first byte picks the codec and the root type, the rest is the input; anything but a valid model
 or a DecodeError is a finding. Seeds are valid encodings written into the corpus directory on first run.
 
-    python fuzz/fuzz_thrift.py fuzz/corpus -runs=200000 -rss_limit_mb=1024 -timeout=10
+    python fuzz/fuzz_decoders.py fuzz/corpus -runs=200000 -rss_limit_mb=1024 -timeout=10
 """
 
 from __future__ import annotations
@@ -14,12 +14,13 @@ from pathlib import Path
 import atheris
 
 with atheris.instrument_imports():
+    import opwire
     from opwire.errors import DecodeError
     from opwire.schema import models as m
     from opwire.serde import thrift
 
 ROOTS = ("ExportedProgram", "Graph", "Node", "Argument", "Value", "Values", "CallTrace", "ExternKernelNodes")
-CODECS = ("binary", "compact")
+CODECS = ("binary", "compact", "json")
 
 
 def _seeds() -> dict[str, bytes]:
@@ -55,8 +56,9 @@ def _seeds() -> dict[str, bytes]:
     for i, codec in enumerate(CODECS):
         for root, obj in (("Graph", graph), ("Node", node), ("Value", value)):
             j = i * len(ROOTS) + ROOTS.index(root)
-            seeds[f"{codec}_{root}"] = bytes([j]) + thrift.encode(obj, codec)  # type: ignore[arg-type]
-            seeds[f"{codec}_{root}_raw"] = bytes([j]) + thrift.encode(obj, codec, framed=False)  # type: ignore[arg-type]
+            seeds[f"{codec}_{root}"] = bytes([j]) + opwire.dumps(obj, codec)  # type: ignore[arg-type]
+            if codec != "json":
+                seeds[f"{codec}_{root}_raw"] = bytes([j]) + thrift.encode(obj, codec, framed=False)  # type: ignore[arg-type]
     return seeds
 
 
@@ -67,10 +69,10 @@ def test_one_input(data: bytes) -> None:
     pick = data[0] % (len(ROOTS) * len(CODECS))
     codec, root = CODECS[pick // len(ROOTS)], ROOTS[pick % len(ROOTS)]
     try:
-        obj = thrift.decode(data[1:], m.MODELS[root], codec)  # type: ignore[arg-type]
+        obj = opwire.loads(data[1:], m.MODELS[root], codec)  # type: ignore[arg-type]
     except DecodeError:
         return
-    again = thrift.decode(thrift.encode(obj, codec), m.MODELS[root], codec)  # type: ignore[arg-type]
+    again = opwire.loads(opwire.dumps(obj, codec), m.MODELS[root], codec)  # type: ignore[arg-type]
     assert type(again) is type(obj)
 
 
