@@ -19,8 +19,8 @@ demo: $(STAMP)
 	$(PY) -m opwire.demo
 
 lint: $(STAMP)
-	$(PY) -m ruff check opwire tests benchmarks
-	$(PY) -m ruff format --check opwire tests benchmarks
+	$(PY) -m ruff check opwire tests benchmarks fuzz
+	$(PY) -m ruff format --check opwire tests benchmarks fuzz
 	$(PY) -m mypy
 	$(PY) -m opwire.schema.codegen --check
 
