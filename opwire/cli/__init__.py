@@ -39,13 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for module in COMMANDS.values():
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name == module:
-                continue  # command not built yet
-            raise
-        mod.add_parser(sub)
+        importlib.import_module(module).add_parser(sub)
     return parser
 
 
