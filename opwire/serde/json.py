@@ -8,6 +8,7 @@ serializer's, whatever its whitespace and key order) into validated models.
 
 from __future__ import annotations
 
+import base64
 import json as _json
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -42,8 +43,6 @@ def _float_out(v: float) -> float | str:
 
 
 def _binary_out(v: bytes) -> str:
-    import base64
-
     return base64.b64encode(v).decode("ascii")
 
 
