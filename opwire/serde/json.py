@@ -8,7 +8,6 @@ serializer's, whatever its whitespace and key order) into validated models.
 
 from __future__ import annotations
 
-import base64
 import json as _json
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -16,6 +15,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from opwire.errors import DecodeError, EncodeError
+from opwire.schema._base import binary_out, float_out
 from opwire.schema.idl import TypeRef
 from opwire.schema.models import MODELS, SCHEMA, SCHEMA_VERSION
 from opwire.serde._depth import check_depth
@@ -34,26 +34,14 @@ _ENCODERS: dict[str, _Conv] = {}
 _IDENTITY_KINDS = {"bool", "i8", "i16", "i32", "i64", "string", "enum"}
 
 
-def _float_out(v: float) -> float | str:
-    if v - v == 0:  # finite
-        return v
-    if v != v:
-        return "NaN"
-    return "Infinity" if v > 0 else "-Infinity"
-
-
-def _binary_out(v: bytes) -> str:
-    return base64.b64encode(v).decode("ascii")
-
-
 def _converter(t: TypeRef) -> _Conv | None:
     """The function turning a model value of type `t` into JSON-ready data; None means as-is."""
     if t.kind in _IDENTITY_KINDS:
         return None
     if t.kind == "double":
-        return _float_out
+        return float_out
     if t.kind == "binary":
-        return _binary_out
+        return binary_out
     if t.kind == "struct":
         name = str(t.name)
         return lambda v: _ENCODERS[name](v)
