@@ -25,7 +25,7 @@ lint: $(STAMP)
 	$(PY) -m opwire.schema.codegen --check
 
 test: lint thrift-compiler
-	$(PY) -m pytest -q -n 2 --dist loadgroup
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q -n 2 --dist loadgroup
 
 # Apache Thrift's compiler, for the interop test: installed from Debian when we may (root), else the test skips.
 thrift-compiler:
