@@ -15,7 +15,8 @@ from typing import Any, NoReturn
 
 from opwire.errors import BindError, KernelError
 from opwire.proxy_executor.convert import convert
-from opwire.proxy_executor.plan import BindContext, NodePlan, _check_const
+from opwire.proxy_executor.outputs import check_const
+from opwire.proxy_executor.plan import BindContext, NodePlan
 from opwire.proxy_executor.policy import DefaultPolicy
 from opwire.schema import models as m
 from opwire.schema.ops import OpArg, SchemaType
@@ -256,10 +257,10 @@ class FlatPlan:
                     tensor_args[ti], ti = t, ti + 1
                     outs.append(t)
             elif e.kind == "int":
-                _check_const(an_int(ii), r, label)
+                check_const(an_int(ii), r, label)
                 ii += 1
             elif e.kind == "const":
-                _check_const(convert(e.static, label, BindContext()).const, r, label)
+                check_const(convert(e.static, label, BindContext()).const, r, label)
         return outs
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from opwire.errors import BindError, KernelError
 from opwire.proxy_executor.convert import Converted, Lookup, convert
+from opwire.proxy_executor.outputs import describe, store_output
 from opwire.proxy_executor.policy import DefaultPolicy
 from opwire.proxy_executor.targets import Target, resolve
 from opwire.schema import models as m
@@ -117,12 +118,12 @@ class NodePlan:
             return [result]
         if isinstance(result, (tuple, list)) and len(result) == n:
             return list(result)
-        raise KernelError(f"{self.where}: the file names {n} outputs but the call returned {_show(result)}")
+        raise KernelError(f"{self.where}: the file names {n} outputs but the call returned {describe(result)}")
 
     def store(self, result: Any, out: dict[str, Any]) -> None:
         """Check `result` against the serialized outputs and put named values into `out`."""
         for i, (arg, value) in enumerate(zip(self.node.outputs, self.results(result), strict=True)):
-            _store(arg, value, f"{self.where} output {i}", out)
+            store_output(arg, value, f"{self.where} output {i}", out)
 
 
 def _prepare(p: NodePlan) -> Callable[[Mapping[str, Any]], dict[str, Any]] | None:
@@ -151,59 +152,10 @@ def _prepare(p: NodePlan) -> Callable[[Mapping[str, Any]], dict[str, Any]] | Non
         except Exception as exc:
             raise p.kernel_error(exc) from exc
         if not isinstance(r, tensor):
-            _store(outs[0], r, f"{p.where} output 0", {})
+            store_output(outs[0], r, f"{p.where} output 0", {})
         return {out_name: r}
 
     return call
-
-
-def _show(v: Any) -> str:
-    import torch
-
-    if isinstance(v, torch.Tensor):
-        return f"a tensor of shape {tuple(v.shape)}"
-    if isinstance(v, (list, tuple)):
-        return f"a {type(v).__name__} of {len(v)}"
-    return f"{type(v).__name__} {v!r}"
-
-
-def _store(arg: m.Argument, value: Any, where: str, out: dict[str, Any]) -> None:
-    import torch
-
-    member, s = arg.type, arg.value
-    if member == "as_tensor":
-        if not isinstance(value, torch.Tensor):
-            raise KernelError(f"{where}: the file names tensor {s.name!r} but the kernel returned {_show(value)}")
-        out[s.name] = value
-    elif member in ("as_optional_tensor", "as_sym_int", "as_sym_float", "as_sym_bool"):
-        if s.type == "as_name":
-            out[s.as_name] = value
-        elif s.type == "as_tensor":
-            _store(m.Argument(as_tensor=s.as_tensor), value, where, out)
-        else:
-            _check_const(s.value if s.type != "as_none" else None, value, where)
-    elif member in ("as_tensors", "as_optional_tensors", "as_sym_ints", "as_sym_floats", "as_sym_bools"):
-        if not isinstance(value, (list, tuple)) or len(value) != len(s):
-            raise KernelError(f"{where}: the file names {len(s)} values but the kernel returned {_show(value)}")
-        inner = {"as_tensors": "as_tensor", "as_optional_tensors": "as_optional_tensor"}.get(member, member[:-1])
-        for j, (e, v) in enumerate(zip(s, value, strict=True)):
-            _store(m.Argument(**{inner: e}), v, f"{where}[{j}]", out)
-    else:
-        conv = convert(arg, where, BindContext())
-        _check_const(conv.const, value, where)
-
-
-def _check_const(expected: Any, value: Any, where: str) -> None:
-    import torch
-
-    got = value.tolist() if isinstance(value, torch.Tensor) and value.dim() == 0 else value
-    if isinstance(got, tuple):
-        got = list(got)
-    if got != expected or (type(got) is bool and type(expected) is not bool):
-        raise KernelError(
-            f"{where}: expected the constant {expected!r} recorded when the call was serialized, but the kernel "
-            f"returned {_show(value)}; the op no longer computes what was compiled in"
-        )
 
 
 def bind_node(node: m.Node, where: str, policy: DefaultPolicy, ctx: BindContext) -> NodePlan:

@@ -1,0 +1,69 @@
+"""Kernel results -> serialized outputs: tensors and symbolic values stored by name, constants checked.
+
+An output serialized as a constant (an `as_int` AOTInductor specialized) has no name: the kernel must
+return that value, or the op no longer computes what was compiled in.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from opwire.errors import KernelError
+from opwire.proxy_executor.convert import convert
+from opwire.schema import models as m
+
+__all__ = ["check_const", "describe", "store_output"]
+
+
+def describe(v: Any) -> str:
+    """A short description of a kernel result for error messages."""
+    import torch
+
+    if isinstance(v, torch.Tensor):
+        return f"a tensor of shape {tuple(v.shape)}"
+    if isinstance(v, (list, tuple)):
+        return f"a {type(v).__name__} of {len(v)}"
+    return f"{type(v).__name__} {v!r}"
+
+
+def store_output(arg: m.Argument, value: Any, where: str, out: dict[str, Any]) -> None:
+    """Check one kernel result against its serialized output and put named values into `out`."""
+    import torch
+
+    member, s = arg.type, arg.value
+    if member == "as_tensor":
+        if not isinstance(value, torch.Tensor):
+            raise KernelError(f"{where}: the file names tensor {s.name!r} but the kernel returned {describe(value)}")
+        out[s.name] = value
+    elif member in ("as_optional_tensor", "as_sym_int", "as_sym_float", "as_sym_bool"):
+        if s.type == "as_name":
+            out[s.as_name] = value
+        elif s.type == "as_tensor":
+            store_output(m.Argument(as_tensor=s.as_tensor), value, where, out)
+        else:
+            check_const(s.value if s.type != "as_none" else None, value, where)
+    elif member in ("as_tensors", "as_optional_tensors", "as_sym_ints", "as_sym_floats", "as_sym_bools"):
+        if not isinstance(value, (list, tuple)) or len(value) != len(s):
+            raise KernelError(f"{where}: the file names {len(s)} values but the kernel returned {describe(value)}")
+        inner = {"as_tensors": "as_tensor", "as_optional_tensors": "as_optional_tensor"}.get(member, member[:-1])
+        for j, (e, v) in enumerate(zip(s, value, strict=True)):
+            store_output(m.Argument(**{inner: e}), v, f"{where}[{j}]", out)
+    else:
+        from opwire.proxy_executor.plan import BindContext  # (plan imports this module)
+
+        conv = convert(arg, where, BindContext())
+        check_const(conv.const, value, where)
+
+
+def check_const(expected: Any, value: Any, where: str) -> None:
+    """KernelError unless the kernel returned the constant the file recorded."""
+    import torch
+
+    got = value.tolist() if isinstance(value, torch.Tensor) and value.dim() == 0 else value
+    if isinstance(got, tuple):
+        got = list(got)
+    if got != expected or (type(got) is bool and type(expected) is not bool):
+        raise KernelError(
+            f"{where}: expected the constant {expected!r} recorded when the call was serialized, but the kernel "
+            f"returned {describe(value)}; the op no longer computes what was compiled in"
+        )
