@@ -11,7 +11,7 @@ from typing import Any
 from opwire.errors import DecodeError, OpwireError
 from opwire.schema import models as m
 
-__all__ = ["add_parser", "run", "value_to_python"]
+__all__ = ["add_parser", "run"]
 
 
 def add_parser(sub: Any) -> None:
@@ -28,30 +28,6 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=run)
-
-
-def value_to_python(v: m.Value, where: str) -> Any:
-    """A `Value` as the Python object a kernel takes (tensors rebuilt from their bytes)."""
-    from opwire.proxy_executor.convert import enum_value
-    from opwire.serde._tensors import device_of, to_tensor
-
-    kind, val = v.type, v.value
-    if kind == "as_tensor":
-        return to_tensor(val, where=where)
-    if kind == "as_none":
-        return None
-    if kind == "as_complex":
-        return complex(val.real, val.imag)
-    if kind == "as_device":
-        return device_of(val, where)
-    if kind in ("as_scalar_type", "as_layout", "as_memory_format"):
-        enum = {"as_scalar_type": "ScalarType", "as_layout": "Layout", "as_memory_format": "MemoryFormat"}[kind]
-        return enum_value(enum, val, where)
-    if kind == "as_list":
-        return [value_to_python(x, f"{where}[{i}]") for i, x in enumerate(val)]
-    if kind == "as_dict":
-        return {k: value_to_python(x, f"{where}[{k!r}]") for k, x in val.items()}
-    return val
 
 
 def _describe(v: Any) -> Any:
@@ -72,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         values_model = opwire.loads(data, m.Values, format=args.inputs_format)
     except OSError as exc:
         raise DecodeError(f"cannot read --inputs {args.inputs}: {exc.strerror or exc}") from None
-    env = {k: value_to_python(v, f"inputs[{k!r}]") for k, v in values_model.values.items()}
+    env = opwire.serde.python_values(values_model)
     ex = ProxyExecutor(args.nodes, policy=args.policy)
     report: list[dict[str, Any]] = []
     status = 0
