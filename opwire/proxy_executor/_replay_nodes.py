@@ -13,30 +13,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from opwire.schema import models as m
+from opwire.schema.refs import rename_tensors
 
-__all__ = ["NodeShape", "NodeShapes", "tensor_names"]
+__all__ = ["NodeShape", "NodeShapes"]
 
 _SCALAR_OUT: dict[str, tuple[str, type[Any]]] = {
     "as_int": ("as_sym_int", m.SymIntArgument),
     "as_float": ("as_sym_float", m.SymFloatArgument),
     "as_bool": ("as_sym_bool", m.SymBoolArgument),
 }
-
-
-def tensor_names(arg: m.Argument) -> list[str]:
-    """Every tensor name an argument carries, in order (None entries of optional lists left out)."""
-    kind, v = arg.type, arg.value
-    if kind == "as_tensor":
-        return [v.name]
-    if kind == "as_tensors":
-        return [t.name for t in v]
-    if kind == "as_optional_tensor":
-        return [v.as_tensor.name] if v.type == "as_tensor" else []
-    if kind == "as_optional_tensors":
-        return [t.as_tensor.name for t in v if t.type == "as_tensor"]
-    if kind == "as_nested_tensors":
-        return [t.name for ts in v for t in ts]
-    return []
 
 
 def _layout(arg: m.Argument) -> Any:
@@ -53,28 +38,6 @@ def _layout(arg: m.Argument) -> Any:
     if kind == "as_nested_tensors":
         return kind, tuple(len(ts) for ts in v)
     return kind, repr(v)
-
-
-def _renamed(arg: m.Argument, fresh: Callable[[], str]) -> m.Argument:
-    kind, v = arg.type, arg.value
-
-    def t(_: Any) -> m.TensorArgument:
-        return m.TensorArgument(name=fresh())
-
-    def opt(o: m.OptionalTensorArgument) -> m.OptionalTensorArgument:
-        return m.OptionalTensorArgument(as_tensor=t(o)) if o.type == "as_tensor" else o
-
-    if kind == "as_tensor":
-        return m.Argument(as_tensor=t(v))
-    if kind == "as_tensors":
-        return m.Argument(as_tensors=[t(x) for x in v])
-    if kind == "as_optional_tensor":
-        return m.Argument(as_optional_tensor=opt(v))
-    if kind == "as_optional_tensors":
-        return m.Argument(as_optional_tensors=[opt(x) for x in v])
-    if kind == "as_nested_tensors":
-        return m.Argument(as_nested_tensors=[[t(x) for x in xs] for xs in v])
-    return arg
 
 
 @dataclass(frozen=True)
@@ -114,12 +77,17 @@ def _build(rec: m.CallRecord) -> NodeShape:
 
         return make
 
-    inputs = [m.NamedArgument(name=na.name, arg=_renamed(na.arg, fresh("i")), kind=na.kind) for na in rec.inputs]
+    new_input = fresh("i")
+    inputs = [
+        m.NamedArgument(name=na.name, arg=rename_tensors(na.arg, lambda _: new_input()), kind=na.kind)
+        for na in rec.inputs
+    ]
+    new_output = fresh("o")
     outputs, scalars = [], set()
     for j, arg in enumerate(rec.outputs):
         sym = _SCALAR_OUT.get(arg.type)
         if sym is None:
-            outputs.append(_renamed(arg, fresh("o")))
+            outputs.append(rename_tensors(arg, lambda _: new_output()))
         else:
             scalars.add(j)
             outputs.append(m.Argument(**{sym[0]: sym[1](as_name=f"#s{j}")}))

@@ -21,12 +21,13 @@ import torch
 from opwire.errors import BindError, OpwireError
 from opwire.proxy_executor._compare import Difference, compare_scalar, compare_tensor
 from opwire.proxy_executor._recorder_mode import object_of
-from opwire.proxy_executor._replay_nodes import NodeShapes, tensor_names
+from opwire.proxy_executor._replay_nodes import NodeShapes
 from opwire.proxy_executor.executor import ProxyExecutor
 from opwire.proxy_executor.policy import DefaultPolicy
 from opwire.proxy_executor.record import Trace, load_trace
 from opwire.proxy_executor.targets import resolve
 from opwire.schema import models as m
+from opwire.schema.refs import tensor_names
 from opwire.serde import _tensors
 
 __all__ = ["Mismatch", "ReplayReport", "SchemaDrift", "replay", "schema_drift"]

@@ -1,0 +1,112 @@
+"""The tensors an `Argument` names, found and renamed by walkers built from the IDL (not a member ladder).
+
+A walker is built once per IDL type: it reaches every `TensorArgument` through unions, structs, lists
+and maps, and stops at subgraphs (`GraphArgument`), whose tensors belong to the subgraph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+from opwire.schema import models as m
+from opwire.schema.idl import TypeRef
+from opwire.schema.models import SCHEMA
+
+__all__ = ["rename_tensors", "tensor_names"]
+
+_Find = Callable[[Any], list[str]]
+_Map = Callable[[Any, Callable[[str], str]], Any]
+_OPAQUE = frozenset({"GraphArgument"})  # a subgraph's tensors are its own
+
+
+@cache
+def _carries(t: TypeRef) -> bool:
+    """Whether a value of type `t` can hold a TensorArgument outside a subgraph."""
+    seen: set[str] = set()
+    todo = [t]
+    while todo:
+        cur = todo.pop()
+        if cur.kind == "struct":
+            name = str(cur.name)
+            if name == "TensorArgument":
+                return True
+            if name in seen or name in _OPAQUE:
+                continue
+            seen.add(name)
+            todo += [f.type for f in SCHEMA.structs[name].fields]
+        else:
+            todo += list(cur.args)
+    return False
+
+
+@cache
+def _finder(t: TypeRef) -> _Find | None:
+    """Collects tensor names from a value of type `t`; None when the type carries none."""
+    if not _carries(t):
+        return None
+    if t.kind in ("list", "set", "map"):
+        inner = _finder(t.args[-1])
+        assert inner is not None
+        if t.kind == "map":
+            return lambda v: [n for x in v.values() for n in inner(x)]
+        return lambda v: [n for x in v for n in inner(x)]
+    name = str(t.name)
+    if name == "TensorArgument":
+        return lambda v: [v.name]
+    # field finders are looked up on first use: recursive types (Argument in Argument) build lazily
+    return lambda v: [n for fname, fn in _field_finders(name) if (x := v.__dict__[fname]) is not None for n in fn(x)]
+
+
+@cache
+def _field_finders(name: str) -> tuple[tuple[str, _Find], ...]:
+    found = ((f.name, _finder(f.type)) for f in SCHEMA.structs[name].fields)
+    return tuple((fname, fn) for fname, fn in found if fn is not None)
+
+
+@cache
+def _mapper(t: TypeRef) -> _Map | None:
+    """Rebuilds a value of type `t` with every tensor renamed; None when the type carries none."""
+    if not _carries(t):
+        return None
+    if t.kind in ("list", "set", "map"):
+        inner = _mapper(t.args[-1])
+        assert inner is not None
+        if t.kind == "map":
+            return lambda v, fresh: {k: inner(x, fresh) for k, x in v.items()}
+        return lambda v, fresh: [inner(x, fresh) for x in v]
+    name = str(t.name)
+    cls = m.MODELS[name]
+    if name == "TensorArgument":
+        return lambda v, fresh: m.TensorArgument(name=fresh(v.name))
+    union = SCHEMA.structs[name].kind == "union"
+
+    def rebuild(v: Any, fresh: Callable[[str], str]) -> Any:
+        d = v.__dict__
+        kwargs = {k: d[k] if fn is None or d[k] is None else fn(d[k], fresh) for k, fn in _field_mappers(name)}
+        if union:
+            kwargs = {k: x for k, x in kwargs.items() if x is not None}
+        return cls(**kwargs)
+
+    return rebuild
+
+
+@cache
+def _field_mappers(name: str) -> tuple[tuple[str, _Map | None], ...]:
+    return tuple((f.name, _mapper(f.type)) for f in SCHEMA.structs[name].fields)
+
+
+_ARGUMENT_FINDERS = {f.name: _finder(f.type) for f in SCHEMA.structs["Argument"].fields}
+
+
+def tensor_names(arg: m.Argument) -> list[str]:
+    """Every tensor name `arg` carries, in order (None entries of optional lists left out, subgraphs not entered)."""
+    fn = _ARGUMENT_FINDERS[arg.type]
+    return [] if fn is None else fn(arg.value)
+
+
+def rename_tensors(arg: m.Argument, fresh: Callable[[str], str]) -> m.Argument:
+    """A copy of `arg` with every tensor name `n` replaced by `fresh(n)` (the same model when it names none)."""
+    fn = _mapper(TypeRef("struct", "Argument"))
+    return arg if fn is None or not tensor_names(arg) else fn(arg, fresh)
