@@ -10,6 +10,8 @@ __all__ = [
     "OpValidationError",
     "OpwireError",
     "UnknownTargetError",
+    "describe_exception",
+    "first_line",
 ]
 
 
@@ -47,3 +49,15 @@ class KernelError(OpwireError):
 
 class OpValidationError(OpwireError):
     """Op validation could not run (bad target, library that fails to load)."""
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of a foreign exception's message (its type name when the message is empty)."""
+    text = str(exc).strip()
+    return text.splitlines()[0].rstrip() if text else type(exc).__name__
+
+
+def describe_exception(exc: BaseException) -> str:
+    """`Type: first line` of a foreign exception (just `Type` when it has no message)."""
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {first_line(exc)}" if text else type(exc).__name__

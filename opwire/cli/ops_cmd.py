@@ -11,7 +11,7 @@ import json
 import sys
 from typing import Any
 
-from opwire.errors import OpValidationError
+from opwire.errors import OpValidationError, first_line
 
 __all__ = ["add_parser", "run_bc_check", "run_snapshot", "run_validate"]
 
@@ -100,9 +100,8 @@ def _load(args: argparse.Namespace) -> None:
         try:
             torch.ops.load_library(path)  # type: ignore[no-untyped-call]
         except (OSError, RuntimeError) as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise OpValidationError(
-                f"--load-library {path}: loading failed ({first}); expected a shared library built against "
+                f"--load-library {path}: loading failed ({first_line(exc)}); expected a shared library built against "
                 "this torch that registers ops"
             ) from None
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from opwire.errors import OpValidationError
+from opwire.errors import OpValidationError, describe_exception
 from opwire.proxy_executor._findings import Finding, finding
 
 __all__ = ["SampleInputs", "load_sample_inputs", "opcheck_findings"]
@@ -70,11 +70,6 @@ def _samples(op: str, source: SampleInputs) -> list[tuple[tuple[Any, ...], dict[
     return out
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")
-
-
 def opcheck_findings(shown: str, op: torch._ops.OpOverload, source: SampleInputs) -> list[Finding]:
     """One `opcheck_failed` finding per failed opcheck test per sample."""
     out: list[Finding] = []
@@ -88,7 +83,7 @@ def opcheck_findings(shown: str, op: torch._ops.OpOverload, source: SampleInputs
                     shown,
                     test="setup",
                     sample=index,
-                    error=_first_line(exc),
+                    error=describe_exception(exc),
                     how="pass arguments the op accepts",
                 )
             )
@@ -97,6 +92,6 @@ def opcheck_findings(shown: str, op: torch._ops.OpOverload, source: SampleInputs
             if isinstance(result, BaseException):
                 how = _HOW.get(test, _HOW_DEFAULT)
                 out.append(
-                    finding("opcheck_failed", shown, test=test, sample=index, error=_first_line(result), how=how)
+                    finding("opcheck_failed", shown, test=test, sample=index, error=describe_exception(result), how=how)
                 )
     return out

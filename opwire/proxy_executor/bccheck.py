@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from opwire.errors import BindError, OpValidationError
+from opwire.errors import BindError, OpValidationError, first_line
 from opwire.proxy_executor._findings import CODES, Severity
 from opwire.proxy_executor.policy import DefaultPolicy
 from opwire.proxy_executor.snapshot import load_snapshot, snapshot_ops
@@ -262,7 +262,7 @@ def _torch_verdict(op: str, old: m.OpSchemaSnapshot, new: m.OpSchemaSnapshot) ->
     try:
         before, after = torch._C.parse_schema(old.schema_str), torch._C.parse_schema(new.schema_str)
     except (RuntimeError, ValueError) as exc:  # parse_schema raises both
-        return TorchVerdict(op, False, False, f"torch cannot parse the schema: {str(exc).strip().splitlines()[0]}")
+        return TorchVerdict(op, False, False, f"torch cannot parse the schema: {first_line(exc)}")
     forward, reason = after.check_forward_compatible_with(before)
     return TorchVerdict(op, bool(after.is_backward_compatible_with(before)), bool(forward), str(reason))
 

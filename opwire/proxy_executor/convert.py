@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from opwire.errors import BindError
+from opwire.errors import BindError, first_line
 from opwire.schema import models as m
 from opwire.schema.models import SCHEMA
 from opwire.serde import torch_enums
@@ -89,7 +89,7 @@ def _device(d: m.Device, where: str) -> Converted:
         return Converted(const=torch.device(spelled))
     except (RuntimeError, ValueError) as exc:
         raise BindError(
-            f"{where}: device {spelled!r} is not a device this torch knows ({str(exc).splitlines()[0]}); "
+            f"{where}: device {spelled!r} is not a device this torch knows ({first_line(exc)}); "
             "load the backend (or rename PrivateUse1) before running the file"
         ) from None
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from opwire.errors import BindError, KernelError
+from opwire.errors import BindError, KernelError, describe_exception
 from opwire.proxy_executor.convert import Converted, Lookup, convert
 from opwire.proxy_executor.outputs import describe, store_output
 from opwire.proxy_executor.policy import DefaultPolicy
@@ -99,9 +99,8 @@ class NodePlan:
 
     def kernel_error(self, exc: Exception) -> KernelError:
         """The KernelError wrapping what the kernel raised."""
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         return KernelError(
-            f"{self.where}: the kernel raised {type(exc).__name__}: {first}; "
+            f"{self.where}: the kernel raised {describe_exception(exc)}; "
             "check the inputs' shapes, dtypes and devices against the op"
         )
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from opwire.errors import OpValidationError
+from opwire.errors import OpValidationError, first_line
 from opwire.schema import models as m
 from opwire.schema._optype import ParsedArg, SchemaSyntaxError, SchemaType, parse_schema_text
 
@@ -115,9 +115,8 @@ def parse_op_schema(text: str) -> OpSchema:
     try:
         fs = torch._C.parse_schema(text)
     except (RuntimeError, ValueError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise OpValidationError(
-            f"not a valid operator schema {text!r}: torch says {first}; "
+            f"not a valid operator schema {text!r}: torch says {first_line(exc)}; "
             "write it as 'ns::op.overload(Type name=default, ...) -> Type'"
         ) from None
     return _from_function_schema(fs)
