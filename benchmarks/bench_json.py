@@ -12,18 +12,15 @@ json.loads; encode >= 2x torch, byte-identical.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import corpus
 import torch
+from _timing import best_of
 from torch._export.serde import schema as torch_schema
 from torch._export.serde.serialize import _bytes_to_dataclass, _to_json_bytes, serialize
 
@@ -31,22 +28,6 @@ import opwire
 from opwire.schema import models as m
 
 COLUMNS = ("ours_dec", "torch_dec", "json_loads", "ours_enc", "torch_enc", "json_dumps")
-
-
-def _best(fn: Callable[[], Any], repeat: int, gc_on: bool) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        if gc_on:
-            gc.enable()
-        else:
-            gc.disable()
-        try:
-            start = time.perf_counter()
-            fn()
-            best = min(best, time.perf_counter() - start)
-        finally:
-            gc.enable()
-    return best
 
 
 def _deep_mlp() -> tuple[str, bytes]:
@@ -74,12 +55,12 @@ def measure(name: str, data: bytes, repeat: int, gc_on: bool) -> dict[str, float
     theirs = _bytes_to_dataclass(torch_schema.ExportedProgram, data)
     plain = json.loads(data)
     return {
-        "ours_dec": _best(lambda: opwire.loads(data, m.ExportedProgram), repeat, gc_on),
-        "torch_dec": _best(lambda: _bytes_to_dataclass(torch_schema.ExportedProgram, data), repeat, gc_on),
-        "json_loads": _best(lambda: json.loads(data), repeat, gc_on),
-        "ours_enc": _best(lambda: opwire.dumps(program), repeat, gc_on),
-        "torch_enc": _best(lambda: _to_json_bytes(theirs), repeat, gc_on),
-        "json_dumps": _best(lambda: json.dumps(plain), repeat, gc_on),
+        "ours_dec": best_of(lambda: opwire.loads(data, m.ExportedProgram), repeat, gc_on=gc_on),
+        "torch_dec": best_of(lambda: _bytes_to_dataclass(torch_schema.ExportedProgram, data), repeat, gc_on=gc_on),
+        "json_loads": best_of(lambda: json.loads(data), repeat, gc_on=gc_on),
+        "ours_enc": best_of(lambda: opwire.dumps(program), repeat, gc_on=gc_on),
+        "torch_enc": best_of(lambda: _to_json_bytes(theirs), repeat, gc_on=gc_on),
+        "json_dumps": best_of(lambda: json.dumps(plain), repeat, gc_on=gc_on),
     }
 
 

@@ -11,24 +11,14 @@ on a transformer layer stays within 1.5x of `ep.module()(*inputs)`.
 from __future__ import annotations
 
 import argparse
-import time
 from collections.abc import Callable
-from typing import Any
 
 import torch
+from _timing import best_of
 
 import opwire
 from opwire.proxy_executor.graph import ProgramRunner
 from opwire.serde import torch_bridge
-
-
-def _best(fn: Callable[[], Any], repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def _workload(a: torch.Tensor, b: torch.Tensor, steps: int) -> torch.Tensor:
@@ -79,13 +69,13 @@ def main() -> None:
     torch.manual_seed(0)
     a, b = torch.randn(256, 256), torch.randn(256, 256)
 
-    eager = _best(lambda: _workload(a, b, ns.steps), ns.repeat)
+    eager = best_of(lambda: _workload(a, b, ns.steps), ns.repeat)
 
     def recorded() -> None:
         with opwire.record():
             _workload(a, b, ns.steps)
 
-    rec = _best(recorded, ns.repeat)
+    rec = best_of(recorded, ns.repeat)
     with opwire.record() as trace:
         _workload(a, b, ns.steps)
     n = len(trace)
@@ -94,8 +84,8 @@ def main() -> None:
         f"ratio {rec / eager:.2f}x (target <= 5x)"
     )
 
-    direct = _best(_direct_calls(trace), ns.repeat)
-    replayed = _best(lambda: opwire.replay(trace, progress=False), ns.repeat)
+    direct = best_of(_direct_calls(trace), ns.repeat)
+    replayed = best_of(lambda: opwire.replay(trace, progress=False), ns.repeat)
     report = opwire.replay(trace, progress=False)
     assert report.ok, str(report)
     print(
@@ -113,9 +103,9 @@ def main() -> None:
     runner = ProgramRunner(archive)
     with torch.no_grad():
         torch.testing.assert_close(runner(x), module(x))
-        t_module = _best(lambda: module(x), ns.repeat * 4)
-        t_runner = _best(lambda: runner(x), ns.repeat * 4)
-        t_run_program = _best(lambda: opwire.run_program(archive, (x,)), ns.repeat * 4)
+        t_module = best_of(lambda: module(x), ns.repeat * 4)
+        t_runner = best_of(lambda: runner(x), ns.repeat * 4)
+        t_run_program = best_of(lambda: opwire.run_program(archive, (x,)), ns.repeat * 4)
     print(
         f"transformer layer: ep.module() {t_module * 1e3:.2f} ms, ProgramRunner {t_runner * 1e3:.2f} ms "
         f"({t_runner / t_module:.2f}x), run_program {t_run_program * 1e3:.2f} ms "

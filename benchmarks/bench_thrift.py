@@ -11,35 +11,21 @@ typed JSON decode.
 from __future__ import annotations
 
 import argparse
-import gc
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import corpus
+from _timing import best_of
 from bench_json import _deep_mlp
 from torch._export.serde import schema as torch_schema
 from torch._export.serde.serialize import _bytes_to_dataclass, _to_json_bytes
 
 import opwire
 from opwire.schema import models as m
-
-FORMATS = ("json", "binary", "compact")
-
-
-def _best(fn: Callable[[], Any], repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        gc.collect()
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
+from opwire.serde import FORMATS
 
 
 def measure(name: str, data: bytes, repeat: int) -> dict[str, float]:
@@ -47,16 +33,20 @@ def measure(name: str, data: bytes, repeat: int) -> dict[str, float]:
     program = opwire.loads(data, m.ExportedProgram)
     theirs = _bytes_to_dataclass(torch_schema.ExportedProgram, data)
     out: dict[str, float] = {
-        "dec_torch": _best(lambda: _bytes_to_dataclass(torch_schema.ExportedProgram, data), repeat),
-        "enc_torch": _best(lambda: _to_json_bytes(theirs), repeat),
+        "dec_torch": best_of(
+            lambda: _bytes_to_dataclass(torch_schema.ExportedProgram, data), repeat, collect_first=True
+        ),
+        "enc_torch": best_of(lambda: _to_json_bytes(theirs), repeat, collect_first=True),
         "size_torch": len(data),
     }
     for fmt in FORMATS:
         raw = opwire.dumps(program, fmt)  # type: ignore[arg-type]
         if opwire.dumps(opwire.loads(raw, m.ExportedProgram, fmt), "json") != data:  # type: ignore[arg-type]
             raise SystemExit(f"{name}: {fmt} does not round-trip to torch's JSON bytes")
-        out[f"dec_{fmt}"] = _best(lambda raw=raw, fmt=fmt: opwire.loads(raw, m.ExportedProgram, fmt), repeat)
-        out[f"enc_{fmt}"] = _best(lambda fmt=fmt: opwire.dumps(program, fmt), repeat)
+        out[f"dec_{fmt}"] = best_of(
+            lambda raw=raw, fmt=fmt: opwire.loads(raw, m.ExportedProgram, fmt), repeat, collect_first=True
+        )
+        out[f"enc_{fmt}"] = best_of(lambda fmt=fmt: opwire.dumps(program, fmt), repeat, collect_first=True)
         out[f"size_{fmt}"] = len(raw)
     return out
 
