@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from opwire.errors import DecodeError, OpwireError
+from opwire.proxy_executor.policy import DefaultPolicy
 from opwire.schema import models as m
 
 __all__ = ["add_parser", "run"]
@@ -22,8 +23,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--inputs-format", default="json", choices=("json", "binary", "compact"), help="codec of --inputs")
     p.add_argument(
         "--policy",
-        default="from_schema",
-        choices=("from_schema", "require_serialized", "require_caller"),
+        default=DefaultPolicy.FROM_SCHEMA.value,
+        choices=[p.value for p in DefaultPolicy],
         help="who fills arguments the file omits (docs/policies.md)",
     )
     p.add_argument("--json", action="store_true", help="print the summary as JSON")

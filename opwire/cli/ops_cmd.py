@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from opwire.errors import OpValidationError, first_line
+from opwire.proxy_executor.policy import DefaultPolicy
 
 __all__ = ["add_parser", "run_bc_check", "run_snapshot", "run_validate"]
 
@@ -75,8 +76,9 @@ def add_parser(sub: Any) -> None:
     _loading(b)
     b.add_argument(
         "--policy",
-        default="from_schema",
-        help="default policy the files were written for: from_schema (default), require_serialized, require_caller",
+        default=DefaultPolicy.FROM_SCHEMA.value,
+        help="default policy the files were written for: "
+        + ", ".join(p.value + (" (default)" if p is DefaultPolicy.FROM_SCHEMA else "") for p in DefaultPolicy),
     )
     b.add_argument("--json", action="store_true", help="print the report as JSON")
     b.set_defaults(func=run_bc_check)

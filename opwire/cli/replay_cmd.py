@@ -6,6 +6,8 @@ import argparse
 import json
 from typing import Any
 
+from opwire.proxy_executor.policy import DefaultPolicy
+
 __all__ = ["add_parser", "run"]
 
 
@@ -19,8 +21,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--device", default=None, help="replay on this device instead of the recorded one (e.g. cuda:0)")
     p.add_argument(
         "--policy",
-        default="from_schema",
-        choices=("from_schema", "require_serialized", "require_caller"),
+        default=DefaultPolicy.FROM_SCHEMA.value,
+        choices=[p.value for p in DefaultPolicy],
         help="who fills arguments the trace omits (docs/policies.md)",
     )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
