@@ -23,6 +23,7 @@ lint: $(STAMP)
 	$(PY) -m ruff format --check opwire tests benchmarks fuzz
 	$(PY) -m mypy
 	$(PY) -m opwire.schema.codegen --check
+	$(VENV)/bin/lint-imports --no-cache
 
 test: lint thrift-compiler
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q -n 2 --dist loadgroup

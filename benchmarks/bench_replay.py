@@ -44,10 +44,10 @@ def _direct_calls(trace: opwire.Trace) -> Callable[[], None]:
         for na in rec.inputs:
             arg = na.arg
             if arg.type == "as_tensor":
-                kwargs[na.name] = opwire.serde._tensors.to_tensor(trace.tensors[arg.value.name])
+                kwargs[na.name] = opwire.serde.tensors.to_tensor(trace.tensors[arg.value.name])
             else:
                 kwargs[na.name] = (
-                    opwire.serde._values.to_python(opwire.schema.models.Value(**{arg.type: arg.value}))
+                    opwire.serde.objects.to_python(opwire.schema.models.Value(**{arg.type: arg.value}))
                     if arg.type in opwire.schema.models.Value.model_fields
                     else None
                 )

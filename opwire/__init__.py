@@ -7,9 +7,9 @@ The codecs load eagerly (they need only pydantic); executor-level names load on 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from opwire._warnings import OpwireWarning
+from opwire._version import __version__
 from opwire.errors import (
     BindError,
     DecodeError,
@@ -17,44 +17,63 @@ from opwire.errors import (
     KernelError,
     OpValidationError,
     OpwireError,
+    OpwireWarning,
     UnknownTargetError,
 )
 from opwire.serde import dumps, loads
 
-__version__ = "0.1.0"
-
 # public name -> module that defines it (imported lazily by __getattr__)
 _LAZY = {
     "schema_diff": "opwire.schema.diff",
-    "ProxyExecutor": "opwire.proxy_executor.executor",
-    "DefaultPolicy": "opwire.proxy_executor.policy",
-    "validate_op": "opwire.proxy_executor.validate",
-    "OpReport": "opwire.proxy_executor.validate",
-    "snapshot_ops": "opwire.proxy_executor.snapshot",
-    "bc_check": "opwire.proxy_executor.bccheck",
-    "BcReport": "opwire.proxy_executor.bccheck",
-    "record": "opwire.proxy_executor.record",
-    "Trace": "opwire.proxy_executor.record",
-    "load_trace": "opwire.proxy_executor.record",
-    "replay": "opwire.proxy_executor.replay",
-    "ReplayReport": "opwire.proxy_executor.replay",
-    "run_program": "opwire.proxy_executor.graph",
+    "ProxyExecutor": "opwire.proxy_executor",
+    "DefaultPolicy": "opwire.proxy_executor",
+    "run_program": "opwire.proxy_executor",
+    "record": "opwire.recording",
+    "Trace": "opwire.recording",
+    "load_trace": "opwire.recording",
+    "replay": "opwire.recording",
+    "ReplayReport": "opwire.recording",
+    "validate_op": "opwire.validation",
+    "OpReport": "opwire.validation",
+    "snapshot_ops": "opwire.validation",
+    "bc_check": "opwire.validation",
+    "BcReport": "opwire.validation",
 }
 
+if TYPE_CHECKING:  # what mypy and IDEs see for the lazy names: the real objects and signatures
+    from opwire.proxy_executor import DefaultPolicy, ProxyExecutor, run_program
+    from opwire.recording import ReplayReport, Trace, load_trace, record, replay
+    from opwire.schema.diff import schema_diff
+    from opwire.validation import BcReport, OpReport, bc_check, snapshot_ops, validate_op
+
 __all__ = [
+    "BcReport",
     "BindError",
     "DecodeError",
+    "DefaultPolicy",
     "EncodeError",
     "KernelError",
+    "OpReport",
     "OpValidationError",
     "OpwireError",
     "OpwireWarning",
+    "ProxyExecutor",
+    "ReplayReport",
+    "Trace",
     "UnknownTargetError",
     "__version__",
+    "bc_check",
     "dumps",
+    "load_trace",
     "loads",
-    *_LAZY,
+    "record",
+    "replay",
+    "run_program",
+    "schema_diff",
+    "snapshot_ops",
+    "validate_op",
 ]
+assert set(_LAZY) <= set(__all__), "every lazy name is public"
 
 
 def __getattr__(name: str) -> Any:

@@ -9,10 +9,15 @@ __all__ = [
     "KernelError",
     "OpValidationError",
     "OpwireError",
+    "OpwireWarning",
     "UnknownTargetError",
     "describe_exception",
     "first_line",
 ]
+
+
+class OpwireWarning(UserWarning):
+    """Base of every warning opwire emits (pytest turns these into errors in the test suite)."""
 
 
 class OpwireError(Exception):

@@ -1,4 +1,5 @@
-"""Layering: dependencies point one way, and light imports stay light."""
+"""Light imports stay light: what loads at run time (the import-linter contracts in pyproject.toml, run
+by `make lint`, check the static layering; these check the lazy loading that keeps `import opwire` cheap)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import subprocess
 import sys
 
 import pytest
+
+_HEAVY = ("opwire.proxy_executor", "opwire.recording", "opwire.validation", "opwire.view", "opwire.cli")
 
 
 def _modules_after(statement: str) -> set[str]:
@@ -18,14 +21,13 @@ def _modules_after(statement: str) -> set[str]:
 def test_light_imports_load_no_torch_and_no_executor(statement: str) -> None:
     loaded = _modules_after(statement)
     assert "torch" not in loaded
-    assert not any(name.startswith("opwire.proxy_executor") for name in loaded)
-    assert not any(name.startswith("opwire.cli") for name in loaded)
+    assert not any(name.startswith(_HEAVY) for name in loaded)
 
 
-def test_schema_imports_nothing_above_it() -> None:
+def test_schema_loads_no_codec() -> None:
     loaded = _modules_after("import opwire.schema.models, opwire.schema.ops, opwire.schema.diff")
-    # opwire/__init__ brings the light opwire.serde package (dumps/loads); no codec or executor module loads
-    assert not any(name.startswith(("opwire.serde.", "opwire.proxy_executor", "opwire.cli")) for name in loaded)
+    # opwire/__init__ brings the light opwire.serde package (dumps/loads); no codec module loads
+    assert not any(name.startswith(("opwire.serde.", *_HEAVY)) for name in loaded)
 
 
 def test_serde_submodules_load_on_attribute_access() -> None:
@@ -33,8 +35,22 @@ def test_serde_submodules_load_on_attribute_access() -> None:
     assert "opwire.serde.pt2" in loaded
 
 
+@pytest.mark.parametrize("name", ["record", "replay", "validate_op", "run_program", "bc_check"])
+def test_lazy_name_loads_its_package(name: str) -> None:
+    loaded = _modules_after(f"import opwire; opwire.{name}")
+    assert any(m.startswith(("opwire.recording", "opwire.validation", "opwire.proxy_executor")) for m in loaded)
+
+
 def test_public_names_resolve() -> None:
     import opwire
 
     for name in opwire.__all__:
         assert getattr(opwire, name) is not None, name
+
+
+def test_proxy_executor_exports_only_public_names() -> None:
+    import opwire.proxy_executor as pe
+
+    assert all(not n.startswith("_") for n in pe.__all__)
+    assert {"ProxyExecutor", "DefaultPolicy", "BindError", "KernelError", "UnknownTargetError"} <= set(pe.__all__)
+    assert "BindContext" not in pe.__all__ and "NodePlan" not in pe.__all__

@@ -33,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="opwire", description="Put PyTorch operator calls and exported graphs on the wire."
     )
-    from opwire import __version__
+    from opwire._version import __version__
 
     parser.add_argument("--version", action="version", version=f"opwire {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

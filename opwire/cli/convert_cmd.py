@@ -107,8 +107,8 @@ def _narrow(obj: object, src: Path) -> _Root:
 
 def _bare_archive(program: m.ExportedProgram, src: Path) -> m.OpwireArchive:
     """An archive with no tensors, for a program that binds none."""
-    from opwire import __version__
-    from opwire.serde._bindings import first_missing
+    from opwire._version import __version__
+    from opwire.serde.bindings import first_missing
 
     missing = first_missing(program, (), ())
     if missing is not None:

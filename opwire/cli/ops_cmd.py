@@ -125,8 +125,8 @@ def _print_report(report: Any) -> None:
 
 def run_validate(args: argparse.Namespace) -> int:
     """Validate the targets; exit 1 when any finding is an error."""
-    from opwire.proxy_executor._opcheck import load_sample_inputs
-    from opwire.proxy_executor.validate import validate_op
+    from opwire.validation.opcheck import load_sample_inputs
+    from opwire.validation.validate import validate_op
 
     _load(args)
     samples = load_sample_inputs(args.sample_inputs) if args.sample_inputs else None
@@ -147,7 +147,7 @@ def run_snapshot(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     import opwire
-    from opwire.proxy_executor.snapshot import snapshot_ops
+    from opwire.validation.snapshot import snapshot_ops
 
     _load(args)
     data = opwire.dumps(snapshot_ops(args.namespaces), format=args.format)
@@ -161,7 +161,7 @@ def run_snapshot(args: argparse.Namespace) -> int:
 
 def run_bc_check(args: argparse.Namespace) -> int:
     """Compare two library versions; exit 1 when a change breaks under --policy."""
-    from opwire.proxy_executor.bccheck import bc_check
+    from opwire.validation.bccheck import bc_check
 
     _load(args)
     report = bc_check(args.old, args.new, policy=args.policy)

@@ -50,7 +50,7 @@ def _inputs(values: m.Values, runner: Any, device: Any) -> tuple[tuple[Any, ...]
     """(args, kwargs) from named user inputs (in graph order) or from 'args'/'kwargs' entries."""
     import torch.utils._pytree as pytree
 
-    from opwire.serde import _values
+    from opwire.serde import objects as _values
 
     table = values.values
     py = {k: _values.to_python(v, device, f"inputs[{k!r}]") for k, v in table.items()}
@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
 
     import opwire
     from opwire.proxy_executor.graph import ProgramRunner
-    from opwire.serde import _values
+    from opwire.serde import objects as _values
 
     runner = ProgramRunner(args.program, device=args.device)
     call_args, call_kwargs = _inputs(_read_values(args.inputs, args.inputs_format), runner, args.device)

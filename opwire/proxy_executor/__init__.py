@@ -1,20 +1,25 @@
-"""Bind serialized operator calls to op schemas and invoke kernels through torch's dispatcher."""
+"""Bind serialized operator calls to op schemas and invoke kernels through torch's dispatcher.
+
+`executor` (ProxyExecutor), `targets` (what a file may name), `plan` (one node bound once), `context`
+(operators and subgraphs an argument names), `convert` (Argument -> Python value), `outputs` (results ->
+serialized outputs), `policy` (who fills omitted defaults), `flat` (AOTInductor's flattened convention),
+`graph` (run_program: a whole program node by node).
+"""
 
 from __future__ import annotations
 
 from opwire.errors import BindError, KernelError, UnknownTargetError
 from opwire.proxy_executor.executor import ProxyExecutor, load_extern_nodes
-from opwire.proxy_executor.plan import BindContext, NodePlan, bind_node
+from opwire.proxy_executor.graph import ProgramRunner, run_program
 from opwire.proxy_executor.policy import DefaultPolicy
 
 __all__ = [
-    "BindContext",
     "BindError",
     "DefaultPolicy",
     "KernelError",
-    "NodePlan",
+    "ProgramRunner",
     "ProxyExecutor",
     "UnknownTargetError",
-    "bind_node",
     "load_extern_nodes",
+    "run_program",
 ]

@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from opwire.errors import BindError, DecodeError
+from opwire.proxy_executor.context import BindContext
 from opwire.proxy_executor.flat import FlatPlan, build_flat
-from opwire.proxy_executor.plan import BindContext, NodePlan, bind_node
+from opwire.proxy_executor.plan import NodePlan, bind_node
 from opwire.proxy_executor.policy import DefaultPolicy
 from opwire.schema import models as m
 
@@ -26,7 +27,7 @@ def load_extern_nodes(path: str | Path) -> m.ExternKernelNodes:
     """The extern-node JSON AOTInductor writes (`<hash>.wrapper.json`), or the one inside a `.pt2` package."""
     import zipfile
 
-    import opwire
+    from opwire.serde import loads
 
     p = Path(path)
     if zipfile.is_zipfile(p):
@@ -44,7 +45,7 @@ def load_extern_nodes(path: str | Path) -> m.ExternKernelNodes:
             data = z.read(names[0])
     else:
         data = p.read_bytes()
-    return opwire.loads(data, m.ExternKernelNodes)
+    return loads(data, m.ExternKernelNodes)
 
 
 class ProxyExecutor:

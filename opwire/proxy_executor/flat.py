@@ -14,9 +14,10 @@ from functools import cached_property
 from typing import Any, NoReturn
 
 from opwire.errors import BindError, KernelError
+from opwire.proxy_executor.context import BindContext
 from opwire.proxy_executor.convert import convert
 from opwire.proxy_executor.outputs import check_const
-from opwire.proxy_executor.plan import BindContext, NodePlan
+from opwire.proxy_executor.plan import NodePlan
 from opwire.proxy_executor.policy import DefaultPolicy
 from opwire.schema import models as m
 from opwire.schema.ops import OpArg, SchemaType

@@ -19,9 +19,9 @@ import torch
 import torch.utils._pytree as pytree
 
 from opwire.errors import BindError, DecodeError
+from opwire.proxy_executor.context import BindContext
 from opwire.proxy_executor.convert import convert
 from opwire.proxy_executor.executor import ProxyExecutor
-from opwire.proxy_executor.plan import BindContext
 from opwire.proxy_executor.policy import DefaultPolicy
 from opwire.schema import models as m
 
@@ -243,7 +243,7 @@ def _load_tensors(
     archive: m.OpwireArchive, device: str | torch.device | None
 ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
     """Parameters/persistent buffers and constants as tensors (rebuilt once per archive; buffers copied per runner)."""
-    from opwire.serde import _tensors
+    from opwire.serde import tensors as _tensors
 
     key = (id(archive), str(device))
     hit = _CACHE.get(key)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from opwire.errors import KernelError
+from opwire.proxy_executor.context import BindContext
 from opwire.proxy_executor.convert import convert
 from opwire.schema import models as m
 
@@ -49,8 +50,6 @@ def store_output(arg: m.Argument, value: Any, where: str, out: dict[str, Any]) -
         for j, (e, v) in enumerate(zip(s, value, strict=True)):
             store_output(m.Argument(**{inner: e}), v, f"{where}[{j}]", out)
     else:
-        from opwire.proxy_executor.plan import BindContext  # (plan imports this module)
-
         conv = convert(arg, where, BindContext())
         check_const(conv.const, value, where)
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from opwire.errors import BindError, KernelError, describe_exception
+from opwire.proxy_executor.context import BindContext
 from opwire.proxy_executor.convert import Converted, Lookup, convert
 from opwire.proxy_executor.outputs import describe, store_output
 from opwire.proxy_executor.policy import DefaultPolicy
@@ -19,32 +20,9 @@ from opwire.proxy_executor.targets import Target, resolve
 from opwire.schema import models as m
 from opwire.schema.ops import OpArg, input_members, return_members
 
-__all__ = ["BindContext", "NodePlan", "bind_node"]
+__all__ = ["NodePlan", "bind_node"]
 
 _FIXED_REFUSED = frozenset({"as_graph", "as_operator", "as_custom_obj"})
-
-
-class BindContext:
-    """Resolves what arguments name beyond values: operators (`as_operator`) and subgraphs (`as_graph`)."""
-
-    def __init__(self, subgraph_runner: Callable[[m.GraphArgument], Any] | None = None) -> None:
-        self.subgraph_runner = subgraph_runner
-
-    def operator(self, name: str, where: str) -> Any:
-        """The op an `as_operator` argument names (only dispatcher ops)."""
-        target = resolve(name)
-        if target.kind != "op":
-            raise BindError(f"{where}: as_operator names {name!r}, expected a dispatcher op such as 'aten::add.Tensor'")
-        return target.fn
-
-    def subgraph(self, graph: m.GraphArgument, where: str) -> Any:
-        """A callable running subgraph `graph` (needs a graph runner)."""
-        if self.subgraph_runner is None:
-            raise BindError(
-                f"{where}: passes subgraph {graph.name!r}; the proxy executor runs single kernels, "
-                "run the whole program with opwire.run_program (its graph runner executes subgraphs)"
-            )
-        return self.subgraph_runner(graph)
 
 
 @dataclass

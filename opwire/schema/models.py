@@ -8,7 +8,7 @@ from enum import IntEnum
 
 from pydantic import Field
 
-from opwire.schema._base import F64, I8, I16, I32, I64, Binary, ThriftStruct, ThriftUnion
+from opwire.schema.base import F64, I8, I16, I32, I64, Binary, ThriftStruct, ThriftUnion
 from opwire.schema.idl import EnumDef, FieldDef, Schema, StructDef, TypeRef
 
 # Silence unused-import warnings for aliases only some IDLs use.

@@ -86,14 +86,14 @@ def values(mapping: Mapping[str, Any]) -> Any:
     lists/tuples/str-keyed dicts of these; anything else is an EncodeError naming its path.
     """
     from opwire.schema import models as m
-    from opwire.serde import _values
+    from opwire.serde import objects as _values
 
     return m.Values(values={str(k): _values.from_python(v, str(k)) for k, v in mapping.items()})
 
 
 def python_values(record: Any, device: Any = None) -> dict[str, Any]:
     """The Python objects of a `Values` record by name (tensors rebuilt, on `device` if given)."""
-    from opwire.serde import _values
+    from opwire.serde import objects as _values
 
     return {k: _values.to_python(v, device, k) for k, v in record.values.items()}
 

@@ -67,7 +67,7 @@ def _as_ints(values: list[m.SymInt], where: str) -> list[int]:
 
 def raw_tensor_value(meta: m.PayloadMeta, storage: bytes, where: str) -> m.TensorValue:
     """The TensorValue of a raw payload: `storage` holds the whole storage the tensor views."""
-    from opwire.serde import _tensors
+    from opwire.serde import tensors as _tensors
 
     tm = meta.tensor_meta
     if tm is None:
@@ -110,7 +110,7 @@ def _gather(storage: bytes, dtype: Any, sizes: list[int], strides: list[int], of
     es = dtype.itemsize
     if numel == 0:
         return b""
-    from opwire.serde import _tensors
+    from opwire.serde import tensors as _tensors
 
     if strides == _tensors.contiguous_strides(sizes):
         return storage[offset * es : (offset + numel) * es]

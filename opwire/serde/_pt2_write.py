@@ -25,7 +25,7 @@ def _sym_ints(values: list[int]) -> list[m.SymInt]:
 def _storage_bytes(tv: m.TensorValue, where: str) -> bytes:
     """The bytes of a storage in which (sizes, strides, storage_offset) views the elements."""
     from opwire.errors import DecodeError
-    from opwire.serde import _tensors
+    from opwire.serde import tensors as _tensors
 
     if tv.storage_offset == 0 and list(tv.strides) == _tensors.contiguous_strides(list(tv.sizes)):
         return tv.data
@@ -56,7 +56,7 @@ def _payload(tv: m.TensorValue, path_name: str, is_param: bool) -> m.PayloadMeta
 
 def _check_tensor(tv: m.TensorValue, where: str) -> None:
     from opwire.errors import DecodeError
-    from opwire.serde import _tensors
+    from opwire.serde import tensors as _tensors
 
     try:
         dtype = _tensors.torch_dtype(tv.dtype, f"{where}.dtype")
@@ -71,7 +71,7 @@ def _example_inputs(archive: m.OpwireArchive) -> bytes:
     import torch
 
     from opwire.errors import DecodeError
-    from opwire.serde import _values
+    from opwire.serde import objects as _values
 
     try:
         inputs = _values.inputs_to_python(archive.example_args, archive.example_kwargs, "cpu")

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from opwire.errors import DecodeError, EncodeError
-from opwire.schema._base import binary_out, float_out
+from opwire.schema.base import binary_out, float_out
 from opwire.schema.idl import TypeRef
 from opwire.schema.models import MODELS, SCHEMA, SCHEMA_VERSION
 from opwire.serde._depth import check_depth

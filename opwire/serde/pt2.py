@@ -169,7 +169,7 @@ class Pt2Archive:
     # -- whole archive ----------------------------------------------------------------------
     def materialize(self) -> m.OpwireArchive:
         """Everything: the program, every weight and constant, and the example inputs if allowed."""
-        from opwire import __version__
+        from opwire._version import __version__
 
         weights, constants = self._tensors("weights"), self._tensors("constants")
         args, kwargs = self._example_inputs()
@@ -196,7 +196,7 @@ class Pt2Archive:
         return {n: read(n) for n in (self.weight_entries if kind == "weights" else self.constant_entries)}
 
     def _pickled_table(self, kind: str, entry: str) -> dict[str, m.TensorValue]:
-        from opwire.serde._bindings import bound_tensors
+        from opwire.serde.bindings import bound_tensors
 
         needed = bound_tensors(self.program)[0 if kind == "weights" else 1]
         if not needed:
@@ -222,7 +222,7 @@ class Pt2Archive:
         if not (isinstance(obj, tuple) and len(obj) == 2 and isinstance(obj[1], dict)):
             raise DecodeError(f"{self._src}: `{entry}` holds {type(obj).__name__}, expected (args, kwargs)", entry)
         from opwire.errors import EncodeError
-        from opwire.serde import _values
+        from opwire.serde import objects as _values
 
         try:
             return _values.inputs_from_python(obj[0], obj[1])
@@ -244,7 +244,7 @@ def _to_value(obj: Any, archive: str, entry: str, where: str) -> m.TensorValue:
     import torch
 
     from opwire.errors import EncodeError
-    from opwire.serde import _tensors
+    from opwire.serde import tensors as _tensors
 
     if not isinstance(obj, torch.Tensor):
         raise DecodeError(

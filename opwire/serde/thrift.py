@@ -15,12 +15,12 @@ from pydantic import BaseModel
 
 from opwire.errors import DecodeError, EncodeError
 from opwire.schema.models import MODELS, SCHEMA_VERSION
-from opwire.serde import _thrift_fast
 from opwire.serde._gc import paused_gc
 from opwire.serde._paths import format_path
-from opwire.serde._thrift_decode import Located, decode_payload
-from opwire.serde._thrift_encode import encode_payload
-from opwire.serde._thrift_spec import container_depth_bound
+from opwire.serde._thrift import fast as _thrift_fast
+from opwire.serde._thrift.decode import Located, decode_payload
+from opwire.serde._thrift.encode import encode_payload
+from opwire.serde._thrift.spec import container_depth_bound
 from opwire.serde.framing import CODECS, MAX_DEPTH, has_header, read_header, write_header
 
 __all__ = ["CODECS", "MAX_DEPTH", "decode", "encode"]

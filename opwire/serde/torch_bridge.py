@@ -40,8 +40,9 @@ def from_exported_program(ep: torch.export.ExportedProgram) -> m.ExportedProgram
 
 def archive_from_exported_program(ep: torch.export.ExportedProgram) -> m.OpwireArchive:
     """The program plus its weights, tensor constants and example inputs: a pickle-free archive."""
-    from opwire import __version__
-    from opwire.serde import _tensors, _values
+    from opwire._version import __version__
+    from opwire.serde import objects as _values
+    from opwire.serde import tensors as _tensors
 
     program = from_exported_program(ep)
     weights = {k: _tensors.from_tensor(v, f"state_dict[{k!r}]") for k, v in ep.state_dict.items()}
@@ -74,7 +75,7 @@ def _param_names(program: m.ExportedProgram) -> set[str]:
 def _tensors_of(
     table: Mapping[str, m.TensorValue | torch.Tensor], kind: str, params: set[str], device: Any
 ) -> dict[str, torch.Tensor]:
-    from opwire.serde import _tensors
+    from opwire.serde import tensors as _tensors
 
     out: dict[str, torch.Tensor] = {}
     for name, value in table.items():
@@ -98,8 +99,8 @@ def to_exported_program(
     from torch._export.serde import schema as torch_schema
     from torch._export.serde.serialize import ExportedProgramDeserializer, _bytes_to_dataclass
 
-    from opwire.serde import _values
     from opwire.serde import json as _json
+    from opwire.serde import objects as _values
 
     if isinstance(archive_or_program, m.OpwireArchive):
         program = archive_or_program.program
@@ -115,7 +116,7 @@ def to_exported_program(
         raise DecodeError(
             f"Expected an OpwireArchive or ExportedProgram model, got {type(archive_or_program).__name__}"
         )
-    from opwire.serde._bindings import first_missing
+    from opwire.serde.bindings import first_missing
 
     missing = first_missing(program, sd_in, c_in)
     if missing is not None:

@@ -11,7 +11,7 @@ import torch
 import opwire
 from opwire.cli import main
 from opwire.schema import models as m
-from opwire.serde._tensors import from_tensor
+from opwire.serde.tensors import from_tensor
 
 
 def _files(tmp_path: Path, other: torch.Tensor) -> tuple[str, str]:

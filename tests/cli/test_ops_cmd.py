@@ -9,9 +9,9 @@ import pytest
 
 import opwire
 from opwire.cli import main
-from opwire.proxy_executor.snapshot import load_snapshot, snapshot_from_schemas, snapshot_ops
+from opwire.validation.snapshot import load_snapshot, snapshot_from_schemas, snapshot_ops
 
-OPLIB_DIR = str(Path(__file__).resolve().parents[1] / "proxy_executor")
+OPLIB_DIR = str(Path(__file__).resolve().parents[1] / "validation")
 
 
 @pytest.fixture(autouse=True)

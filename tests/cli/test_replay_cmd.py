@@ -10,7 +10,7 @@ import torch
 
 import opwire
 from opwire.cli import main
-from opwire.serde import _tensors
+from opwire.serde import tensors as _tensors
 
 
 def _trace(tmp_path: Path, tamper: bool = False) -> str:

@@ -12,7 +12,8 @@ import torch
 import opwire
 from opwire.cli import main
 from opwire.schema import models as m
-from opwire.serde import _values, torch_bridge
+from opwire.serde import objects as _values
+from opwire.serde import torch_bridge
 
 
 def _archive(tmp_path: Path, name: str = "mlp/decomposed") -> str:

@@ -13,7 +13,7 @@ import torch
 from opwire.cli import main
 from opwire.proxy_executor import ProxyExecutor
 from opwire.schema import models as m
-from opwire.serde._tensors import from_tensor
+from opwire.serde.tensors import from_tensor
 
 LIB = torch.library.Library("opwire_aoti_test", "DEF")
 LIB.define(

@@ -14,7 +14,8 @@ from torch import nn
 
 from opwire.errors import DecodeError
 from opwire.schema import models as m
-from opwire.serde import _tensors, pt2
+from opwire.serde import pt2
+from opwire.serde import tensors as _tensors
 
 
 class _Net(nn.Module):

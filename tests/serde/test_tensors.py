@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from opwire.errors import DecodeError, EncodeError
 from opwire.schema import models as m
-from opwire.serde import _tensors, _values
+from opwire.serde import objects as _values
+from opwire.serde import tensors as _tensors
 
 
 def _same(a: torch.Tensor, b: torch.Tensor) -> None:

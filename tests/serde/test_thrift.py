@@ -13,10 +13,11 @@ from typed import MODEL_NAMES, assert_same_model, strategy_for
 
 import opwire
 from opwire.schema import models as m
-from opwire.serde import _thrift_fast, framing, thrift
-from opwire.serde._thrift_decode import decode_payload
-from opwire.serde._thrift_encode import encode_payload
-from opwire.serde._thrift_spec import FAST_STRUCT_DEPTH
+from opwire.serde import framing, thrift
+from opwire.serde._thrift import fast as _thrift_fast
+from opwire.serde._thrift.decode import decode_payload
+from opwire.serde._thrift.encode import encode_payload
+from opwire.serde._thrift.spec import FAST_STRUCT_DEPTH
 
 CODECS = ("binary", "compact")
 _SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])

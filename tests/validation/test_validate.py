@@ -13,8 +13,8 @@ import torch
 
 import opwire
 from opwire.errors import OpValidationError
-from opwire.proxy_executor._findings import CODES, Severity
-from opwire.proxy_executor.validate import OpReport, validate_op
+from opwire.validation.findings import CODES, Severity
+from opwire.validation.validate import OpReport, validate_op
 
 ROOT = Path(__file__).resolve().parents[2]
 _SERIAL_HINT = "Tensor, Tensor?, Tensor[], int, SymInt, float, bool, str, Scalar, ScalarType, Device, lists of these"
@@ -340,7 +340,7 @@ import sys, torch
 sys.path.insert(0, {path!r})
 torch.utils.rename_privateuse1_backend("opwiredev")
 import oplib.validate_lib
-from opwire.proxy_executor.validate import validate_op
+from opwire.validation.validate import validate_op
 (report,) = validate_op("opwire_vt::pu1")
 print([f.message for f in report.findings if f.code == "privateuse1_no_autograd"][0])
 """

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import struct
 
-from opwire.serde._thrift_spec import BOOL, BYTE, DOUBLE, I16, I32, I64, LIST, MAP, SET, STRING, STRUCT, UUID
+from opwire.serde._thrift.spec import BOOL, BYTE, DOUBLE, I16, I32, I64, LIST, MAP, SET, STRING, STRUCT, UUID
 
 __all__ = ["BinaryReader", "BinaryWriter", "WireError"]
 

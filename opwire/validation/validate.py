@@ -13,13 +13,13 @@ from typing import Any
 import torch
 
 from opwire.errors import OpValidationError
-from opwire.proxy_executor import _dispatch_keys as dk
-from opwire.proxy_executor._findings import Finding, Severity, finding
-from opwire.proxy_executor._opcheck import SampleInputs, opcheck_findings
-from opwire.proxy_executor._type_checks import aoti_findings, serializability_findings
-from opwire.proxy_executor.roundtrip_check import roundtrip_findings
 from opwire.schema import models as m
 from opwire.schema.ops import OpSchema, op_schema
+from opwire.validation import dispatch_keys as dk
+from opwire.validation.findings import Finding, Severity, finding
+from opwire.validation.opcheck import SampleInputs, opcheck_findings
+from opwire.validation.roundtrip_check import roundtrip_findings
+from opwire.validation.type_checks import aoti_findings, serializability_findings
 
 __all__ = ["Finding", "OpReport", "Severity", "resolve_target", "validate_op"]
 

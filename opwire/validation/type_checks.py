@@ -7,9 +7,9 @@ turns its answers into findings. The AOTInductor rules describe torch 2.13's C++
 
 from __future__ import annotations
 
-from opwire.proxy_executor._findings import Finding, finding
 from opwire.schema import ops
 from opwire.schema.ops import OpArg, OpSchema, SchemaType
+from opwire.validation.findings import Finding, finding
 
 __all__ = ["aoti_findings", "serializability_findings"]
 

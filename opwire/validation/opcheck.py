@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from opwire.errors import OpValidationError, describe_exception
-from opwire.proxy_executor._findings import Finding, finding
+from opwire.validation.findings import Finding, finding
 
 __all__ = ["SampleInputs", "load_sample_inputs", "opcheck_findings"]
 

@@ -9,10 +9,10 @@ from typing import Any
 
 from opwire.schema.idl import FieldDef, TypeRef
 from opwire.schema.models import SCHEMA
-from opwire.serde._binary import BinaryWriter
-from opwire.serde._compact import CompactWriter
-from opwire.serde._thrift_decode import Located
-from opwire.serde._thrift_spec import TTYPE
+from opwire.serde._thrift.binary import BinaryWriter
+from opwire.serde._thrift.compact import CompactWriter
+from opwire.serde._thrift.decode import Located
+from opwire.serde._thrift.spec import TTYPE
 
 __all__ = ["encode_payload"]
 

@@ -16,7 +16,8 @@ import torch
 from opwire.errors import EncodeError
 from opwire.schema import models as m
 from opwire.schema.ops import OpArg, input_members, return_members
-from opwire.serde import _tensors, _values
+from opwire.serde import objects as _values
+from opwire.serde import tensors as _tensors
 
 __all__ = ["TensorNamer", "default_value", "to_argument"]
 

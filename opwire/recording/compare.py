@@ -9,9 +9,9 @@ from typing import Any
 
 import torch
 
-from opwire.proxy_executor._trace_tensors import digest_of
+from opwire.recording.payloads import digest_of
 from opwire.schema import models as m
-from opwire.serde import _tensors
+from opwire.serde import tensors as _tensors
 
 __all__ = ["Difference", "compare_scalar", "compare_tensor"]
 

@@ -14,9 +14,9 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from opwire.schema.idl import TypeRef
-from opwire.serde._binary import BinaryReader, WireError
-from opwire.serde._compact import CompactReader
-from opwire.serde._thrift_spec import (
+from opwire.serde._thrift.binary import BinaryReader, WireError
+from opwire.serde._thrift.compact import CompactReader
+from opwire.serde._thrift.spec import (
     BOOL,
     BYTE,
     DOUBLE,
@@ -104,7 +104,7 @@ class _Decoder:
         return self.map_(t.args[0], t.args[1], loc, depth)
 
     def enum(self, name: str, v: int, loc: Loc) -> Any:
-        from opwire.serde._thrift_spec import _enum_class
+        from opwire.serde._thrift.spec import _enum_class
 
         cls = _enum_class(name)
         try:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import struct
 
-from opwire.serde._binary import WireError
-from opwire.serde._thrift_spec import BOOL, BYTE, DOUBLE, I16, I32, I64, LIST, MAP, SET, STRING, STRUCT, UUID
+from opwire.serde._thrift.binary import WireError
+from opwire.serde._thrift.spec import BOOL, BYTE, DOUBLE, I16, I32, I64, LIST, MAP, SET, STRING, STRUCT, UUID
 
 __all__ = ["CompactReader", "CompactWriter"]
 

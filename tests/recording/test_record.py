@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import opwire
-from opwire._warnings import OpwireWarning
+from opwire.errors import OpwireWarning
 from opwire.schema import models as m
 
 FORMATS = ("json", "binary", "compact")

@@ -16,7 +16,7 @@ from thrift.protocol import fastbinary
 from thrift.protocol.TBase import TFrozenBase
 from thrift.transport.TTransport import TMemoryBuffer
 
-from opwire.serde._thrift_spec import build_specs, plan
+from opwire.serde._thrift.spec import build_specs, plan
 
 __all__ = ["decode", "encode", "verify"]
 

@@ -8,7 +8,7 @@ import math
 import torch
 
 from opwire.schema import models as m
-from opwire.serde import _tensors
+from opwire.serde import tensors as _tensors
 
 __all__ = ["digest_of", "tensor_value"]
 

@@ -21,10 +21,9 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from opwire._warnings import OpwireWarning
-from opwire.errors import EncodeError
-from opwire.proxy_executor._record_bind import default_value, to_argument
-from opwire.proxy_executor._trace_tensors import tensor_value
+from opwire.errors import EncodeError, OpwireWarning
+from opwire.recording.arguments import default_value, to_argument
+from opwire.recording.payloads import tensor_value
 from opwire.schema import models as m
 from opwire.schema.ops import OpSchema, op_schema
 

@@ -17,11 +17,11 @@ from typing import Any
 import torch
 
 from opwire.errors import BindError, OpValidationError, first_line
-from opwire.proxy_executor._findings import CODES, Severity
 from opwire.proxy_executor.policy import DefaultPolicy
-from opwire.proxy_executor.snapshot import load_snapshot, snapshot_ops
 from opwire.schema import models as m
 from opwire.schema import ops
+from opwire.validation.findings import CODES, Severity
+from opwire.validation.snapshot import load_snapshot, snapshot_ops
 
 __all__ = ["BcChange", "BcReport", "Effect", "TorchVerdict", "bc_check"]
 

@@ -12,8 +12,8 @@ from oplib.bc_versions import V2
 
 import opwire
 from opwire.errors import OpValidationError
-from opwire.proxy_executor.snapshot import load_snapshot, snapshot_from_schemas, snapshot_ops
 from opwire.schema import models as m
+from opwire.validation.snapshot import load_snapshot, snapshot_from_schemas, snapshot_ops
 
 
 def test_snapshot_is_sorted_and_complete() -> None:

@@ -12,10 +12,9 @@ import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from opwire._warnings import OpwireWarning
-from opwire.errors import OpwireError
-from opwire.proxy_executor._findings import Finding, Severity
+from opwire.errors import OpwireError, OpwireWarning
 from opwire.proxy_executor.policy import DefaultPolicy
+from opwire.validation.findings import Finding, Severity
 
 __all__ = ["CODES", "roundtrip_findings"]
 
@@ -40,8 +39,8 @@ def _finding(code: str, op: str, message: str, fix: str) -> Finding:
 
 def roundtrip_findings(shown: str, op: Any, sample_inputs: Callable[[str], Iterable[Any]]) -> list[Finding]:
     """Findings of the record -> serialize -> replay round trip of `op` on each sample input."""
-    import opwire
-    from opwire.proxy_executor._recorder_mode import target_name
+    from opwire.recording.mode import target_name
+    from opwire.recording.recorder import record
 
     found: list[Finding] = []
     try:
@@ -55,7 +54,7 @@ def roundtrip_findings(shown: str, op: Any, sample_inputs: Callable[[str], Itera
         args, kwargs = sample
         where = f"sample {k}"
         try:
-            with warnings.catch_warnings(), opwire.record() as trace:
+            with warnings.catch_warnings(), record() as trace:
                 warnings.simplefilter("ignore", OpwireWarning)  # a skipped call becomes a finding below
                 op(*args, **kwargs)
         except Exception as exc:
@@ -96,13 +95,14 @@ def roundtrip_findings(shown: str, op: Any, sample_inputs: Callable[[str], Itera
 
 def _codec_and_replay(shown: str, where: str, trace: Any) -> list[Finding]:
     """Each codec must give the trace back equal; then (equal traces replay alike) replay once per policy."""
-    import opwire
+    from opwire.recording.recorder import Trace
+    from opwire.recording.replayer import replay
 
     found: list[Finding] = []
     back = None
     for fmt in _FORMATS:
         try:
-            back = opwire.Trace.loads(trace.dumps(fmt))
+            back = Trace.loads(trace.dumps(fmt))
             detail = "" if back.model == trace.model else "the trace read back differs from the one written"
         except OpwireError as exc:
             detail = f"{type(exc).__name__}: {exc}"
@@ -118,7 +118,7 @@ def _codec_and_replay(shown: str, where: str, trace: Any) -> list[Finding]:
     if found or back is None:
         return found
     for policy in DefaultPolicy:
-        report = opwire.replay(back, policy=policy, progress=False)
+        report = replay(back, policy=policy, progress=False)
         if not report.ok:
             found.append(
                 _finding(

@@ -17,7 +17,7 @@ from typing import Literal
 import torch
 
 from opwire.errors import DecodeError
-from opwire.proxy_executor._recorder_mode import RecorderMode
+from opwire.recording.mode import RecorderMode
 from opwire.schema import models as m
 from opwire.schema.models import SCHEMA_VERSION
 
@@ -69,9 +69,9 @@ class Trace:
 
     def dumps(self, format: str = "compact") -> bytes:
         """The trace as bytes: "json", or "binary"/"compact" Thrift with opwire's header."""
-        import opwire
+        from opwire.serde import dumps
 
-        return opwire.dumps(self.model, format=format)  # type: ignore[arg-type]
+        return dumps(self.model, format=format)  # type: ignore[arg-type]
 
     def save(self, path: str | Path, format: str = "compact") -> None:
         """Write the trace to `path` ("json", "binary" or "compact")."""
@@ -123,7 +123,7 @@ def record(
 
 
 def _finish(mode: RecorderMode, outputs: str) -> m.CallTrace:
-    from opwire import __version__
+    from opwire._version import __version__
 
     header = m.TraceHeader(
         opwire_version=__version__,

@@ -9,10 +9,10 @@ import pytest
 import torch
 
 import opwire
-from opwire._warnings import OpwireWarning
-from opwire.proxy_executor.replay import ReplayReport
+from opwire.errors import OpwireWarning
+from opwire.recording.replayer import ReplayReport
 from opwire.schema import models as m
-from opwire.serde import _tensors
+from opwire.serde import tensors as _tensors
 
 MODES = ("isolated", "chained")
 

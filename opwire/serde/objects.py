@@ -8,7 +8,8 @@ import torch
 
 from opwire.errors import DecodeError, EncodeError
 from opwire.schema import models as m
-from opwire.serde import _tensors, torch_enums
+from opwire.serde import tensors as _tensors
+from opwire.serde import torch_enums
 
 __all__ = ["from_python", "inputs_from_python", "inputs_to_python", "to_python"]
 

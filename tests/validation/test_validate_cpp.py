@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from opwire.cli import main
-from opwire.proxy_executor.snapshot import snapshot_ops
-from opwire.proxy_executor.validate import validate_op
+from opwire.validation.snapshot import snapshot_ops
+from opwire.validation.validate import validate_op
 
 # both tests share one build: keep them on one xdist worker (make test runs --dist loadgroup)
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("cpp_build")]

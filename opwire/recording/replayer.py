@@ -19,16 +19,16 @@ from typing import Any, Literal
 import torch
 
 from opwire.errors import BindError, OpwireError
-from opwire.proxy_executor._compare import Difference, compare_scalar, compare_tensor
-from opwire.proxy_executor._recorder_mode import object_of
-from opwire.proxy_executor._replay_nodes import NodeShapes
 from opwire.proxy_executor.executor import ProxyExecutor
 from opwire.proxy_executor.policy import DefaultPolicy
-from opwire.proxy_executor.record import Trace, load_trace
 from opwire.proxy_executor.targets import resolve
+from opwire.recording.compare import Difference, compare_scalar, compare_tensor
+from opwire.recording.mode import object_of
+from opwire.recording.recorder import Trace, load_trace
+from opwire.recording.replay_nodes import NodeShapes
 from opwire.schema import models as m
 from opwire.schema.refs import tensor_names
-from opwire.serde import _tensors
+from opwire.serde import tensors as _tensors
 
 __all__ = ["Mismatch", "ReplayReport", "SchemaDrift", "replay", "schema_drift"]
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import opwire
-from opwire.proxy_executor.roundtrip_check import CODES, roundtrip_findings
+from opwire.validation.roundtrip_check import CODES, roundtrip_findings
 
 
 @pytest.fixture
