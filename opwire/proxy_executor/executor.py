@@ -12,15 +12,18 @@ from pathlib import Path
 from typing import Any
 
 from opwire.errors import BindError, DecodeError
+from opwire.proxy_executor.bound import run_plan
 from opwire.proxy_executor.context import BindContext
 from opwire.proxy_executor.flat import FlatPlan, build_flat
 from opwire.proxy_executor.plan import NodePlan, bind_node
 from opwire.proxy_executor.policy import DefaultPolicy
 from opwire.schema import models as m
+from opwire.schema.edits import edit_count, snapshot, track, unchanged
 
 __all__ = ["ProxyExecutor", "load_extern_nodes"]
 
-_CACHE_LIMIT = 4096
+# plans of nodes passed to call(node); graphs are bound by their runner (bound.BoundGraph), not here
+_AD_HOC_PLANS = 4096
 
 
 def load_extern_nodes(path: str | Path) -> m.ExternKernelNodes:
@@ -60,7 +63,7 @@ class ProxyExecutor:
         self.policy = DefaultPolicy.parse(policy)
         self._ctx = BindContext(subgraph_runner)
         self._lock = threading.Lock()
-        self._plans: dict[int, tuple[m.Node, NodePlan]] = {}
+        self._plans: dict[int, tuple[m.Node, NodePlan, int, list[Any]]] = {}
         if nodes is not None and not isinstance(nodes, m.ExternKernelNodes):
             nodes = load_extern_nodes(nodes)
         self.nodes: m.ExternKernelNodes = nodes if nodes is not None else m.ExternKernelNodes(nodes=[])
@@ -69,51 +72,50 @@ class ProxyExecutor:
             if ek.name in self._names:
                 raise BindError(f"extern node {i} repeats the name {ek.name!r} of node {self._names[ek.name]}")
             self._names[ek.name] = i
-        self._extern: list[NodePlan] = [
-            bind_node(ek.node, f"extern node {i} {ek.name!r}", self.policy, self._ctx)
-            for i, ek in enumerate(self.nodes.nodes)
-        ]
+        self._extern: list[NodePlan] = []
+        self._extern_snapshots: list[list[Any]] = []
+        for i, ek in enumerate(self.nodes.nodes):
+            track(ek)
+            self._extern.append(bind_node(ek.node, f"extern node {i} {ek.name!r}", self.policy, self._ctx))
+            self._extern_snapshots.append(snapshot(ek))
         self._flat: list[FlatPlan | None] = [None] * len(self._extern)
+        self._edits = edit_count()
 
     # ---- name-based convention -------------------------------------------------------------
 
     def plan(self, node: m.Node) -> NodePlan:
-        """The bound plan of `node` (built on first use, under a lock)."""
+        """The bound plan of `node`: built on first use (under a lock), built again if the node was edited."""
         entry = self._plans.get(id(node))
-        if entry is not None and entry[0] is node:
+        if entry is not None and entry[0] is node and entry[2] == edit_count():
             return entry[1]
         with self._lock:
+            edits = edit_count()
             entry = self._plans.get(id(node))
-            if entry is not None and entry[0] is node:
+            if entry is not None and entry[0] is node and unchanged(entry[3], node):
+                self._plans[id(node)] = (node, entry[1], edits, entry[3])
                 return entry[1]
             label = f"node {node.name!r}" if node.name else "node"
+            track(node)
             built = bind_node(node, label, self.policy, self._ctx)
-            if len(self._plans) >= _CACHE_LIMIT:
-                self._plans.clear()
-            self._plans[id(node)] = (node, built)
+            self._plans.pop(id(node), None)
+            if len(self._plans) >= _AD_HOC_PLANS:
+                del self._plans[next(iter(self._plans))]  # the oldest: a bounded table, never a wholesale clear
+            self._plans[id(node)] = (node, built, edits, snapshot(node))
             return built
 
     def call(
         self, node: m.Node | int | str, values: Mapping[str, object], defaults: Mapping[str, object] | None = None
     ) -> dict[str, object]:
         """Run one node with inputs looked up by name; returns outputs keyed by their serialized names."""
-        p = self._extern[self._index(node)] if isinstance(node, (int, str)) else self.plan(node)
-        if defaults is None:
-            fast = p.fast if p.fast is not None else p.prepared()
-            if fast:
-                return fast(values)
-        pos, kw = p.args(values.__getitem__, defaults)
-        result = p.invoke(pos, kw)
-        out: dict[str, object] = {}
-        p.store(result, out)
-        return out
+        p = self._extern_plan(self._index(node)) if isinstance(node, (int, str)) else self.plan(node)
+        return run_plan(p, values, defaults)
 
     # ---- AOTInductor's flattened convention -------------------------------------------------
 
     def call_function(self, node: int | str, int_args: Sequence[int], tensor_args: MutableSequence[Any]) -> list[Any]:
         """Run extern node `node` (index or name) the way AOTInductor's wrapper does; returns output tensors."""
         flat = self._flat[node] if type(node) is int and 0 <= node < len(self._flat) else None
-        if flat is None:
+        if flat is None or self._edits != edit_count():
             flat = self._flat_plan(self._index(node))
         return flat.call(int_args, tensor_args)
 
@@ -122,13 +124,28 @@ class ProxyExecutor:
         return self._flat_plan(self._index(node)).describe()
 
     def _flat_plan(self, index: int) -> FlatPlan:
+        plan = self._extern_plan(index)
         flat = self._flat[index]
         if flat is None:
             with self._lock:
                 flat = self._flat[index]
                 if flat is None:
-                    flat = self._flat[index] = build_flat(self._extern[index])
+                    flat = self._flat[index] = build_flat(plan)
         return flat
+
+    def _extern_plan(self, index: int) -> NodePlan:
+        """The plan of extern node `index`, bound again first if any extern node was edited in place."""
+        if self._edits != edit_count():
+            with self._lock:
+                edits = edit_count()
+                for i, ek in enumerate(self.nodes.nodes[: len(self._extern)]):
+                    if not unchanged(self._extern_snapshots[i], ek):
+                        track(ek)
+                        self._extern[i] = bind_node(ek.node, f"extern node {i} {ek.name!r}", self.policy, self._ctx)
+                        self._extern_snapshots[i] = snapshot(ek)
+                        self._flat[i] = None
+                self._edits = edits
+        return self._extern[index]
 
     def _index(self, node: int | str) -> int:
         if isinstance(node, bool) or not isinstance(node, (int, str)):

@@ -10,7 +10,6 @@ and write buffer mutations back.
 from __future__ import annotations
 
 import threading
-import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,9 +18,9 @@ import torch
 import torch.utils._pytree as pytree
 
 from opwire.errors import BindError, DecodeError
+from opwire.proxy_executor.bound import BoundGraph
 from opwire.proxy_executor.context import BindContext
 from opwire.proxy_executor.convert import convert
-from opwire.proxy_executor.executor import ProxyExecutor
 from opwire.proxy_executor.policy import DefaultPolicy
 from opwire.schema import models as m
 
@@ -31,37 +30,60 @@ Env = dict[str, Any]
 
 
 class ProgramRunner:
-    """A loaded program: tensors rebuilt once; calls run like `ep.module()(...)`, buffers kept across calls."""
+    """A loaded program: tensors rebuilt and nodes bound once; calls run like `ep.module()(...)`.
+
+    Buffers live in `self.state` across calls. The graph (and each subgraph) is bound once into a list of
+    plans; an in-place edit of the program's nodes afterwards is seen: the edited nodes are bound again
+    before the next run (`opwire.proxy_executor.bound`).
+    """
 
     def __init__(
         self,
         program_or_archive: m.OpwireArchive | m.ExportedProgram | str | Path,
         device: str | torch.device | None = None,
         policy: DefaultPolicy | str = DefaultPolicy.FROM_SCHEMA,
-        executor: ProxyExecutor | None = None,
     ) -> None:
         archive = _as_archive(program_or_archive)
+        self.archive = archive
         self.program = archive.program
         self.device = device
-        self.subgraphs = _Subgraphs(self)
-        self.executor = (
-            executor if executor is not None else ProxyExecutor(policy=policy, subgraph_runner=self.subgraphs)
-        )
+        self.policy = DefaultPolicy.parse(policy)
         gm = self.program.graph_module
         self.graph = gm.graph
         self.signature = gm.signature
-        self.state, self.constants = _load_tensors(archive, device)
+        self._base_state, self._base_constants = _load_tensors(archive, device)
+        self.state, self.constants = _fresh(self._base_state, self._base_constants, self.program)
         self.in_spec, self.out_spec = _specs(gm)
-        self._lock = threading.Lock()
+        self._subgraphs: dict[int, tuple[m.Graph, BoundGraph]] = {}
+        self._sub_lock = threading.Lock()
+        self.bound = BoundGraph(self.graph, "graph", self.policy, BindContext(self._subgraph))
 
     # --------------------------------------------------------------------------------------- calls
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Run the program on `args`/`kwargs`; buffer mutations update `self.state`."""
-        env = self._bind_inputs(args, kwargs)
-        self._run_nodes(self.graph, env, "graph")
-        return self._outputs(env)
+        return self.run_with(self.state, self.constants, args, kwargs)
 
-    def _bind_inputs(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Env:
+    def run_fresh(self, args: Sequence[Any], kwargs: Mapping[str, Any] | None = None) -> Any:
+        """Run once with fresh copies of the buffers (`self.state` untouched): what `run_program` does."""
+        state, constants = _fresh(self._base_state, self._base_constants, self.program)
+        return self.run_with(state, constants, args, kwargs or {})
+
+    def run_with(
+        self, state: dict[str, torch.Tensor], constants: dict[str, torch.Tensor], args: Sequence[Any], kwargs: Any
+    ) -> Any:
+        """Run the program on `args`/`kwargs` reading and updating the given parameter/buffer tables."""
+        env = self._bind_inputs(state, constants, args, kwargs)
+        self.bound.run(env)
+        return self._outputs(state, constants, env)
+
+    @property
+    def binds(self) -> int:
+        """How many node bindings this runner made (graph and subgraphs): grows only when nodes are edited."""
+        return self.bound.binds + sum(b.binds for _, b in self._subgraphs.values())
+
+    def _bind_inputs(
+        self, state: Mapping[str, Any], constants: Mapping[str, Any], args: Sequence[Any], kwargs: Mapping[str, Any]
+    ) -> Env:
         leaves = _flatten_user(args, kwargs, self.in_spec)
         specs = self.signature.input_specs
         if len(specs) != len(self.graph.inputs):
@@ -75,37 +97,13 @@ class ProgramRunner:
         if len(leaves) != n_user:
             raise BindError(f"the program takes {n_user} flattened user inputs, got {len(leaves)}")
         for i, (spec, arg) in enumerate(zip(specs, self.graph.inputs, strict=True)):
-            value = self._input_value(spec, users, f"input_specs[{i}]")
+            value = _input_value(spec, users, state, constants, f"input_specs[{i}]")
             name = _arg_name(arg)
             if name is not None:
                 env[name] = value
         return env
 
-    def _input_value(self, spec: m.InputSpec, users: Any, where: str) -> Any:
-        kind, v = spec.type, spec.value
-        if kind == "user_input":
-            return next(users)
-        if kind == "parameter":
-            return self.state[v.parameter_name]
-        if kind == "buffer":
-            return self.state[v.buffer_name] if v.buffer_name in self.state else self.constants[v.buffer_name]
-        if kind == "tensor_constant":
-            return self.constants[v.tensor_constant_name]
-        if kind == "constant_input":
-            return v.value.value if v.value.type != "as_none" else None
-        if kind == "token":
-            return torch.empty(0)
-        raise BindError(
-            f"{where}: input spec {kind} is not supported by opwire's graph runner "
-            "(supported: user_input, parameter, buffer, tensor_constant, constant_input, token)"
-        )
-
-    def _run_nodes(self, graph: m.Graph, env: Env, where: str) -> None:
-        call = self.executor.call
-        for node in graph.nodes:
-            env.update(call(node, env))
-
-    def _outputs(self, env: Env) -> Any:
+    def _outputs(self, state: dict[str, torch.Tensor], constants: dict[str, torch.Tensor], env: Env) -> Any:
         user: list[Any] = []
         for i, (spec, arg) in enumerate(zip(self.signature.output_specs, self.graph.outputs, strict=True)):
             value = _value(arg, env, f"graph output {i}")
@@ -113,13 +111,10 @@ class ProgramRunner:
             if kind in ("user_output", "loss_output"):
                 user.append(value)
             elif kind == "buffer_mutation":
-                self._write_back(
-                    self.state if spec.value.buffer_name in self.state else self.constants,
-                    spec.value.buffer_name,
-                    value,
-                )
+                name = spec.value.buffer_name
+                _write_back(state if name in state else constants, name, value)
             elif kind == "parameter_mutation":
-                self._write_back(self.state, spec.value.parameter_name, value)
+                _write_back(state, spec.value.parameter_name, value)
             elif kind == "user_input_mutation":
                 pass  # user inputs are the caller's: the functional graph returns the new value, as torch does
             elif kind != "token":
@@ -128,41 +123,69 @@ class ProgramRunner:
             return user[0] if len(user) == 1 else tuple(user)
         return pytree.tree_unflatten(user, self.out_spec)
 
-    @staticmethod
-    def _write_back(table: dict[str, torch.Tensor], name: str, value: Any) -> None:
-        old = table.get(name)
-        if isinstance(old, torch.Tensor) and isinstance(value, torch.Tensor) and old.shape == value.shape:
-            with torch.no_grad():
-                old.copy_(value)
-        else:
-            table[name] = value
-
     # ----------------------------------------------------------------------------------- subgraphs
+    def _subgraph(self, graph_arg: m.GraphArgument) -> Callable[..., Any]:
+        """The callable a higher-order op's plan calls for subgraph `graph_arg` (bound once, on first run)."""
+        graph = graph_arg.graph
+        with self._sub_lock:
+            entry = self._subgraphs.get(id(graph))
+            if entry is None or entry[0] is not graph:
+                entry = self._subgraphs[id(graph)] = (
+                    graph,
+                    BoundGraph(graph, f"subgraph {graph_arg.name!r}", self.policy, BindContext(self._subgraph)),
+                )
+        bound = entry[1]
+        return lambda *args: _run_subgraph(bound, graph_arg, args)
+
     def run_subgraph(self, graph_arg: m.GraphArgument, args: Sequence[Any]) -> Any:
         """Run a subgraph of a higher-order op on positional `args`."""
-        graph = graph_arg.graph
-        where = f"subgraph {graph_arg.name!r}"
-        if len(args) != len(graph.inputs):
-            raise BindError(f"{where} takes {len(graph.inputs)} inputs, got {len(args)}")
-        env: Env = {}
-        for arg, value in zip(graph.inputs, args, strict=True):
-            name = _arg_name(arg)
-            if name is not None:
-                env[name] = value
-        self._run_nodes(graph, env, where)
-        outs = [_value(a, env, f"{where} output {i}") for i, a in enumerate(graph.outputs)]
-        return outs[0] if graph.is_single_tensor_return else tuple(outs)
+        return self._subgraph(graph_arg)(*args)
 
 
-class _Subgraphs:
-    """The executor's subgraph runner: callables bound once at plan time, run by the runner of the current call."""
+def _input_value(
+    spec: m.InputSpec, users: Any, state: Mapping[str, Any], constants: Mapping[str, Any], where: str
+) -> Any:
+    kind, v = spec.type, spec.value
+    if kind == "user_input":
+        return next(users)
+    if kind == "parameter":
+        return state[v.parameter_name]
+    if kind == "buffer":
+        return state[v.buffer_name] if v.buffer_name in state else constants[v.buffer_name]
+    if kind == "tensor_constant":
+        return constants[v.tensor_constant_name]
+    if kind == "constant_input":
+        return v.value.value if v.value.type != "as_none" else None
+    if kind == "token":
+        return torch.empty(0)
+    raise BindError(
+        f"{where}: input spec {kind} is not supported by opwire's graph runner "
+        "(supported: user_input, parameter, buffer, tensor_constant, constant_input, token)"
+    )
 
-    def __init__(self, runner: ProgramRunner) -> None:
-        self.default = runner
-        self.local = threading.local()  # run_program reuses one executor across calls, maybe from several threads
 
-    def __call__(self, graph_arg: m.GraphArgument) -> Callable[..., Any]:
-        return lambda *args: (getattr(self.local, "runner", None) or self.default).run_subgraph(graph_arg, args)
+def _write_back(table: dict[str, torch.Tensor], name: str, value: Any) -> None:
+    old = table.get(name)
+    if isinstance(old, torch.Tensor) and isinstance(value, torch.Tensor) and old.shape == value.shape:
+        with torch.no_grad():
+            old.copy_(value)
+    else:
+        table[name] = value
+
+
+def _run_subgraph(bound: BoundGraph, graph_arg: m.GraphArgument, args: Sequence[Any]) -> Any:
+    graph = bound.graph
+    where = f"subgraph {graph_arg.name!r}"
+    if len(args) != len(graph.inputs):
+        raise BindError(f"{where} takes {len(graph.inputs)} inputs, got {len(args)}")
+    env: Env = {}
+    for arg, value in zip(graph.inputs, args, strict=True):
+        name = _arg_name(arg)
+        if name is not None:
+            env[name] = value
+    bound.run(env)
+    outs = [_value(a, env, f"{where} output {i}") for i, a in enumerate(graph.outputs)]
+    return outs[0] if graph.is_single_tensor_return else tuple(outs)
 
 
 def _arg_name(arg: m.Argument) -> str | None:
@@ -236,33 +259,28 @@ def _as_archive(obj: Any) -> m.OpwireArchive:
     return obj
 
 
-_CACHE: dict[tuple[int, str], tuple[weakref.ref[Any], dict[str, torch.Tensor], dict[str, torch.Tensor]]] = {}
-
-
 def _load_tensors(
     archive: m.OpwireArchive, device: str | torch.device | None
 ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
-    """Parameters/persistent buffers and constants as tensors (rebuilt once per archive; buffers copied per runner)."""
+    """Parameters/persistent buffers and constants of the archive as tensors (each runner rebuilds them once)."""
     from opwire.serde import tensors as _tensors
 
-    key = (id(archive), str(device))
-    hit = _CACHE.get(key)
-    if hit is None or hit[0]() is not archive:
-        state = {k: _tensors.to_tensor(v, device, f"weights[{k!r}]") for k, v in archive.weights.items()}
-        consts = {k: _tensors.to_tensor(v, device, f"constants[{k!r}]") for k, v in archive.constants.items()}
-        for t in [*state.values(), *consts.values()]:
-            t.requires_grad_(False)
-        _check_bound(archive.program, state, consts)
-        _CACHE.clear() if len(_CACHE) > 32 else None
-        hit = _CACHE[key] = (weakref.ref(archive), state, consts)
-    _, state, consts = hit
-    buffers = {s.value.buffer_name for s in archive.program.graph_module.signature.input_specs if s.type == "buffer"}
-    mutated = {
-        s.value.parameter_name
-        for s in archive.program.graph_module.signature.output_specs
-        if s.type == "parameter_mutation"
+    state = {k: _tensors.to_tensor(v, device, f"weights[{k!r}]") for k, v in archive.weights.items()}
+    consts = {k: _tensors.to_tensor(v, device, f"constants[{k!r}]") for k, v in archive.constants.items()}
+    for t in [*state.values(), *consts.values()]:
+        t.requires_grad_(False)
+    _check_bound(archive.program, state, consts)
+    return state, consts
+
+
+def _fresh(
+    state: dict[str, torch.Tensor], consts: dict[str, torch.Tensor], program: m.ExportedProgram
+) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    """Tables for one run: what the program mutates (buffers, mutated parameters) copied, the rest shared."""
+    sig = program.graph_module.signature
+    copy = {s.value.buffer_name for s in sig.input_specs if s.type == "buffer"} | {
+        s.value.parameter_name for s in sig.output_specs if s.type == "parameter_mutation"
     }
-    copy = buffers | mutated
     return (
         {k: v.clone() if k in copy else v for k, v in state.items()},
         {k: v.clone() if k in copy else v for k, v in consts.items()},
@@ -288,23 +306,65 @@ def run_program(
     kwargs: Mapping[str, Any] | None = None,
     device: str | torch.device | None = None,
 ) -> Any:
-    """Run a serialized program once on `args`/`kwargs` (outputs shaped by its pytree spec; buffers untouched)."""
-    archive = _as_archive(program_or_archive)
-    key = (id(archive), str(device))
-    hit = _EXECUTORS.get(key)
-    if hit is None or hit[0]() is not archive:
-        runner = ProgramRunner(archive, device=device)
-        if len(_EXECUTORS) > 32:
-            _EXECUTORS.clear()
-        _EXECUTORS[key] = (weakref.ref(archive), runner.executor, runner.subgraphs)
-        return runner(*args, **(kwargs or {}))
-    runner = ProgramRunner(archive, device=device, executor=hit[1])  # bound plans reused, buffers fresh
-    hit[2].local.runner = runner
-    try:
-        return runner(*args, **(kwargs or {}))
-    finally:
-        hit[2].local.runner = None
+    """Run a serialized program once on `args`/`kwargs` (outputs shaped by its pytree spec; buffers untouched).
+
+    Given the same archive or program model again, the runner built the first time is reused (nodes bound
+    once, tensors rebuilt once); editing the model's nodes in between is seen, editing its weights or
+    constants builds a new runner.
+    """
+    return _runner_for(program_or_archive, device).run_fresh(args, kwargs)
 
 
-# archive -> executor whose plans are bound to its nodes (plans are keyed by node identity)
-_EXECUTORS: dict[tuple[int, str], tuple[weakref.ref[Any], ProxyExecutor, _Subgraphs]] = {}
+# run_program keeps its runners on the model the caller passed, in its instance dict under this key:
+# pydantic ignores instance-dict entries that are not fields (in ==, model_dump and opwire's codecs), and
+# the runner dies with the model. (A dict keyed by id() could hand a dead model's runner to a new one;
+# pydantic models are unhashable, so there is no WeakKeyDictionary for them.)
+_RUNNERS = "_opwire_runners"
+
+
+class _Runners:
+    """The runners run_program built for one model, by device; copies of the model start empty."""
+
+    def __init__(self) -> None:
+        self.by_device: dict[str, tuple[tuple[Any, ...], ProgramRunner]] = {}
+        self.lock = threading.Lock()
+
+    def __deepcopy__(self, memo: Any) -> _Runners:
+        return _Runners()
+
+    def __copy__(self) -> _Runners:
+        return _Runners()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Runners)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _tensor_identity(archive: m.OpwireArchive) -> tuple[Any, ...]:
+    """Identity of the archive's tensor tables and of every field of every payload (an edit changes one)."""
+    out: list[Any] = [archive.weights, archive.constants]
+    for table in (archive.weights, archive.constants):
+        for k, tv in table.items():
+            out += (k, tv, *tv.__dict__.values())
+    return tuple(out)
+
+
+def _runner_for(obj: Any, device: str | torch.device | None) -> ProgramRunner:
+    if not isinstance(obj, m.OpwireArchive | m.ExportedProgram):
+        return ProgramRunner(obj, device=device)
+    runners = obj.__dict__.get(_RUNNERS)
+    if not isinstance(runners, _Runners):
+        runners = _Runners()
+        object.__setattr__(obj, _RUNNERS, runners)
+    with runners.lock:
+        hit = runners.by_device.get(str(device))
+        if hit is not None:
+            tensors, runner = hit
+            same = runner.program is (obj.program if isinstance(obj, m.OpwireArchive) else obj)
+            now = _tensor_identity(runner.archive)
+            if same and len(now) == len(tensors) and all(a is b for a, b in zip(now, tensors, strict=True)):
+                return runner
+        runner = ProgramRunner(obj, device=device)
+        runners.by_device[str(device)] = (_tensor_identity(runner.archive), runner)
+        return runner

@@ -23,7 +23,20 @@ from pydantic import (
     model_validator,
 )
 
-__all__ = ["F64", "I8", "I16", "I32", "I64", "Binary", "ThriftStruct", "ThriftUnion", "binary_out", "float_out"]
+__all__ = [
+    "F64",
+    "I8",
+    "I16",
+    "I32",
+    "I64",
+    "Binary",
+    "ThriftStruct",
+    "ThriftUnion",
+    "binary_out",
+    "count_edit",
+    "edit_count",
+    "float_out",
+]
 
 _NONFINITE_IN = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
 
@@ -81,11 +94,32 @@ _COMMON = ConfigDict(
 )
 
 
+# Bumped by every attribute assignment on any model (and by edits of the lists `opwire.schema.edits.track`
+# makes counted). Whatever caches work derived from models (the executor's bound plans) compares it to
+# notice in-place edits at any depth without walking the models on every use.
+_EDITS = [0]
+
+
+def edit_count() -> int:
+    """A number that changes whenever a model is edited in place (see `opwire.schema.edits`)."""
+    return _EDITS[0]
+
+
+def count_edit() -> None:
+    """Record that some model changed in place."""
+    _EDITS[0] += 1
+
+
 class ThriftStruct(BaseModel):
     """A Thrift struct: every field written, unknown keys ignored."""
 
     model_config = ConfigDict(**_COMMON, extra="ignore")
     __thrift_kind__: ClassVar[str] = "struct"
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Assign (validated) and count the edit (see `edit_count`)."""
+        _EDITS[0] += 1
+        super().__setattr__(name, value)
 
 
 class ThriftUnion(BaseModel):
@@ -93,6 +127,11 @@ class ThriftUnion(BaseModel):
 
     model_config = ConfigDict(**_COMMON, extra="forbid")
     __thrift_kind__: ClassVar[str] = "union"
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Assign (validated) and count the edit (see `edit_count`)."""
+        _EDITS[0] += 1
+        super().__setattr__(name, value)
 
     @model_validator(mode="after")
     def _exactly_one(self) -> ThriftUnion:

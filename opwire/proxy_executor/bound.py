@@ -1,0 +1,103 @@
+"""A graph bound once into a list of node plans, and kept honest about in-place edits.
+
+Binding a node (resolving its op, building converters) costs ~100 us; running it a few. So a graph is
+bound once and its plans reused on every run. A model can be edited after binding, though, and running
+the old plan would silently compute the unedited program. Binding therefore makes the graph's lists
+counted (`opwire.schema.edits.track`) and records the identity of everything inside each node; before a
+run, one integer comparison (`edit_count()`) says whether any model changed since. When one did, each
+node is compared with its snapshot, and the edited ones (and new ones) are bound again before the graph
+runs: an edit is always seen, or binding the edited node raises the BindError saying what is wrong.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from opwire.proxy_executor.context import BindContext
+from opwire.proxy_executor.plan import NodePlan, bind_node
+from opwire.proxy_executor.policy import DefaultPolicy
+from opwire.schema import models as m
+from opwire.schema.edits import edit_count, snapshot, track, unchanged
+
+__all__ = ["BoundGraph", "run_plan", "runner_of"]
+
+Run = Callable[[Mapping[str, Any]], dict[str, Any]]
+
+
+def run_plan(p: NodePlan, values: Mapping[str, Any], defaults: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Run one bound node on named values; returns its outputs keyed by their serialized names."""
+    if defaults is None:
+        fast = p.fast if p.fast is not None else p.prepared()
+        if fast:
+            return fast(values)
+    pos, kw = p.args(values.__getitem__, defaults)
+    result = p.invoke(pos, kw)
+    out: dict[str, Any] = {}
+    p.store(result, out)
+    return out
+
+
+def runner_of(p: NodePlan) -> Run:
+    """The quickest callable running `p` with no caller defaults."""
+    fast = p.fast if p.fast is not None else p.prepared()
+    if fast:
+        return fast
+    return lambda values: run_plan(p, values, None)
+
+
+class BoundGraph:
+    """The nodes of one graph bound to their targets; `run(env)` runs them in order, rebinding edited nodes."""
+
+    def __init__(self, graph: m.Graph, where: str, policy: DefaultPolicy, ctx: BindContext) -> None:
+        self.graph = graph
+        self.where = where
+        self.policy = policy
+        self.ctx = ctx
+        self.binds = 0  # how many nodes were bound so far (tests and benchmarks read it)
+        self._lock = threading.Lock()
+        self._nodes: list[m.Node] = []
+        self._snapshots: list[list[Any]] = []
+        self._plans: list[NodePlan] = []
+        self._runs: list[Run] = []
+        self._edits = -1  # bound on first run, so a bad node raises where the program runs
+
+    def run(self, env: dict[str, Any]) -> None:
+        """Run every node on `env` (names -> values), adding each node's outputs to it."""
+        runs = self._runs
+        if self._edits != edit_count():
+            with self._lock:
+                self._refresh()
+                runs = self._runs
+        for run in runs:
+            env.update(run(env))
+
+    @property
+    def plans(self) -> list[NodePlan]:
+        """The bound plan of each node, in graph order (as of the last run or bind)."""
+        return list(self._plans)
+
+    def _refresh(self) -> None:
+        """Bind what is new or edited since the last look; keep every plan whose node is untouched."""
+        edits = edit_count()
+        if edits == self._edits:
+            return
+        track(self.graph)
+        old = {id(n): i for i, n in enumerate(self._nodes)}
+        nodes, snapshots, plans, runs = list(self.graph.nodes), [], [], []
+        for i, n in enumerate(nodes):
+            j = old.get(id(n))
+            if j is not None and self._nodes[j] is n and unchanged(self._snapshots[j], n):
+                snapshots.append(self._snapshots[j])
+                plans.append(self._plans[j])
+                runs.append(self._runs[j])
+                continue
+            label = f"{self.where} node {n.name!r}" if n.name else f"{self.where} node {i}"
+            plan = bind_node(n, label, self.policy, self.ctx)
+            snapshots.append(snapshot(n))
+            plans.append(plan)
+            runs.append(runner_of(plan))
+            self.binds += 1
+        self._nodes, self._snapshots, self._plans, self._runs = nodes, snapshots, plans, runs
+        self._edits = edits
