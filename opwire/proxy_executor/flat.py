@@ -20,6 +20,7 @@ from opwire.proxy_executor.outputs import check_const
 from opwire.proxy_executor.plan import NodePlan
 from opwire.proxy_executor.policy import DefaultPolicy
 from opwire.schema import models as m
+from opwire.schema.members import ARGUMENT, Carrier
 from opwire.schema.ops import OpArg, SchemaType
 
 __all__ = ["FlatPlan", "build_flat"]
@@ -46,20 +47,21 @@ def _base(t: SchemaType) -> SchemaType:
 def _input_entry(a: OpArg, arg: m.Argument, where: str) -> _Entry:
     base, member, v = _base(a.parsed), arg.type, arg.value
     elem = _base(base.elem).name if base.kind == "list" else ""
-    if member == "as_tensor" and base.name in ("Tensor", "Any"):
+    c = ARGUMENT[member]  # what the member carries, from the IDL (schema/members.py)
+    if c == _TENSOR and base.name in ("Tensor", "Any"):
         return _Entry(a.name, "tensor")
-    if member == "as_optional_tensor" and v.as_tensor is not None:
+    if c == _OPT_TENSOR and v.as_tensor is not None:
         return _Entry(a.name, "tensor")
-    if member in ("as_int", "as_sym_int") and base.name in _INTISH:
+    if c in _INTLIKE and base.name in _INTISH:
         return _Entry(a.name, "int")
-    if member in ("as_ints", "as_sym_ints") and elem in _INTISH:
+    if c.kind == "list" and c.elem in _INTLIKE and elem in _INTISH:
         return _Entry(a.name, "ints", len(v))
-    if member == "as_tensors":
+    if c == _LIST_TENSORS:
         return _Entry(a.name, "tensors", len(v))
-    if member == "as_optional_tensors":
+    if c == _LIST_OPT_TENSORS:
         pattern = tuple(int(e.as_tensor is not None) for e in v)
         return _Entry(a.name, "opt_tensors", sum(pattern), pattern=pattern)
-    if member == "as_nested_tensors":
+    if c == _NESTED_TENSORS:
         return _Entry(a.name, "nested", sum(len(x) for x in v), pattern=tuple(len(x) for x in v))
     conv = convert(arg, f"{where} argument {a.name!r}", BindContext())
     if conv.get is not None:
@@ -72,15 +74,25 @@ def _input_entry(a: OpArg, arg: m.Argument, where: str) -> _Entry:
 
 def _output_entry(r: OpArg, arg: m.Argument) -> _Entry:
     member, v = arg.type, arg.value
-    if member == "as_tensor" or (member == "as_optional_tensor" and v.as_tensor is not None):
+    c = ARGUMENT[member]
+    if c == _TENSOR or (c == _OPT_TENSOR and v.as_tensor is not None):
         return _Entry(r.name, "tensor")
-    if member == "as_tensors":
+    if c == _LIST_TENSORS:
         return _Entry(r.name, "tensors", len(v))
-    if _base(r.parsed).name in ("int", "SymInt") and member in ("as_int", "as_sym_int"):
+    if _base(r.parsed).name in ("int", "SymInt") and c in _INTLIKE:
         return _Entry(r.name, "int")
-    if member in ("as_none", "as_optional_tensor"):
+    if c in (_NONE, _OPT_TENSOR):
         return _Entry(r.name, "static", static=None)
-    return _Entry(r.name, "unchecked" if member.startswith("as_sym") else "const", static=arg)
+    symbolic = c.kind == "symbolic" or (c.kind == "list" and c.elem is not None and c.elem.kind == "symbolic")
+    return _Entry(r.name, "unchecked" if symbolic else "const", static=arg)
+
+
+# Carriers the flattened convention distinguishes (what a member holds, read off the IDL).
+_TENSOR, _OPT_TENSOR, _NONE = Carrier("tensor"), Carrier("optional_tensor"), Carrier("none")
+_INTLIKE = frozenset({Carrier("int"), Carrier("symbolic", Carrier("int"))})
+_LIST_TENSORS = Carrier("list", _TENSOR)
+_LIST_OPT_TENSORS = Carrier("list", _OPT_TENSOR)
+_NESTED_TENSORS = Carrier("list", _LIST_TENSORS)
 
 
 @dataclass(frozen=True)

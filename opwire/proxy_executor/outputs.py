@@ -6,12 +6,14 @@ return that value, or the op no longer computes what was compiled in.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 from opwire.errors import KernelError
 from opwire.proxy_executor.context import BindContext
 from opwire.proxy_executor.convert import convert
 from opwire.schema import models as m
+from opwire.schema.members import ARGUMENT, members_carrying
 
 __all__ = ["check_const", "describe", "store_output"]
 
@@ -27,26 +29,42 @@ def describe(v: Any) -> str:
     return f"{type(v).__name__} {v!r}"
 
 
+# What an output member's kind asks of the kernel result (schema/members.py reads the kinds off the IDL):
+# a named tensor, a union that names its value or records a constant, a list of those (each element
+# checked like its own member), or a constant the kernel must reproduce.
+_NAMEABLE = frozenset({"tensor", "optional_tensor", "symbolic"})
+
+
+@cache
+def _element_member(member: str) -> str:
+    """The Argument member holding one element of list member `member` (as_tensors -> as_tensor)."""
+    elem = ARGUMENT[member].elem
+    assert elem is not None
+    (found,) = members_carrying(elem)
+    return found
+
+
 def store_output(arg: m.Argument, value: Any, where: str, out: dict[str, Any]) -> None:
     """Check one kernel result against its serialized output and put named values into `out`."""
     import torch
 
     member, s = arg.type, arg.value
-    if member == "as_tensor":
+    carrier = ARGUMENT[member]
+    if carrier.kind == "tensor":
         if not isinstance(value, torch.Tensor):
             raise KernelError(f"{where}: the file names tensor {s.name!r} but the kernel returned {describe(value)}")
         out[s.name] = value
-    elif member in ("as_optional_tensor", "as_sym_int", "as_sym_float", "as_sym_bool"):
+    elif carrier.kind in _NAMEABLE:  # a union: a name, a tensor, or a recorded constant
         if s.type == "as_name":
             out[s.as_name] = value
         elif s.type == "as_tensor":
             store_output(m.Argument(as_tensor=s.as_tensor), value, where, out)
         else:
             check_const(s.value if s.type != "as_none" else None, value, where)
-    elif member in ("as_tensors", "as_optional_tensors", "as_sym_ints", "as_sym_floats", "as_sym_bools"):
+    elif carrier.kind == "list" and carrier.elem is not None and carrier.elem.kind in _NAMEABLE:
         if not isinstance(value, (list, tuple)) or len(value) != len(s):
             raise KernelError(f"{where}: the file names {len(s)} values but the kernel returned {describe(value)}")
-        inner = {"as_tensors": "as_tensor", "as_optional_tensors": "as_optional_tensor"}.get(member, member[:-1])
+        inner = _element_member(member)
         for j, (e, v) in enumerate(zip(s, value, strict=True)):
             store_output(m.Argument(**{inner: e}), v, f"{where}[{j}]", out)
     else:

@@ -29,7 +29,7 @@ Format = Literal["json", "binary", "compact"]
 FORMATS: tuple[str, ...] = ("json", "binary", "compact")
 
 
-_SUBMODULES = ("json", "thrift", "framing", "pt2", "torch_bridge", "detect")
+_SUBMODULES = ("json", "thrift", "framing", "pt2", "torch_bridge", "detect", "tensors", "objects", "bindings")
 
 
 def __getattr__(name: str) -> Any:

@@ -116,16 +116,33 @@ def read_header(data: bytes | bytearray | memoryview, source: str = "") -> Heade
     return h
 
 
+def schema_version_error(version: tuple[int, int], source: str = "", program: bool = True) -> DecodeError | None:
+    """The one export-schema version check: None when this opwire reads `version`, else the DecodeError naming
+    both versions (`program`: the version a program states; else the one in a file's header)."""
+    major, minor = version
+    if major == SCHEMA_VERSION[0] or (program and (major, minor) == (0, 0)):  # 0.0: torch left it unset
+        return None
+    where = f"{source}: " if source else ""
+    ours = f"this opwire reads major version {SCHEMA_VERSION[0]} (schema {SCHEMA_VERSION[0]}.{SCHEMA_VERSION[1]})"
+    if program:
+        return DecodeError(
+            f"{where}the program was written with export schema {major}.{minor}; {ours}. Re-export it with a torch "
+            f"whose schema major is {SCHEMA_VERSION[0]}, or use an opwire built for schema {major}.x",
+            "schema_version",
+        )
+    return DecodeError(
+        f"{where}the file was written with export schema {major}.{minor}; {ours}. "
+        f"Convert it with an opwire built for schema {major}.x",
+        "$",
+    )
+
+
 def check_versions(h: Header, source: str = "") -> None:
     """DecodeError naming both versions when the file's major version differs from this opwire's."""
+    problem = schema_version_error(h.schema_version, source, program=False)
+    if problem is not None:
+        raise problem
     where = f"{source}: " if source else ""
-    if h.schema_version[0] != SCHEMA_VERSION[0]:
-        raise DecodeError(
-            f"{where}the file was written with export schema {h.schema_version[0]}.{h.schema_version[1]}; this "
-            f"opwire reads major version {SCHEMA_VERSION[0]} (schema {SCHEMA_VERSION[0]}.{SCHEMA_VERSION[1]}). "
-            f"Convert it with an opwire built for schema {h.schema_version[0]}.x",
-            "$",
-        )
     if _is_record(h.root) and h.records_version[0] != RECORDS_VERSION[0]:
         raise DecodeError(
             f"{where}the file was written with opwire records {h.records_version[0]}.{h.records_version[1]}; this "

@@ -17,11 +17,11 @@ from pydantic import BaseModel, ValidationError
 from opwire.errors import DecodeError, EncodeError
 from opwire.schema.base import binary_out, float_out
 from opwire.schema.idl import TypeRef
-from opwire.schema.models import MODELS, SCHEMA, SCHEMA_VERSION
+from opwire.schema.models import MODELS, SCHEMA
 from opwire.serde._depth import check_depth
 from opwire.serde._gc import paused_gc
 from opwire.serde._paths import decode_error_from_validation, format_path
-from opwire.serde.framing import MAX_DEPTH
+from opwire.serde.framing import MAX_DEPTH, schema_version_error
 
 __all__ = ["JSON_PARSER_DEPTH", "decode", "encode", "to_jsonable"]
 
@@ -186,16 +186,7 @@ def _probe_version(data: bytes) -> tuple[int, int] | None:
 
 
 def _version_problem(version: tuple[int, int], source: str) -> DecodeError | None:
-    major, minor = version
-    if major == SCHEMA_VERSION[0] or (major, minor) == (0, 0):
-        return None
-    where = f"{source}: " if source else ""
-    return DecodeError(
-        f"{where}the program was written with export schema {major}.{minor}; this opwire reads major version "
-        f"{SCHEMA_VERSION[0]} (schema {SCHEMA_VERSION[0]}.{SCHEMA_VERSION[1]}). Re-export it with a torch whose "
-        f"schema major is {SCHEMA_VERSION[0]}, or use an opwire built for schema {major}.x",
-        "schema_version",
-    )
+    return schema_version_error(version, source)
 
 
 def _check_version(obj: BaseModel, source: str) -> None:

@@ -21,7 +21,7 @@ from opwire.serde._thrift import fast as _thrift_fast
 from opwire.serde._thrift.decode import Located, decode_payload
 from opwire.serde._thrift.encode import encode_payload
 from opwire.serde._thrift.spec import container_depth_bound
-from opwire.serde.framing import CODECS, MAX_DEPTH, has_header, read_header, write_header
+from opwire.serde.framing import CODECS, MAX_DEPTH, has_header, read_header, schema_version_error, write_header
 
 __all__ = ["CODECS", "MAX_DEPTH", "decode", "encode"]
 
@@ -129,12 +129,6 @@ def _check_program_version(obj: Any, where: str) -> None:
     version = getattr(obj, "schema_version", None)
     if type(obj).__name__ != "ExportedProgram" or version is None:
         return
-    major, minor = version.major, version.minor
-    if major == SCHEMA_VERSION[0] or (major, minor) == (0, 0):
-        return
-    raise DecodeError(
-        f"{where}the program was written with export schema {major}.{minor}; this opwire reads major version "
-        f"{SCHEMA_VERSION[0]} (schema {SCHEMA_VERSION[0]}.{SCHEMA_VERSION[1]}). Re-export it with a torch whose "
-        f"schema major is {SCHEMA_VERSION[0]}, or use an opwire built for schema {major}.x",
-        "schema_version",
-    )
+    problem = schema_version_error((version.major, version.minor), where.removesuffix(": "))
+    if problem is not None:
+        raise problem

@@ -8,7 +8,6 @@ keeps every `Argument` member the old type accepted is a widening, not a break. 
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,44 +19,14 @@ from opwire.errors import BindError, OpValidationError, first_line
 from opwire.proxy_executor.policy import DefaultPolicy
 from opwire.schema import models as m
 from opwire.schema import ops
-from opwire.validation.findings import CODES, Severity
+from opwire.validation.findings import CODES, EFFECT_ORDER, EFFECT_SEVERITY, Effect, Severity
 from opwire.validation.snapshot import load_snapshot, snapshot_ops
 
 __all__ = ["BcChange", "BcReport", "Effect", "TorchVerdict", "bc_check"]
 
 
-class Effect(str, enum.Enum):
-    """What a change does to one audience: breaks it, silently changes its results, or nothing."""
-
-    BREAKING = "breaking"
-    SILENT = "silent"
-    COMPATIBLE = "compatible"
-
-
 _B, _S, _C = Effect.BREAKING, Effect.SILENT, Effect.COMPATIBLE
 _RS, _RC, _FS = "REQUIRE_SERIALIZED", "REQUIRE_CALLER", "FROM_SCHEMA"
-# code -> (source callers, REQUIRE_SERIALIZED files, REQUIRE_CALLER files, FROM_SCHEMA files)
-_EFFECTS: dict[str, tuple[Effect, Effect, Effect, Effect]] = {
-    "op_removed": (_B, _B, _B, _B),
-    "overload_removed": (_B, _B, _B, _B),
-    "op_added": (_C, _C, _C, _C),
-    "argument_removed": (_B, _B, _B, _B),
-    "argument_renamed": (_B, _B, _B, _B),
-    "argument_reordered": (_B, _B, _B, _B),
-    "argument_retyped": (_B, _B, _B, _B),
-    "argument_widened": (_C, _C, _C, _C),
-    "argument_added_no_default": (_B, _B, _B, _B),
-    # REQUIRE_CALLER: what the file lacks the caller must pass, and an old caller does not know the argument
-    "argument_added_with_default": (_C, _B, _B, _C),
-    # source callers that leave the argument out silently get the new default too
-    "default_changed": (_S, _C, _C, _S),
-    "default_removed": (_B, _C, _C, _B),
-    "default_added": (_C, _C, _C, _C),
-    "kwarg_only_changed": (_C, _C, _C, _C),
-    "alias_changed": (_B, _B, _B, _B),
-    "return_changed": (_B, _B, _B, _B),
-}
-_SEVERITY = {_B: Severity.ERROR, _S: Severity.WARNING, _C: Severity.INFO}
 
 
 @dataclass(frozen=True)
@@ -73,13 +42,11 @@ class BcChange:
 
     def effect(self, policy: DefaultPolicy) -> Effect:
         """The worst of the change's effect on source callers and on files under `policy`."""
-        mine = self.effects[policy.name]
-        order = (_B, _S, _C)
-        return min(mine, self.callers, key=order.index)
+        return min(self.effects[policy.name], self.callers, key=EFFECT_ORDER.index)
 
     def severity(self, policy: DefaultPolicy) -> Severity:
         """error when breaking under `policy`, warning when it silently changes results, else info."""
-        return _SEVERITY[self.effect(policy)]
+        return EFFECT_SEVERITY[self.effect(policy)]
 
     def to_json(self, policy: DefaultPolicy) -> dict[str, Any]:
         """The change as JSON-ready data (severity under `policy`)."""
@@ -135,11 +102,12 @@ class BcReport:
 def _change(code: str, op: str, **fields: Any) -> BcChange:
     entry = CODES[code]
     values = {"op": op, **fields}
-    callers, rs, rc, fs = _EFFECTS[code]
-    if code == "argument_added_with_default" and fields.get("where"):
-        callers = _B  # inserted before existing positional arguments
-    if code == "kwarg_only_changed" and fields.get("new") == "keyword-only":
-        callers = _B
+    assert entry.effects is not None, f"{code} is no bc-check code"
+    callers, rs, rc, fs = entry.effects  # callers: the worst case, lowered below where this change is benign
+    if code == "argument_added_with_default" and not fields.get("where"):
+        callers = _C  # appended after the existing positional arguments: old calls still bind
+    if code == "kwarg_only_changed" and fields.get("new") != "keyword-only":
+        callers = _C  # keyword-only became positional: old keyword calls still bind
     effects = {_RS: rs, _RC: rc, _FS: fs}
     return BcChange(code, op, entry.message.format(**values), entry.fix.format(**values), callers, effects)
 

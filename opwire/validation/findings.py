@@ -10,7 +10,7 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CODES", "Code", "Finding", "Severity", "finding"]
+__all__ = ["CODES", "EFFECT_ORDER", "EFFECT_SEVERITY", "Code", "Effect", "Finding", "Severity", "finding"]
 
 
 class Severity(str, enum.Enum):
@@ -21,15 +21,45 @@ class Severity(str, enum.Enum):
     INFO = "info"
 
 
+class Effect(str, enum.Enum):
+    """What a bc-check change does to one audience: breaks it, silently changes its results, or nothing."""
+
+    BREAKING = "breaking"
+    SILENT = "silent"
+    COMPATIBLE = "compatible"
+
+
+EFFECT_SEVERITY: dict[Effect, Severity] = {
+    Effect.BREAKING: Severity.ERROR,
+    Effect.SILENT: Severity.WARNING,
+    Effect.COMPATIBLE: Severity.INFO,
+}
+"""The severity of a change whose worst effect is this."""
+
+EFFECT_ORDER = (Effect.BREAKING, Effect.SILENT, Effect.COMPATIBLE)
+"""Worst first."""
+
+
 @dataclass(frozen=True)
 class Code:
-    """One finding code: its severity, a one-line summary for the docs, and message/fix templates."""
+    """One finding code: its severity, a one-line summary for the docs, and message/fix templates.
+
+    bc-check codes also carry `effects`: the worst effect on (source callers, REQUIRE_SERIALIZED files,
+    REQUIRE_CALLER files, FROM_SCHEMA files); their severity is the worst of these.
+    """
 
     code: str
     severity: Severity
     summary: str
     message: str
     fix: str
+    effects: tuple[Effect, Effect, Effect, Effect] | None = None
+
+
+def _bc(code: str, effects: tuple[Effect, Effect, Effect, Effect], summary: str, message: str, fix: str) -> Code:
+    """A bc-check code: severity derived from its effects (written once, here)."""
+    worst = min(effects, key=EFFECT_ORDER.index)
+    return Code(code, EFFECT_SEVERITY[worst], summary, message, fix, effects)
 
 
 @dataclass(frozen=True)
@@ -54,6 +84,7 @@ class Finding:
 
 
 _E, _W, _I = Severity.ERROR, Severity.WARNING, Severity.INFO
+_B, _S, _C = Effect.BREAKING, Effect.SILENT, Effect.COMPATIBLE
 
 _TABLE: tuple[Code, ...] = (
     Code(
@@ -155,123 +186,154 @@ _TABLE: tuple[Code, ...] = (
         "{how}",
     ),
     # bc-check: one code per change class; the severity shown is the change's worst effect
-    Code(
+    _bc(
         "op_removed",
-        _E,
+        (_B, _B, _B, _B),
         "an op (every overload of it) was removed",
         "{op}: the op was removed; files and callers that use it fail to resolve it",
         "keep the op (deprecate it first) or bump the library's major version",
     ),
-    Code(
+    _bc(
         "overload_removed",
-        _E,
+        (_B, _B, _B, _B),
         "one overload of an op was removed",
         "{op}: the overload was removed (the op keeps {kept}); files and callers naming it fail to resolve it",
         "keep the overload, or bump the library's major version",
     ),
-    Code(
+    _bc(
         "op_added",
-        _I,
+        (_C, _C, _C, _C),
         "a new op or overload",
         "{op}: new op or overload",
         "nothing to do",
     ),
-    Code(
+    _bc(
         "argument_removed",
-        _E,
+        (_B, _B, _B, _B),
         "an argument was removed",
         "{op}: argument '{arg}' ({type}) was removed; calls and files that pass it no longer bind",
         "keep the argument (ignore it in the kernel) or add a new overload without it",
     ),
-    Code(
+    _bc(
         "argument_renamed",
-        _E,
+        (_B, _B, _B, _B),
         "an argument was renamed",
         "{op}: argument '{arg}' was renamed to '{new}'; files bind arguments by name and keyword callers "
         "pass the old name",
         "keep the old name, or add a new overload with the new name",
     ),
-    Code(
+    _bc(
         "argument_reordered",
-        _E,
+        (_B, _B, _B, _B),
         "positional arguments changed order",
         "{op}: positional arguments changed order from ({old}) to ({new}); positional callers and "
         "AOTInductor's flattened int/tensor arrays pass values to the wrong arguments",
         "restore the old order, or add a new overload",
     ),
-    Code(
+    _bc(
         "argument_retyped",
-        _E,
+        (_B, _B, _B, _B),
         "an argument changed type",
         "{op}: argument '{arg}' changed type from {old} to {new}; old calls and files carry values of the old type",
         "keep the old type, or add a new overload with the new type",
     ),
-    Code(
+    _bc(
         "argument_widened",
-        _I,
+        (_C, _C, _C, _C),
         "an argument changed to a type that accepts every value of the old one",
         "{op}: argument '{arg}' changed type from {old} to {new}, which accepts every Argument member {old} "
         "accepted; old calls and files still bind",
         "nothing to do",
     ),
-    Code(
+    _bc(
         "argument_added_no_default",
-        _E,
+        (_B, _B, _B, _B),
         "a new argument without a default",
         "{op}: new argument '{arg}' ({type}) has no default; old calls and files do not pass it",
         "give '{arg}' a default value",
     ),
-    Code(
+    _bc(
         "argument_added_with_default",
-        _E,
+        (_B, _B, _B, _C),
         "a new argument with a default",
         "{op}: new argument '{arg}' ({type} = {default}); old calls and FROM_SCHEMA files take the default, "
         "REQUIRE_SERIALIZED files lack it and REQUIRE_CALLER callers do not pass it{where}",
         "replay old REQUIRE_SERIALIZED files with policy FROM_SCHEMA, or add the argument as a new overload",
     ),
-    Code(
+    _bc(
         "default_changed",
-        _W,
+        (_S, _C, _C, _S),
         "an argument's default value changed",
         "{op}: the default of argument '{arg}' changed from {old} to {new}; old FROM_SCHEMA files that left it "
         "out silently run with the new default",
         "keep the old default, or write files with policy REQUIRE_SERIALIZED so they carry every value",
     ),
-    Code(
+    _bc(
         "default_removed",
-        _E,
+        (_B, _C, _C, _B),
         "an argument lost its default",
         "{op}: argument '{arg}' lost its default {old}; callers and FROM_SCHEMA files that left it out no longer bind",
         "keep the default",
     ),
-    Code(
+    _bc(
         "default_added",
-        _I,
+        (_C, _C, _C, _C),
         "an argument gained a default",
         "{op}: argument '{arg}' gained the default {new}",
         "nothing to do",
     ),
-    Code(
+    _bc(
         "kwarg_only_changed",
-        _E,
+        (_B, _C, _C, _C),
         "an argument moved between positional and keyword-only",
         "{op}: argument '{arg}' became {new}; {consequence}",
         "keep the argument {old}, or add a new overload",
     ),
-    Code(
+    _bc(
         "alias_changed",
-        _E,
+        (_B, _B, _B, _B),
         "an argument's or return's alias/mutation annotation changed",
         "{op}: {what} changed its alias annotation from {old} to {new}; exported graphs were functionalized "
         "against the old mutation and aliasing contract",
         "keep the annotation, or add a new overload (e.g. an in-place `_` variant)",
     ),
-    Code(
+    _bc(
         "return_changed",
-        _E,
+        (_B, _B, _B, _B),
         "the returns changed",
         "{op}: returns changed from ({old}) to ({new}); files and callers unpack the old outputs",
         "keep the returns, or add a new overload",
+    ),
+    # opwire's own record -> serialize -> replay check (validation/roundtrip_check.py): the message and
+    # fix are the specific failure, written where it is found.
+    Code(
+        "roundtrip_not_recorded",
+        _I,
+        "the op never reached the dispatcher's Python key (e.g. CompositeImplicitAutograd), so traces hold its "
+        "decomposition",
+        "{message}",
+        "{fix}",
+    ),
+    Code(
+        "roundtrip_record_failed",
+        _E,
+        "recording a call of the op failed, or no Argument member carries it",
+        "{message}",
+        "{fix}",
+    ),
+    Code(
+        "roundtrip_serialize_failed",
+        _E,
+        "a recorded trace of the op does not survive a codec round trip",
+        "{message}",
+        "{fix}",
+    ),
+    Code(
+        "roundtrip_replay_failed",
+        _E,
+        "replaying a recorded call of the op does not reproduce it",
+        "{message}",
+        "{fix}",
     ),
 )
 

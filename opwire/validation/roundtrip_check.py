@@ -14,27 +14,25 @@ from typing import Any
 
 from opwire.errors import OpwireError, OpwireWarning
 from opwire.proxy_executor.policy import DefaultPolicy
-from opwire.validation.findings import Finding, Severity
+from opwire.validation.findings import CODES as FINDINGS
+from opwire.validation.findings import Finding, Severity, finding
 
 __all__ = ["CODES", "roundtrip_findings"]
 
-CODES: dict[str, tuple[Severity, str]] = {
-    "roundtrip_not_recorded": (
-        Severity.INFO,
-        "the op never reached the dispatcher's Python key (e.g. CompositeImplicitAutograd), "
-        "so traces hold its decomposition",
-    ),
-    "roundtrip_record_failed": (Severity.ERROR, "recording a call of the op failed, or no Argument member carries it"),
-    "roundtrip_serialize_failed": (Severity.ERROR, "a recorded trace of the op does not survive a codec round trip"),
-    "roundtrip_replay_failed": (Severity.ERROR, "replaying a recorded call of the op does not reproduce it"),
-}
-"""Finding codes of the round-trip check: severity and meaning (docs/errors.md lists them)."""
+ROUNDTRIP_CODES = (
+    "roundtrip_not_recorded",
+    "roundtrip_record_failed",
+    "roundtrip_serialize_failed",
+    "roundtrip_replay_failed",
+)
+CODES: dict[str, tuple[Severity, str]] = {c: (FINDINGS[c].severity, FINDINGS[c].summary) for c in ROUNDTRIP_CODES}
+"""Finding codes of the round-trip check: severity and meaning, as the one catalog (findings.py) has them."""
 
 _FORMATS = ("json", "compact")
 
 
 def _finding(code: str, op: str, message: str, fix: str) -> Finding:
-    return Finding(code, CODES[code][0], op, message, fix)
+    return finding(code, op, message=message, fix=fix)
 
 
 def roundtrip_findings(shown: str, op: Any, sample_inputs: Callable[[str], Iterable[Any]]) -> list[Finding]:

@@ -207,10 +207,23 @@ def test_finding_message(reports: dict[str, OpReport], op: str, code: str, index
 
 
 def test_every_validate_code_is_exercised() -> None:
-    bc_codes = {
+    bc_codes = {c for c, entry in CODES.items() if entry.effects is not None}
+    assert bc_codes == {
         c for c in CODES if c.startswith(("op_", "overload_", "argument_", "default_", "kwarg_", "alias_", "return_"))
     }
-    assert {code for _, code, *_ in EXPECTED} == set(CODES) - bc_codes
+    roundtrip_codes = {c for c in CODES if c.startswith("roundtrip_")}  # exercised in test_roundtrip_check.py
+    assert {code for _, code, *_ in EXPECTED} == set(CODES) - bc_codes - roundtrip_codes
+
+
+def test_one_catalog_holds_every_code_and_bc_severities_follow_their_effects() -> None:
+    from opwire.validation.findings import EFFECT_ORDER, EFFECT_SEVERITY
+    from opwire.validation.roundtrip_check import CODES as ROUNDTRIP
+
+    assert set(ROUNDTRIP) <= set(CODES)
+    assert all(ROUNDTRIP[c] == (CODES[c].severity, CODES[c].summary) for c in ROUNDTRIP)
+    for entry in CODES.values():
+        if entry.effects is not None:
+            assert entry.severity is EFFECT_SEVERITY[min(entry.effects, key=EFFECT_ORDER.index)]
 
 
 def test_clean_op_has_no_findings(reports: dict[str, OpReport]) -> None:
