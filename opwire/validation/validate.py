@@ -1,7 +1,7 @@
 """`opwire.validate_op`: will a custom op survive export, serialization, AOTInductor and vmap?
 
 One `OpReport` per overload: its parsed schema, kernels per dispatch key, fake implementation, vmap route
-and findings (codes in `_findings.CODES`, documented in docs/validation.md and docs/errors.md).
+and findings (codes in `findings.CODES`, documented in docs/validation.md and docs/errors.md).
 """
 
 from __future__ import annotations
