@@ -39,8 +39,10 @@ class ProgramRunner:
         device: str | torch.device | None = None,
         policy: DefaultPolicy | str = DefaultPolicy.FROM_SCHEMA,
         executor: ProxyExecutor | None = None,
+        observer: Callable[[m.Node, Mapping[str, Any]], None] | None = None,
     ) -> None:
         archive = _as_archive(program_or_archive)
+        self.observer = observer  # called after each top-level node with its outputs (e.g. `opwire run --save-nodes`)
         self.program = archive.program
         self.device = device
         self.subgraphs = _Subgraphs(self)
@@ -102,8 +104,12 @@ class ProgramRunner:
 
     def _run_nodes(self, graph: m.Graph, env: Env, where: str) -> None:
         call = self.executor.call
+        observe = self.observer if where == "graph" else None
         for node in graph.nodes:
-            env.update(call(node, env))
+            out = call(node, env)
+            env.update(out)
+            if observe is not None:
+                observe(node, out)
 
     def _outputs(self, env: Env) -> Any:
         user: list[Any] = []
