@@ -117,7 +117,7 @@ class Browser:
         """A real mouse click at the centre of the first element matching `selector`."""
         box = self.eval(
             f"(() => {{ const r = document.querySelector({json.dumps(selector)}).getBoundingClientRect();"
-            " return [r.left + r.width / 2, r.top + r.height / 2]; }})()"
+            " return [r.left + r.width / 2, r.top + r.height / 2]; })()"
         )
         for kind in ("mousePressed", "mouseReleased"):
             self.send("Input.dispatchMouseEvent", type=kind, x=box[0], y=box[1], button="left", clickCount=1)

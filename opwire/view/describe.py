@@ -7,6 +7,7 @@ shows up without a new branch here.
 
 from __future__ import annotations
 
+import re
 from enum import IntEnum
 from typing import Any
 
@@ -64,6 +65,11 @@ def meta_label(meta: m.TensorMeta) -> str:
     return f"{dtype_name(meta.dtype, short=True)}[{', '.join(sym_label(s) for s in meta.sizes)}]"
 
 
+def _snake(name: str) -> str:
+    """`ChannelsLast3d` -> `channels_last_3d`, `SparseCoo` -> `sparse_coo` (how torch spells the object)."""
+    return re.sub(r"(?<!^)(?=[A-Z]|3d)", "_", name).lower()
+
+
 def _device(d: m.Device) -> str:
     return d.type if d.index is None else f"{d.type}:{d.index}"
 
@@ -76,7 +82,7 @@ def tensor_meta(meta: m.TensorMeta) -> dict[str, str]:
         "strides": f"[{', '.join(sym_label(s) for s in meta.strides)}]",
         "storage_offset": sym_label(meta.storage_offset),
         "device": _device(meta.device),
-        "layout": m.Layout(meta.layout).name.lower() if meta.layout in m.Layout._value2member_map_ else "?",
+        "layout": _snake(m.Layout(meta.layout).name) if meta.layout in m.Layout._value2member_map_ else "?",
         "requires_grad": str(meta.requires_grad).lower(),
     }
 
@@ -86,11 +92,13 @@ def describe_arg(value: Any, depth: int = 0) -> str:
     if depth > 24:
         return "…"
     if isinstance(value, ThriftUnion):
+        if value.type == "as_name":
+            return f"%{value.value}"
         return describe_arg(value.value, depth + 1) if value.type != "as_none" else "None"
     if isinstance(value, m.ScalarType):
         return f"torch.{dtype_name(value)}"
     if isinstance(value, IntEnum):
-        return f"torch.{value.name.lower()}"
+        return f"torch.{_snake(value.name)}"
     if isinstance(value, m.Device):
         return f"device({_device(value)!r})"
     if isinstance(value, m.GraphArgument):

@@ -97,8 +97,8 @@ class _Builder:
 
     def node(self, node: m.Node, name: str, grouped: bool) -> dict[str, Any]:
         args, refs, subs = [], [], []
-        for a in node.inputs:
-            args.append([a.name or "", describe_arg(a.arg)])
+        for i, a in enumerate(node.inputs):
+            args.append([a.name or f"#{i}", describe_arg(a.arg)])  # higher-order ops' inputs have no names
             refs += arg_refs(a.arg)
             for g in _subgraphs(a.arg):
                 subs.append({"arg": a.name or g.name, "name": g.name, "graph": self.graph(g.graph, grouped=False)})

@@ -89,9 +89,17 @@
     return true;
   }
 
+  /* Re-render after `change`, keeping item `key` where it was on screen (opening in place). */
+  function inPlace(key, change) {
+    var before = built && built.items[key];
+    var sx = before ? before.x * view.k + view.x : 0, sy = before ? before.y * view.k + view.y : 0;
+    change(); render();
+    var after = built.items[key];
+    if (before && after) { view.x = sx - after.x * view.k; view.y = sy - after.y * view.k; apply(); }
+  }
+
   function toggleHop(key) {
-    if (state.hops.has(key)) state.hops.delete(key); else state.hops.add(key);
-    render();
+    inPlace(key, function () { if (state.hops.has(key)) state.hops.delete(key); else state.hops.add(key); });
   }
 
   function search(q) {
@@ -131,12 +139,12 @@
     if (!t) return;
     if (t.hasAttribute("data-toggle")) { toggleHop(t.getAttribute("data-toggle")); return; }
     if (t.hasAttribute("data-group")) {
-      var g = +t.getAttribute("data-group");
+      var g = +t.getAttribute("data-group"), gk = "|g|" + g;
       if (t.classList.contains("cluster")) {
         if (!ev.target.classList.contains("chead")) return; // the header collapses an open group
-        state.open.delete(g);
-      } else state.open.add(g); // a collapsed group's box opens it
-      render(); return;
+        inPlace(gk, function () { state.open.delete(g); });
+      } else inPlace(gk, function () { state.open.add(g); }); // a collapsed group's box opens it
+      return;
     }
     var key = t.getAttribute("data-item");
     if (t.classList.contains("cluster") && t.hasAttribute("data-hop")) {
