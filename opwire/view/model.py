@@ -24,6 +24,8 @@ _INPUT_KINDS = {
     "custom_obj": "constant",
     "token": "token",
 }
+CHUNK_OVER = 200  # a module group (or the root) with more nodes of its own than this is split into runs
+CHUNK = 100  # nodes per run
 _SPEC_TARGET = {
     "parameter": "parameter_name",
     "buffer": "buffer_name",
@@ -168,11 +170,13 @@ def page_data(obj: m.ExportedProgram | m.OpwireArchive | m.ExternKernelNodes, ti
             names=[e.name for e in obj.nodes],
         )
         _extern_inputs(graph)
+        _chunk(graph["nodes"], b.groups)
         kind, schema, torch_version, ranges = "extern", "", "", {}
     else:
         gm = obj.graph_module
         graph = b.graph(gm.graph)
         _signature_inputs(gm, graph, graph["nodes"])
+        _chunk(graph["nodes"], b.groups)
         kind = "program"
         v = obj.schema_version
         schema = f"{v.major}.{v.minor}" if v is not None else ""
@@ -188,6 +192,27 @@ def page_data(obj: m.ExportedProgram | m.OpwireArchive | m.ExternKernelNodes, ti
         "groups": b.groups,
         "strings": b.strings,
     }
+
+
+def _chunk(nodes: list[dict[str, Any]], groups: list[dict[str, Any]]) -> None:
+    """Split a group's own nodes, past CHUNK_OVER, into runs of CHUNK consecutive nodes (collapsible like modules).
+
+    A program without module metadata (or one huge module) would otherwise open as one flat graph that
+    no layout draws readably, or quickly.
+    """
+    direct: dict[int, list[int]] = {}
+    for i, n in enumerate(nodes):
+        direct.setdefault(n["g"], []).append(i)
+    for gid, members in direct.items():
+        if len(members) <= CHUNK_OVER:
+            continue
+        for start in range(0, len(members), CHUNK):
+            part = members[start : start + CHUNK]
+            groups.append(
+                {"path": f"{nodes[part[0]]['n']} … {nodes[part[-1]]['n']}", "type": f"{len(part)} nodes", "parent": gid}
+            )
+            for i in part:
+                nodes[i]["g"] = len(groups) - 1
 
 
 def _bound(v: int | None) -> str:

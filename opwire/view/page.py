@@ -63,6 +63,7 @@ def render_page(data: dict[str, Any]) -> str:
   <button id="collapse" title="collapse module groups (C)">collapse</button>
   <button id="fit" title="fit to window (0)">fit</button>
   <button id="first" title="go to the first diverging node (F)" hidden>first divergence</button>
+  <span id="note"></span>
 </header>
 <main>
   <svg id="canvas" tabindex="0" role="img" aria-label="program graph"><g id="viewport"></g></svg>

@@ -39,3 +39,37 @@ def _hops_json() -> bytes:
 def hops_json() -> bytes:
     """torch's JSON of the `Hops` program (cond, map_impl, while_loop)."""
     return _hops_json()
+
+
+class Stack(torch.nn.Module):
+    """`n` transformer encoder layers: module groups big enough to start collapsed."""
+
+    def __init__(self, n: int, d: int = 16) -> None:
+        super().__init__()
+        self.layers = torch.nn.ModuleList(
+            torch.nn.TransformerEncoderLayer(d, 2, dim_feedforward=32, dropout=0.0, batch_first=True) for _ in range(n)
+        )
+        self.head = torch.nn.Linear(d, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            x = layer(x)
+        return self.head(x)
+
+
+def stack_program(n: int, decompose: bool = True) -> bytes:
+    """torch's JSON of an exported `Stack(n)` (decomposed to core ATen unless told otherwise)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # torch's own deprecation noise while exporting
+        ep = torch.export.export(Stack(n).eval(), (torch.randn(2, 5, 16),))
+        if decompose:
+            ep = ep.run_decompositions()
+        return serialize(ep).exported_program
+
+
+@pytest.fixture(scope="session")
+def stack_json() -> bytes:
+    """A 3-layer `Stack`, decomposed."""
+    return stack_program(3)

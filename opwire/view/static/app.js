@@ -6,8 +6,13 @@
   var data = JSON.parse(document.getElementById("opwire-data").textContent);
   var idx = OW.index(data), findings = data.findings || null;
   var state = { open: new Set(), hops: new Set(), selected: null, matches: [], matchAt: -1, query: "" };
-  data.groups.forEach(function (g, i) { if (idx.groupSize[i] <= OW.COLLAPSE_OVER) state.open.add(i); });
   var scene = new OW.Scene(data, idx, state);
+  var depth = data.groups.map(function (g) { var n = 0; for (var p = g.parent; p >= 0; p = data.groups[p].parent) n++; return n; });
+  var own = { "-1": 1 }; // boxes a group shows when open: its own nodes and inputs, its child groups (-1: the root)
+  data.groups.forEach(function (g, i) { own[i] = own[i] || 0; own[g.parent] = (own[g.parent] || 0) + 1; });
+  data.graph.nodes.forEach(function (n) { own[n.g] = (own[n.g] || 0) + 1; });
+  data.graph.inputs.forEach(function (n) { own[n.g] = (own[n.g] || 0) + 1; });
+  var byDepth = data.groups.map(function (_, i) { return i; }).sort(function (a, b) { return depth[a] - depth[b] || a - b; });
   var svg = document.getElementById("canvas"), vp = document.getElementById("viewport");
   var panel = new OW.Panel(document.getElementById("panel"), data, idx, findings);
   var view = { x: 0, y: 0, k: 1 }, built = null, RANK = { mismatch: 5, error: 4, warning: 3, info: 2, ok: 1 };
@@ -24,21 +29,49 @@
 
   function apply() { vp.setAttribute("transform", "translate(" + view.x.toFixed(1) + "," + view.y.toFixed(1) + ") scale(" + view.k.toFixed(4) + ")"); }
 
-  function render() {
-    var t = performance.now();
-    built = scene.layout(scene.build());
+  function note(text) { document.getElementById("note").textContent = text || ""; }
+
+  /* Open module groups breadth-first while the page shows at most `budget` boxes; returns how many did not fit. */
+  function openWithin(budget) {
+    var left = 0, shown = own[-1];
+    state.open = new Set();
+    byDepth.forEach(function (g) {
+      var p = data.groups[g].parent;
+      if (p >= 0 && !state.open.has(p)) { left++; return; }
+      if (shown + own[g] - 1 > budget) { left++; return; }
+      state.open.add(g); shown += own[g] - 1; // its box gives way to what it holds
+    });
+    return left;
+  }
+
+  /* Apply `change` and draw, unless that shows more boxes than dagre can lay out: then `undo` it and say so. */
+  function render(change, undo) {
+    if (change) change();
+    var b = scene.build(), t = performance.now(), n = scene.count(b);
+    if (undo && n > OW.MAX_VISIBLE) {
+      undo();
+      note("opening that shows " + n + " boxes; the page lays out at most " + OW.MAX_VISIBLE + ": collapse others first (C)");
+      return false;
+    }
+    if (n > OW.MAX_VISIBLE) { openWithin(OW.OPEN_BUDGET); b = scene.build(); }
+    note("");
+    built = scene.layout(b);
     vp.innerHTML = scene.svg(built, findingsFor);
     markMatches();
     if (state.selected) mark(state.selected);
     document.getElementById("stats").textContent = data.graph.nodes.length + " nodes · " +
       Object.keys(built.items).length + " shown · layout " + Math.round(performance.now() - t) + " ms";
     api.renders++;
+    return true;
   }
 
-  function fit() {
+  function fit(readable) {
     var r = svg.getBoundingClientRect(), w = built.width || 1, h = built.height || 1;
     view.k = Math.min(1.2, Math.max(0.02, Math.min(r.width / w, r.height / h) * 0.95));
     view.x = (r.width - w * view.k) / 2; view.y = Math.max(8, (r.height - h * view.k) / 2);
+    if (readable === true && view.k < 0.5) { // too small to read: start at the top, at a legible size
+      view.k = 0.8; view.y = 8; view.x = Math.min(8, (r.width - w * view.k) / 2);
+    }
     apply();
   }
 
@@ -76,7 +109,9 @@
       if (!state.hops.has(hop)) { state.hops.add(hop); changed = true; }
       top = idx.nodes[hop];
     }
-    for (var g = top.node.g; g >= 0; g = data.groups[g].parent) if (!state.open.has(g)) { state.open.add(g); changed = true; }
+    var chain = [];
+    for (var g = top.node.g; g >= 0; g = data.groups[g].parent) { chain.push(g); if (!state.open.has(g)) { state.open.add(g); changed = true; } }
+    if (changed && scene.count(scene.build()) > OW.MAX_VISIBLE) state.open = new Set(chain); // show it, close the rest
     if (changed) render();
     return true;
   }
@@ -90,16 +125,18 @@
   }
 
   /* Re-render after `change`, keeping item `key` where it was on screen (opening in place). */
-  function inPlace(key, change) {
+  function inPlace(key, change, undo) {
     var before = built && built.items[key];
     var sx = before ? before.x * view.k + view.x : 0, sy = before ? before.y * view.k + view.y : 0;
-    change(); render();
+    if (!render(change, undo)) return;
     var after = built.items[key];
     if (before && after) { view.x = sx - after.x * view.k; view.y = sy - after.y * view.k; apply(); }
   }
 
   function toggleHop(key) {
-    inPlace(key, function () { if (state.hops.has(key)) state.hops.delete(key); else state.hops.add(key); });
+    var open = state.hops.has(key);
+    inPlace(key, function () { if (open) state.hops.delete(key); else state.hops.add(key); },
+      function () { if (open) state.hops.add(key); else state.hops.delete(key); });
   }
 
   function search(q) {
@@ -118,7 +155,7 @@
     if (!state.matches.length) return;
     state.matchAt = (state.matchAt + 1) % state.matches.length;
     var key = state.matches[state.matchAt];
-    reveal(key); markMatches(); select(key, true); panel.results(state.query, state.matches);
+    reveal(key); markMatches(); select(key, true); // the panel shows the node; typing again lists the matches
   }
 
   function zoom(f, cx, cy) {
@@ -130,8 +167,9 @@
   }
 
   function setAll(open) {
-    state.open = new Set(open ? data.groups.map(function (_, i) { return i; }) : []);
+    var left = open ? openWithin(OW.MAX_VISIBLE) : (state.open = new Set(), 0);
     render(); fit();
+    if (left) note(left + " module groups stay collapsed: the page lays out at most " + OW.MAX_VISIBLE + " boxes");
   }
 
   svg.addEventListener("click", function (ev) {
@@ -143,7 +181,7 @@
       if (t.classList.contains("cluster")) {
         if (!ev.target.classList.contains("chead")) return; // the header collapses an open group
         inPlace(gk, function () { state.open.delete(g); });
-      } else inPlace(gk, function () { state.open.add(g); }); // a collapsed group's box opens it
+      } else inPlace(gk, function () { state.open.add(g); }, function () { state.open.delete(g); }); // a collapsed box opens
       return;
     }
     var key = t.getAttribute("data-item");
@@ -182,14 +220,14 @@
   });
   document.getElementById("expand").onclick = function () { setAll(true); };
   document.getElementById("collapse").onclick = function () { setAll(false); };
-  document.getElementById("fit").onclick = fit;
+  document.getElementById("fit").onclick = function () { fit(); };
   var firstBtn = document.getElementById("first");
   if (findings && findings.first) { firstBtn.hidden = false; firstBtn.onclick = function () { select("|n|" + findings.first, true); }; }
   window.addEventListener("keydown", function (ev) {
     if (ev.target === box || ev.ctrlKey || ev.metaKey || ev.altKey) return;
     var step = 60, keys = {
       "+": function () { zoom(1.25); }, "=": function () { zoom(1.25); }, "-": function () { zoom(0.8); },
-      "0": fit, ArrowLeft: function () { view.x += step; apply(); }, ArrowRight: function () { view.x -= step; apply(); },
+      "0": function () { fit(); }, ArrowLeft: function () { view.x += step; apply(); }, ArrowRight: function () { view.x -= step; apply(); },
       ArrowUp: function () { view.y += step; apply(); }, ArrowDown: function () { view.y -= step; apply(); },
       "/": function () { box.focus(); box.select(); }, e: function () { setAll(true); }, c: function () { setAll(false); },
       f: function () { if (findings && findings.first) select("|n|" + findings.first, true); },
@@ -200,10 +238,11 @@
   });
 
   var api = window.opwireView = {
-    renders: 0, reveal: reveal, select: select, toggleHop: toggleHop, search: search, expandAll: function () { setAll(true); },
+    renders: 0, render: render, fit: fit, reveal: reveal, select: select, toggleHop: toggleHop, search: search, expandAll: function () { setAll(true); },
     view: view, state: state, index: idx,
   };
-  render(); fit(); panel.summary();
+  openWithin(OW.OPEN_BUDGET);
+  render(); fit(true); panel.summary();
   api.readyMs = performance.now() - t0;
   document.body.setAttribute("data-ready", "1");
 })();

@@ -36,10 +36,10 @@ OW.Panel.prototype.summary = function () {
   ["user input", "parameter", "buffer", "constant", "token", "extern input", "input"].forEach(function (k) {
     var list = cats[k];
     if (!list) return;
-    html.push('<h3 class="cat c-' + k.replace(/\s+/g, "-") + '">' + esc(k) + "s (" + list.length + ")</h3><table>" + list.map(function (i) {
+    html.push("<details" + (list.length <= 20 ? " open" : "") + '><summary><h3 class="cat c-' + k.replace(/\s+/g, "-") + '">' + esc(k) + "s (" + list.length + ")</h3></summary><table>" + list.map(function (i) {
       var meta = g.values[i.name];
       return "<tr><td>" + self.link("|i|" + i.name, i.name) + "</td><td>" + esc(i.target) + "</td><td>" + esc(meta ? meta[0] : "") + "</td></tr>";
-    }).join("") + "</table>");
+    }).join("") + "</table></details>");
   });
   html.push("<h3>outputs (" + g.outputs.length + ")</h3><table>" + g.outputs.map(function (o) {
     return "<tr><td>" + esc(o.text) + "</td><td>" + esc(o.kind) + "</td></tr>";

@@ -27,7 +27,7 @@ OW.index = function (data) {
   return { scopes: scopes, nodes: nodes, groupSize: groupSize };
 };
 
-OW.COLLAPSE_OVER = 30; // a module group with more nodes than this starts collapsed
+OW.OPEN_BUDGET = 160; // module groups open breadth-first at load while the page shows at most this many boxes
 
 OW.Scene = function (data, idx, state) {
   this.data = data; this.idx = idx; this.state = state;
@@ -110,26 +110,65 @@ OW.Scene.prototype.build = function () {
   return { items: items, edges: edges, parents: parents };
 };
 
+OW.COMPOUND_MAX = 220; // up to this many boxes dagre lays clusters out as compound nodes (it is slow past that)
+OW.MAX_VISIBLE = 1500; // dagre's recursion and time grow past this: the page refuses to open more at once
+
+OW.Scene.prototype.count = function (built) {
+  var n = 0;
+  for (var id in built.items) if (built.items[id].kind !== "cluster") n++;
+  return n;
+};
+
 OW.Scene.prototype.layout = function (built) {
-  var g = new dagre.graphlib.Graph({ compound: true, multigraph: false });
-  g.setGraph({ rankdir: "TB", nodesep: 24, ranksep: 36, edgesep: 10, marginx: 20, marginy: 20 });
+  var compound = this.count(built) <= OW.COMPOUND_MAX;
+  var g = new dagre.graphlib.Graph({ compound: compound, multigraph: false });
+  g.setGraph({ rankdir: "TB", ranker: compound ? "network-simplex" : "tight-tree", nodesep: 24, ranksep: 36, edgesep: 10, marginx: 20, marginy: 20 });
   g.setDefaultEdgeLabel(function () { return {}; });
   Object.keys(built.items).forEach(function (id) {
     var it = built.items[id];
-    if (it.kind === "cluster") { g.setNode(id, {}); return; }
+    if (it.kind === "cluster") { if (compound) g.setNode(id, {}); return; }
     var chars = Math.max(String(it.label).length, String(it.sub || "").length * 0.9);
     it.width = Math.min(360, Math.max(90, chars * 7.2 + 24));
     it.height = it.kind === "group" ? 44 : 38;
     g.setNode(id, { width: it.width, height: it.height });
   });
-  Object.keys(built.parents).forEach(function (id) { g.setParent(id, built.parents[id]); });
+  if (compound) Object.keys(built.parents).forEach(function (id) { g.setParent(id, built.parents[id]); });
   Object.keys(built.edges).forEach(function (k) { var e = built.edges[k]; g.setEdge(e.v, e.w, { minlen: 1 }); });
   dagre.layout(g);
-  Object.keys(built.items).forEach(function (id) { var n = g.node(id); var it = built.items[id]; it.x = n.x; it.y = n.y; if (it.kind === "cluster") { it.width = n.width; it.height = n.height; } });
+  Object.keys(built.items).forEach(function (id) {
+    var it = built.items[id];
+    if (it.kind === "cluster" && !compound) return;
+    var n = g.node(id); it.x = n.x; it.y = n.y;
+    if (it.kind === "cluster") { it.width = n.width; it.height = n.height; }
+  });
+  if (!compound) this.boxes(built);
   Object.keys(built.edges).forEach(function (k) { var e = built.edges[k]; e.points = g.edge(e.v, e.w).points; });
   var gr = g.graph();
-  built.width = gr.width || 0; built.height = gr.height || 0;
+  built.width = gr.width || 0; built.height = gr.height || 0; built.compound = compound;
   return built;
+};
+
+/* Without compound layout, a cluster is drawn around its members (innermost clusters first). */
+OW.Scene.prototype.boxes = function (built) {
+  var items = built.items, parents = built.parents, depth = {}, box = {};
+  function d(id) { if (depth[id] === undefined) depth[id] = parents[id] ? d(parents[id]) + 1 : 0; return depth[id]; }
+  function grow(id, x0, y0, x1, y1) {
+    var b = box[id] || (box[id] = [Infinity, Infinity, -Infinity, -Infinity]);
+    b[0] = Math.min(b[0], x0); b[1] = Math.min(b[1], y0); b[2] = Math.max(b[2], x1); b[3] = Math.max(b[3], y1);
+  }
+  Object.keys(items).forEach(function (id) {
+    var it = items[id];
+    if (it.kind !== "cluster" && parents[id]) grow(parents[id], it.x - it.width / 2, it.y - it.height / 2, it.x + it.width / 2, it.y + it.height / 2);
+  });
+  Object.keys(items).filter(function (id) { return items[id].kind === "cluster"; })
+    .sort(function (a, b) { return d(b) - d(a); })
+    .forEach(function (id) {
+      var b = box[id], it = items[id];
+      if (!b) { it.x = it.y = it.width = it.height = 0; return; }
+      var x0 = b[0] - 8, y0 = b[1] - 20, x1 = b[2] + 8, y1 = b[3] + 8;
+      it.x = (x0 + x1) / 2; it.y = (y0 + y1) / 2; it.width = x1 - x0; it.height = y1 - y0;
+      if (parents[id]) grow(parents[id], x0, y0, x1, y1);
+    });
 };
 
 OW.Scene.prototype.svg = function (built, findings) {
@@ -137,7 +176,7 @@ OW.Scene.prototype.svg = function (built, findings) {
   var ids = Object.keys(items);
   ids.forEach(function (id) { // clusters first, outermost (largest) underneath
     var it = items[id];
-    if (it.kind !== "cluster") return;
+    if (it.kind !== "cluster" || !it.width) return;
     var x = it.x - it.width / 2, y = it.y - it.height / 2;
     var attr = it.group !== undefined ? ' data-group="' + it.group + '"' : ' data-hop="' + esc(it.hop || "") + '"';
     out.push('<g class="cluster' + (it.hop ? " hopc" : "") + '"' + attr + ' data-item="' + esc(id) + '"><rect x="' + x + '" y="' + y +
