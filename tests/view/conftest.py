@@ -1,75 +1,18 @@
-"""Programs for the `opwire view` tests beyond the corpus: higher-order ops (map, cond, while_loop)."""
+"""Fixtures for the `opwire view` tests: the programs of tests/view_programs.py, exported once per session."""
 
 from __future__ import annotations
 
-import functools
-
 import pytest
-import torch
-from torch._export.serde.serialize import serialize
-from torch._higher_order_ops.map import map as hop_map
-from torch._higher_order_ops.while_loop import while_loop
-
-
-class Hops(torch.nn.Module):
-    """torch.cond, map and while_loop in one program, a parameter used inside a branch."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.lin = torch.nn.Linear(4, 4)
-
-    def forward(self, x: torch.Tensor, xs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        mapped = hop_map(lambda row, w: torch.sin(row) * w, xs, x.sum())
-        y = torch.cond(x.sum() > 0, lambda a: self.lin(a).relu(), lambda a: a.cos(), (x,))
-        _, acc = while_loop(lambda i, acc: i < 3, lambda i, acc: (i + 1, acc * 2), (torch.tensor(0), y))
-        return mapped, acc
-
-
-@functools.cache
-def _hops_json() -> bytes:
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # torch warns about how it serializes an empty list
-        ep = torch.export.export(Hops(), (torch.randn(3, 4), torch.randn(2, 4)))
-        return serialize(ep).exported_program
+import view_programs
 
 
 @pytest.fixture(scope="session")
 def hops_json() -> bytes:
     """torch's JSON of the `Hops` program (cond, map_impl, while_loop)."""
-    return _hops_json()
-
-
-class Stack(torch.nn.Module):
-    """`n` transformer encoder layers: module groups big enough to start collapsed."""
-
-    def __init__(self, n: int, d: int = 16) -> None:
-        super().__init__()
-        self.layers = torch.nn.ModuleList(
-            torch.nn.TransformerEncoderLayer(d, 2, dim_feedforward=32, dropout=0.0, batch_first=True) for _ in range(n)
-        )
-        self.head = torch.nn.Linear(d, 4)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for layer in self.layers:
-            x = layer(x)
-        return self.head(x)
-
-
-def stack_program(n: int, decompose: bool = True) -> bytes:
-    """torch's JSON of an exported `Stack(n)` (decomposed to core ATen unless told otherwise)."""
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)  # torch's own deprecation noise while exporting
-        ep = torch.export.export(Stack(n).eval(), (torch.randn(2, 5, 16),))
-        if decompose:
-            ep = ep.run_decompositions()
-        return serialize(ep).exported_program
+    return view_programs.hops_program()
 
 
 @pytest.fixture(scope="session")
 def stack_json() -> bytes:
     """A 3-layer `Stack`, decomposed."""
-    return stack_program(3)
+    return view_programs.stack_program(3)

@@ -38,10 +38,11 @@ def browser() -> Iterator[Browser]:
         yield b
 
 
-def _shot(b: Browser, tmp_path: Path, name: str) -> Path:
+def _shot(b: Browser, tmp_path: Path, name: str, doc: bool = True) -> Path:
+    """A screenshot in tmp_path; with OPWIRE_DOCS_SCREENSHOTS=1 also docs/view-<name>.png (one per page type)."""
     out = b.screenshot(tmp_path / f"{name}.png")
     assert out.stat().st_size > 10_000 and out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    if os.environ.get("OPWIRE_DOCS_SCREENSHOTS"):
+    if doc and os.environ.get("OPWIRE_DOCS_SCREENSHOTS"):
         b.screenshot(DOCS / f"view-{name}.png")
     return out
 
@@ -73,12 +74,14 @@ def test_every_node_of_every_corpus_program(browser: Browser, tmp_path: Path, na
         "   for (let g = n.g; g >= 0; g = d.groups[g].parent) if (boxes.has(g)) return false; return true; }).map(n => n.n); })()"
     )
     assert hidden == [], "nodes neither drawn nor inside a collapsed group"
+    if name == "transformer/decomposed":
+        _shot(browser, tmp_path, "program")
     browser.click("#expand")
     browser.wait("opwireView.renders >= 2")
     assert sorted(_drawn(browser)) == sorted(names)
     assert browser.errors == []
-    if name in ("transformer/decomposed", "conv_bn/training"):
-        _shot(browser, tmp_path, name.replace("/", "-"))
+    if name == "conv_bn/decomposed":
+        _shot(browser, tmp_path, "expanded", doc=False)
 
 
 def test_hop_subgraphs_open_in_place(browser: Browser, tmp_path: Path, hops_json: bytes) -> None:
@@ -141,7 +144,7 @@ def test_search_side_panel_and_keys(browser: Browser, tmp_path: Path) -> None:
     x = browser.eval("opwireView.view.x")
     browser.key("ArrowLeft")
     assert browser.eval("opwireView.view.x") == x + 60
-    _shot(browser, tmp_path, "search")
+    _shot(browser, tmp_path, "search", doc=False)
 
 
 def test_findings_overlay_marks_the_injected_mismatch(browser: Browser, tmp_path: Path) -> None:
@@ -179,6 +182,7 @@ def test_big_program_opens_collapsed(browser: Browser, tmp_path: Path, stack_jso
     browser.wait("opwireView.renders >= 2")
     assert len(_drawn(browser)) > before
     assert browser.errors == []
+    _shot(browser, tmp_path, "collapsed")
 
 
 @pytest.mark.slow

@@ -97,6 +97,7 @@ OW.Scene.prototype.build = function () {
     var oid = scope + "|out";
     var kinds = {};
     graph.outputs.forEach(function (o) { kinds[o.kind] = 1; });
+    if (!graph.outputs.length) return; // an extern-node file has no graph outputs
     add(oid, { kind: "output", scope: scope, label: top ? "outputs" : "subgraph outputs", sub: Object.keys(kinds).join(", ") }, top ? null : parent);
     graph.outputs.forEach(function (o) { o.refs.forEach(function (r) { if (made[r] !== undefined) edge(made[r], oid, graph.values[r]); }); });
   }
