@@ -133,8 +133,7 @@ def test_bad_input_exits_2(
     assert not (tmp_path / "in.bin.html").exists()
 
 
-def test_missing_file_exits_2(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "opwire.cli", "view", str(tmp_path / "nope.pt2")], capture_output=True, text=True
-    )
-    assert done.returncode == 2 and done.stderr.startswith("opwire view: error:") and "Traceback" not in done.stderr
+def test_missing_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["view", str(tmp_path / "nope.pt2")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("opwire view: error:") and "nope.pt2" in err and err.count("\n") == 1, err
