@@ -38,6 +38,7 @@ _LAZY = {
     "snapshot_ops": "opwire.validation",
     "bc_check": "opwire.validation",
     "BcReport": "opwire.validation",
+    "view": "opwire.view",
 }
 
 if TYPE_CHECKING:  # what mypy and IDEs see for the lazy names: the real objects and signatures
@@ -45,6 +46,7 @@ if TYPE_CHECKING:  # what mypy and IDEs see for the lazy names: the real objects
     from opwire.recording import ReplayReport, Trace, load_trace, record, replay
     from opwire.schema.diff import schema_diff
     from opwire.validation import BcReport, OpReport, bc_check, snapshot_ops, validate_op
+    from opwire.view import view
 
 __all__ = [
     "BcReport",
@@ -72,6 +74,7 @@ __all__ = [
     "schema_diff",
     "snapshot_ops",
     "validate_op",
+    "view",
 ]
 assert set(_LAZY) <= set(__all__), "every lazy name is public"
 

@@ -29,7 +29,24 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--out", default=None, help="write the flattened outputs as a Values file (output[0], ...)")
     p.add_argument("--device", default=None, help="run on this device (weights and inputs are moved there)")
     p.add_argument("--json", action="store_true", help="print the outputs' summary as JSON")
+    _add_node_flags(p)
     p.set_defaults(func=run)
+
+
+def _add_node_flags(p: Any) -> None:
+    """The node-by-node comparison flags (docs/view.md)."""
+    p.add_argument("--save-nodes", default=None, metavar="A.nodes", help="save every top-level node's outputs")
+    p.add_argument(
+        "--compare-nodes",
+        default=None,
+        metavar="A.nodes",
+        help="compare every top-level node's outputs with a --save-nodes file; exit 1 when one differs",
+    )
+    p.add_argument(
+        "--findings", default=None, metavar="F.json", help="with --compare-nodes: write the findings for `opwire view`"
+    )
+    p.add_argument("--rtol", type=float, default=1e-5, help="--compare-nodes relative tolerance (default 1e-5)")
+    p.add_argument("--atol", type=float, default=1e-6, help="--compare-nodes absolute tolerance (default 1e-6)")
 
 
 def _read_values(path: str, fmt: str | None) -> m.Values:
@@ -90,10 +107,16 @@ def run(args: argparse.Namespace) -> int:
 
     runner = ProgramRunner(args.program, device=args.device)
     call_args, call_kwargs = _inputs(_read_values(args.inputs, args.inputs_format), runner, args.device)
+    observer = _node_observer(args, runner)
     try:
         result = runner(*call_args, **call_kwargs)
     except OpwireError as exc:
         print(f"opwire run: error: {exc}", file=sys.stderr)
+        if observer is not None and hasattr(observer, "failed"):
+            observer.failed(exc)
+            _finish_compare(args, observer)
+        return 1
+    if observer is not None and _finish_nodes(args, observer):
         return 1
     leaves = pytree.tree_leaves(result)
     if args.out:
@@ -107,3 +130,41 @@ def run(args: argparse.Namespace) -> int:
         for k, v in summary.items():
             print(f"{k}: {v}")
     return 0
+
+
+def _node_observer(args: argparse.Namespace, runner: Any) -> Any:
+    """The per-node observer --save-nodes or --compare-nodes asks for (None without either)."""
+    from opwire.view.runs import NodeComparer, NodeRecorder, read_nodes
+
+    if args.findings and not args.compare_nodes:
+        raise DecodeError("--findings needs --compare-nodes (the findings are the comparison's)")
+    if args.save_nodes and args.compare_nodes:
+        raise DecodeError("--save-nodes and --compare-nodes are two runs: pass one of them")
+    if args.save_nodes:
+        runner.observer = NodeRecorder(runner.graph)
+    elif args.compare_nodes:
+        runner.observer = NodeComparer(runner.graph, read_nodes(args.compare_nodes), args.rtol, args.atol)
+    return runner.observer
+
+
+def _finish_nodes(args: argparse.Namespace, observer: Any) -> bool:
+    """Save or report the per-node results; True when a node's outputs differ from the saved run."""
+    if args.save_nodes:
+        observer.save(args.save_nodes)
+        skipped = f" (skipped {len(observer.skipped)} values it cannot hold)" if observer.skipped else ""
+        print(f"saved {len(observer.values)} node outputs to {args.save_nodes}{skipped}", file=sys.stderr)
+        return False
+    return _finish_compare(args, observer)
+
+
+def _finish_compare(args: argparse.Namespace, observer: Any) -> bool:
+    doc = observer.document(f"{Path(args.program).name} against {Path(args.compare_nodes).name}")
+    if args.findings:
+        Path(args.findings).write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    bad = [f for f in doc["findings"] if f["status"] in ("mismatch", "error")]
+    first = doc["first_divergence"]
+    print(
+        f"compared {len(doc['findings'])} nodes: {len(bad)} differ" + (f"; first divergence: {first}" if first else ""),
+        file=sys.stderr,
+    )
+    return bool(bad)

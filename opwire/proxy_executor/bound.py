@@ -63,15 +63,21 @@ class BoundGraph:
         self._runs: list[Run] = []
         self._edits = -1  # bound on first run, so a bad node raises where the program runs
 
-    def run(self, env: dict[str, Any]) -> None:
-        """Run every node on `env` (names -> values), adding each node's outputs to it."""
-        runs = self._runs
+    def run(self, env: dict[str, Any], observer: Callable[[m.Node, Mapping[str, Any]], None] | None = None) -> None:
+        """Run every node on `env` (names -> values), adding each node's outputs to it (and showing `observer`)."""
+        runs, nodes = self._runs, self._nodes
         if self._edits != edit_count():
             with self._lock:
                 self._refresh()
-                runs = self._runs
-        for run in runs:
-            env.update(run(env))
+                runs, nodes = self._runs, self._nodes
+        if observer is None:
+            for run in runs:
+                env.update(run(env))
+            return
+        for node, run in zip(nodes, runs, strict=True):
+            out = run(env)
+            env.update(out)
+            observer(node, out)
 
     @property
     def plans(self) -> list[NodePlan]:

@@ -42,8 +42,10 @@ class ProgramRunner:
         program_or_archive: m.OpwireArchive | m.ExportedProgram | str | Path,
         device: str | torch.device | None = None,
         policy: DefaultPolicy | str = DefaultPolicy.FROM_SCHEMA,
+        observer: Callable[[m.Node, Mapping[str, Any]], None] | None = None,
     ) -> None:
         archive = _as_archive(program_or_archive)
+        self.observer = observer  # called after each top-level node with its outputs (e.g. `opwire run --save-nodes`)
         self.archive = archive
         self.program = archive.program
         self.device = device
@@ -73,7 +75,7 @@ class ProgramRunner:
     ) -> Any:
         """Run the program on `args`/`kwargs` reading and updating the given parameter/buffer tables."""
         env = self._bind_inputs(state, constants, args, kwargs)
-        self.bound.run(env)
+        self.bound.run(env, self.observer)
         return self._outputs(state, constants, env)
 
     @property

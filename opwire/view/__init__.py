@@ -1,0 +1,76 @@
+"""`opwire.view`: an exported program (or an extern-node file) as one self-contained interactive HTML page.
+
+The program is read with opwire's own decoders (never `torch.export.load`), so a page can be made for a
+program whose custom ops are not importable here, or that another torch of the same major wrote.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from opwire.errors import DecodeError
+from opwire.schema import models as m
+from opwire.view.findings import findings_document, load_findings, merge_findings
+from opwire.view.model import page_data
+from opwire.view.page import render_page
+
+__all__ = ["findings_document", "load_findings", "load_viewable", "render_html", "view"]
+
+Viewable = m.ExportedProgram | m.OpwireArchive | m.ExternKernelNodes
+
+
+def load_viewable(obj: Any) -> Viewable:
+    """A program, archive or extern-node file from a path or a model (a torch ExportedProgram is serialized)."""
+    if isinstance(obj, str | Path):
+        from opwire.serde.detect import load_any
+
+        obj = load_any(obj, lazy_archive=True)  # the program alone: no weight is read to draw it
+    elif type(obj).__module__.startswith("torch.") and type(obj).__name__ == "ExportedProgram":
+        from opwire.serde.torch_bridge import from_exported_program
+
+        obj = from_exported_program(obj)
+    if not isinstance(obj, m.ExportedProgram | m.OpwireArchive | m.ExternKernelNodes):
+        raise DecodeError(
+            f"Expected an exported program, an OpwireArchive or an extern-node file, got {type(obj).__name__}; "
+            "`opwire inspect` tells what a file holds"
+        )
+    return obj
+
+
+def render_html(program_or_archive: Any, findings: Sequence[str | Path] = (), title: str | None = None) -> str:
+    """The page for a program, archive or extern-node file (a path or a model), with findings files drawn on it."""
+    obj = load_viewable(program_or_archive)
+    if title is None:
+        title = Path(program_or_archive).name if isinstance(program_or_archive, str | Path) else type(obj).__name__
+    data = page_data(obj, title)
+    data["findings"] = merge_findings([load_findings(f) for f in findings])
+    return render_page(data)
+
+
+def view(
+    program_or_archive: Any, path: str | Path, findings: Sequence[str | Path] = (), title: str | None = None
+) -> Path:
+    """Write the interactive page of a program, archive or extern-node file to `path`; returns the path."""
+    out = Path(path)
+    out.write_text(render_html(program_or_archive, findings, title), encoding="utf-8")
+    return out
+
+
+class _CallableModule(types.ModuleType):
+    """`opwire.view(...)` is the function even after `import opwire.view` made `opwire.view` this module.
+
+    Python binds a package attribute to its submodule on import, which would shadow the face's lazy
+    `opwire.view` function; calling the module calls `view`, so both spellings work.
+    """
+
+    def __call__(
+        self, program_or_archive: Any, path: str | Path, findings: Sequence[str | Path] = (), title: str | None = None
+    ) -> Path:
+        return view(program_or_archive, path, findings, title)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -1,0 +1,18 @@
+"""Fixtures for the `opwire view` tests: the programs of tests/view_programs.py, exported once per session."""
+
+from __future__ import annotations
+
+import pytest
+import view_programs
+
+
+@pytest.fixture(scope="session")
+def hops_json() -> bytes:
+    """torch's JSON of the `Hops` program (cond, map_impl, while_loop)."""
+    return view_programs.hops_program()
+
+
+@pytest.fixture(scope="session")
+def stack_json() -> bytes:
+    """A 3-layer `Stack`, decomposed."""
+    return view_programs.stack_program(3)

@@ -1,0 +1,143 @@
+"""`opwire run --save-nodes` / `--compare-nodes --findings`: per-node comparison of two runs, first divergence."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import corpus
+import pytest
+import torch
+
+import opwire
+from opwire.cli import main
+from opwire.proxy_executor.graph import ProgramRunner
+from opwire.schema import models as m
+from opwire.serde import objects as _values
+from opwire.serde import tensors as _tensors
+from opwire.serde import torch_bridge
+from opwire.view.runs import NodeComparer, NodeRecorder, read_nodes
+
+
+def _files(tmp_path: Path, name: str = "mlp/decomposed", perturb: str | None = None) -> tuple[str, str]:
+    """An archive of a corpus program (one weight shifted by 0.5 when `perturb` names it) and its inputs."""
+    prog = corpus.get_program(name)
+    archive = torch_bridge.archive_from_exported_program(prog.ep)
+    if perturb is not None:
+        w = dict(archive.weights)
+        w[perturb] = _tensors.from_tensor(_tensors.to_tensor(w[perturb]) + 0.5)
+        archive = archive.model_copy(update={"weights": w})
+    path = tmp_path / f"prog{'-' + perturb if perturb else ''}.opw"
+    path.write_bytes(opwire.dumps(archive, "compact"))
+    inputs = tmp_path / "x.json"
+    values = {"args": _values.from_python(list(prog.args)), "kwargs": _values.from_python(prog.kwargs)}
+    inputs.write_bytes(opwire.dumps(m.Values(values=values)))
+    return str(path), str(inputs)
+
+
+def test_same_run_matches_everywhere(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    prog, x = _files(tmp_path)
+    nodes, findings = tmp_path / "a.nodes", tmp_path / "f.json"
+    assert main(["run", prog, "--inputs", x, "--save-nodes", str(nodes)]) == 0
+    assert "saved 9 node outputs" in capsys.readouterr().err
+    assert main(["run", prog, "--inputs", x, "--compare-nodes", str(nodes), "--findings", str(findings)]) == 0
+    doc = json.loads(findings.read_text())
+    assert doc["opwire_findings"] == 1 and doc["first_divergence"] is None
+    assert {f["status"] for f in doc["findings"]} == {"ok"}
+    assert "compared 9 nodes: 0 differ" in capsys.readouterr().err
+
+
+def test_injected_mismatch_is_the_first_divergence(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    prog, x = _files(tmp_path)
+    bad, _ = _files(tmp_path, perturb="net.2.weight")  # the second Linear: permute_1 reads it first
+    nodes, findings = tmp_path / "a.nodes", tmp_path / "f.json"
+    assert main(["run", prog, "--inputs", x, "--save-nodes", str(nodes)]) == 0
+    assert main(["run", bad, "--inputs", x, "--compare-nodes", str(nodes), "--findings", str(findings)]) == 1
+    doc = json.loads(findings.read_text())
+    status = {f["node"]: f["status"] for f in doc["findings"]}
+    assert doc["first_divergence"] == "permute_1"
+    assert [n for n, s in status.items() if s == "ok"] == ["permute", "addmm", "relu", "permute_2"]
+    assert status["permute_1"] == status["addmm_1"] == "mismatch"
+    first = next(f for f in doc["findings"] if f["node"] == "permute_1")
+    assert "elements differ (within rtol=1e-05, atol=1e-06); largest difference 0.5" in first["message"]
+    assert "first divergence: permute_1" in capsys.readouterr().err
+
+
+def test_tolerance_flags(tmp_path: Path) -> None:
+    prog, x = _files(tmp_path)
+    bad, _ = _files(tmp_path, perturb="net.4.bias")
+    nodes, findings = tmp_path / "a.nodes", tmp_path / "f.json"
+    assert main(["run", prog, "--inputs", x, "--save-nodes", str(nodes)]) == 0
+    args = ["run", bad, "--inputs", x, "--compare-nodes", str(nodes), "--findings", str(findings)]
+    assert main([*args, "--atol", "1.0"]) == 0
+    assert main(args) == 1
+
+
+def test_buffers_and_sym_outputs_compare(tmp_path: Path) -> None:
+    """A dynamic program (sym_size outputs, a cond on a SymBool) and a buffer-mutating one compare clean."""
+    for name in ("dynamic/decomposed", "counter/decomposed"):
+        prog = corpus.get_program(name)
+        made = prog.fresh()
+        archive = torch_bridge.archive_from_exported_program(prog.ep)
+        rec = NodeRecorder(archive.program.graph_module.graph)
+        ProgramRunner(archive, observer=rec)(*made[1], **made[2])
+        path = rec.save(tmp_path / "a.nodes")
+        cmp = NodeComparer(archive.program.graph_module.graph, read_nodes(path))
+        ProgramRunner(archive, observer=cmp)(*made[1], **made[2])
+        assert cmp.first is None, (name, [f for f in cmp.findings if f["status"] != "ok"])
+        assert len(cmp.findings) == len(archive.program.graph_module.graph.nodes)
+
+
+def test_failed_run_is_an_error_finding(tmp_path: Path) -> None:
+    prog = corpus.get_program("mlp/decomposed")
+    archive = torch_bridge.archive_from_exported_program(prog.ep)
+    graph = archive.program.graph_module.graph
+    cmp = NodeComparer(graph, m.Values(values={}))
+    cmp.seen = 2
+    cmp.failed(opwire.KernelError("boom"))
+    assert cmp.findings[-1] == {"node": "relu", "status": "error", "code": "NODE_FAILED", "message": "boom"}
+    assert cmp.first == "relu"
+
+
+def test_values_missing_from_the_saved_run_are_reported(tmp_path: Path) -> None:
+    prog, x = _files(tmp_path)
+    empty, findings = tmp_path / "e.nodes", tmp_path / "f.json"
+    empty.write_bytes(opwire.dumps(m.Values(values={}), "compact"))
+    assert main(["run", prog, "--inputs", x, "--compare-nodes", str(empty), "--findings", str(findings)]) == 0
+    doc = json.loads(findings.read_text())
+    assert {f["status"] for f in doc["findings"]} == {"info"}
+    assert "not in the saved run" in doc["findings"][0]["message"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--findings", "f.json"], "--findings needs --compare-nodes"),
+        (["--save-nodes", "a", "--compare-nodes", "b"], "pass one of them"),
+        (
+            ["--compare-nodes", "prog.opw"],
+            "expected a .nodes file (a Values record written by `opwire run --save-nodes`)",
+        ),
+        (["--compare-nodes", "missing.nodes"], "missing.nodes"),
+    ],
+)
+def test_bad_node_flags_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+) -> None:
+    prog, x = _files(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", prog, "--inputs", x, *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("opwire run: error:") and message in err, err
+
+
+def test_node_outputs_are_snapshots(tmp_path: Path) -> None:
+    """The recorder keeps bytes at the time a node ran, not a tensor that a later node may change."""
+    rec = NodeRecorder(
+        m.Graph(inputs=[], outputs=[], nodes=[], tensor_values={}, sym_int_values={}, sym_bool_values={})
+    )
+    t = torch.ones(2)
+    node = m.Node(target="t", inputs=[], outputs=[], metadata={}, name="n")
+    rec(node, {"v": t})
+    t.add_(1)
+    assert _tensors.to_tensor(rec.values["v"].value).tolist() == [1.0, 1.0]
