@@ -48,6 +48,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        from opwire.cli.options import prepare
+
+        prepare(args)
         return int(args.func(args))
     except OpwireError as exc:
         print(f"opwire {args.command}: error: {exc}", file=sys.stderr)

@@ -54,9 +54,8 @@ def test_validate_json_with_sample_inputs(capsys: pytest.CaptureFixture[str]) ->
         ),
         (
             ["ops", "validate", "x::y", "--import", "oplib.no_such_module"],
-            "opwire ops: error: --import oplib.no_such_module: importing the module failed (ModuleNotFoundError: "
-            "No module named 'oplib.no_such_module'); expected an importable module that registers ops (check "
-            "PYTHONPATH)",
+            "opwire ops: error: --import oplib.no_such_module: no module named 'oplib.no_such_module'; expected a "
+            "module importable from the working directory or PYTHONPATH (a file mylib.py is --import mylib)",
         ),
         (
             ["ops", "validate", "opwire_vt::good", "--import", "oplib.validate_lib", "--sample-inputs", "nocolon"],
