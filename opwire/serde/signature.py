@@ -9,6 +9,7 @@ opwire prints for an operator: `aten::linear.default`.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ __all__ = [
     "node_outputs",
     "op_name",
     "program_signature",
+    "sym_text",
 ]
 
 _SYM_MEMBERS = {"as_sym_int": "SymInt", "as_sym_float": "SymFloat", "as_sym_bool": "SymBool"}
@@ -56,7 +58,61 @@ def dtype_name(st: int) -> str:
 
 
 def _size(s: m.SymInt) -> int | str:
-    return int(s.as_int) if s.as_int is not None else str(s.as_expr.expr_str if s.as_expr else "?")
+    return int(s.as_int) if s.as_int is not None else sym_text(s.as_expr.expr_str if s.as_expr else "?")
+
+
+_TOKEN = re.compile(r"\s*(?:(?P<name>[A-Za-z_][A-Za-z_0-9]*)|(?P<num>-?\d+)|'(?P<str>[^']*)'|(?P<punct>[(),=]))")
+_INFIX = {"Add": " + ", "Mul": "*", "Pow": "**", "FloorDiv": "//", "Mod": "%", "PythonMod": "%"}
+
+
+def sym_text(expr: str) -> str:
+    """`s0 + 1` for torch's sympy repr `Add(Symbol('s0', integer=True), Integer(1))`; read, never evaluated.
+
+    Anything this small reader does not follow is shown as written.
+    """
+    tokens: list[tuple[str, str]] = []
+    pos = 0
+    while pos < len(expr):
+        match = _TOKEN.match(expr, pos)
+        if match is None or match.end() == pos:
+            return expr if expr.strip() else "?"
+        kind = match.lastgroup or ""
+        tokens.append((kind, match.group(kind)))
+        pos = match.end()
+    try:
+        text, end = _read(tokens, 0, 0)
+    except (IndexError, ValueError):
+        return expr
+    return text if end == len(tokens) else expr
+
+
+def _read(tokens: list[tuple[str, str]], i: int, depth: int) -> tuple[str, int]:
+    if depth > 64:
+        raise ValueError("too deep")
+    kind, text = tokens[i]
+    if kind in ("num", "str"):
+        return text, i + 1
+    if kind != "name":
+        raise ValueError(text)
+    if i + 1 >= len(tokens) or tokens[i + 1][1] != "(":
+        return text, i + 1
+    args: list[str] = []
+    i += 2
+    while tokens[i][1] != ")":
+        if tokens[i][0] == "name" and tokens[i + 1][1] == "=":  # keyword (assumptions): skip name, '=', value
+            _, i = _read(tokens, i + 2, depth + 1)
+        else:
+            arg, i = _read(tokens, i, depth + 1)
+            args.append(arg)
+        if tokens[i][1] == ",":
+            i += 1
+    i += 1
+    if text in ("Symbol", "Integer", "Float", "Rational") and len(args) == 1:
+        return args[0], i
+    if text in _INFIX and args:
+        wrap = [f"({a})" if " " in a and text != "Add" else a for a in args]
+        return _INFIX[text].join(wrap), i
+    return f"{text}({', '.join(args)})", i
 
 
 @dataclass(frozen=True)
@@ -101,8 +157,6 @@ class Port:
 
 
 def _tokens(expr: str) -> list[str]:
-    import re
-
     return re.findall(r"[A-Za-z_][A-Za-z_0-9]*", expr)
 
 
