@@ -59,7 +59,7 @@ def test_inspect_counts_parameters_and_buffers_apart_from_user_inputs(
         "name": "x",
         "kind": "Tensor",
         "dtype": "float32",
-        "shape": [2, 3, 8, 8],
+        "shape": list(prog.ep.example_inputs[0][0].shape),
         "device": "cpu",
     }
     params = [k for k, v in prog.ep.state_dict.items() if isinstance(v, torch.nn.Parameter)]
