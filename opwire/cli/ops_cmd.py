@@ -25,8 +25,12 @@ def add_parser(sub: Any) -> None:
     v = verbs.add_parser(
         "validate",
         help="check ops for export, serialization, AOTInductor and vmap",
-        description="Report every way an op will fail in export, serialization, AOTInductor and vmap. "
-        "Exit 0 when no finding is an error, 1 when one is, 2 on bad usage.",
+        description="Report every way an op will fail in export, serialization, AOTInductor and vmap. TARGET is "
+        "an op as the dispatcher names it (mylib::scale, mylib::scale.default) or a whole namespace (mylib); "
+        "load the library that registers it with --import MODULE (a Python file that calls torch.library) or "
+        "--load-library PATH.so. --sample-inputs MODULE:FUNC names a function FUNC(op_name) returning a list of "
+        "(args, kwargs) pairs, e.g. [((torch.randn(3),), {})], for torch.library.opcheck and a record/replay round "
+        "trip. Exit 0 when no finding is an error, 1 when one is, 2 on bad usage.",
     )
     v.add_argument("targets", nargs="+", metavar="TARGET", help="ns::op, ns::op.overload or a namespace")
     add_loading(v)
@@ -37,7 +41,11 @@ def add_parser(sub: Any) -> None:
     s = verbs.add_parser(
         "snapshot",
         help="write a stable snapshot of every op in some namespaces",
-        description="Write an OpLibrarySnapshot (sorted, no addresses or timestamps) to stdout or --out.",
+        description="Write an OpLibrarySnapshot of every op in the namespaces (schema, arguments, defaults, "
+        "aliasing, tags; sorted, no addresses or timestamps) to stdout or --out. JSON is indented with sorted keys "
+        "so snapshots diff well in review; keep one in the repository and compare with `opwire ops bc-check "
+        "SNAPSHOT --import MODULE`. Load the ops with --import MODULE or --load-library PATH.so. Exit 0, 2 on bad "
+        "usage.",
     )
     s.add_argument("namespaces", nargs="+", metavar="NS", help="namespaces to snapshot")
     add_loading(s)
@@ -48,10 +56,12 @@ def add_parser(sub: Any) -> None:
     b = verbs.add_parser(
         "bc-check",
         help="classify the changes between two versions of an op library",
-        description="Compare OLD with NEW (a snapshot file; default: the live namespaces of OLD, loaded with "
-        "--import/--load-library). Exit 0 when nothing breaks under --policy, 1 when something does, 2 on bad usage.",
+        description="Compare OLD with NEW and classify every change (removed ops, renamed or retyped arguments, "
+        "changed defaults, ...). OLD and NEW are snapshot files written by `opwire ops snapshot NS --out FILE` "
+        "(any format); without NEW, the live namespaces of OLD are compared, loaded with --import/--load-library. "
+        "Exit 0 when nothing breaks under --policy, 1 when something does, 2 on bad usage.",
     )
-    b.add_argument("old", help="the old snapshot file")
+    b.add_argument("old", help="the old snapshot file (opwire ops snapshot NS --out old.json)")
     b.add_argument("new", nargs="?", help="the new snapshot file (default: the live namespaces)")
     add_loading(b)
     b.add_argument(
@@ -82,18 +92,22 @@ def _print_report(report: Any) -> None:
 def run_validate(args: argparse.Namespace) -> int:
     """Validate the targets; exit 1 when any finding is an error."""
     from opwire.validation.opcheck import load_sample_inputs
-    from opwire.validation.validate import validate_op
+    from opwire.validation.validate import checks_run, validate_op
 
     samples = load_sample_inputs(args.sample_inputs) if args.sample_inputs else None
     reports = [r for target in args.targets for r in validate_op(target, sample_inputs=samples)]
     errors = sum(len(r.errors) for r in reports)
+    checks = list(checks_run(samples is not None))
     if args.json:
-        print(json.dumps({"errors": errors, "reports": [r.to_json() for r in reports]}, indent=2))
+        print(json.dumps({"errors": errors, "checks": checks, "reports": [r.to_json() for r in reports]}, indent=2))
     else:
         for r in reports:
             _print_report(r)
         warnings = sum(1 for r in reports for f in r.findings if f.severity.value == "warning")
         print(f"{len(reports)} op(s): {errors} error(s), {warnings} warning(s)")
+        print(f"checks run: {'; '.join(checks)}")
+        if samples is None:
+            print("  (--sample-inputs MODULE:FUNC adds torch.library.opcheck and a record/serialize/replay round trip)")
     return 1 if errors else 0
 
 
@@ -105,6 +119,8 @@ def run_snapshot(args: argparse.Namespace) -> int:
     from opwire.validation.snapshot import snapshot_ops
 
     data = opwire.dumps(snapshot_ops(args.namespaces), format=args.format)
+    if args.format == "json":  # snapshots are diffed in review: one value a line, keys sorted, a final newline
+        data = (json.dumps(json.loads(data), indent=2, sort_keys=True) + "\n").encode()
     if args.out:
         Path(args.out).write_bytes(data)
     else:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import Cli
+from clirun import Cli
 
 import opwire
 from opwire.cli import main

@@ -8,7 +8,7 @@ from pathlib import Path
 import corpus
 import pytest
 import torch
-from conftest import Cli
+from clirun import Cli
 
 import opwire
 from opwire.cli import main
