@@ -42,19 +42,17 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _refuse_extern_nodes(path: str) -> None:
-    """An extern-node file is AOTInductor's, not a program: say which command runs it."""
+def _load_program(path: str) -> Any:
+    """The program or archive in `path`, read once; an extern-node file (AOTInductor's) is sent to `opwire exec`."""
     from opwire.serde.detect import load_any
 
-    try:
-        obj = load_any(path, lazy_archive=True)
-    except OpwireError:
-        return  # the runner reports what is wrong with the file
+    obj = load_any(path)
     if isinstance(obj, m.ExternKernelNodes):
         raise DecodeError(
             f"{path} holds AOTInductor extern nodes (ExternKernelNodes), not a program; run it with "
             f"`opwire exec {path} --inputs VALUES` (`opwire inspect {path}` lists the names it reads)"
         )
+    return obj
 
 
 def _inputs(py: dict[str, Any], runner: Any, signature: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -104,8 +102,7 @@ def run(args: argparse.Namespace) -> int:
     from opwire.serde import objects as _values
     from opwire.serde.signature import program_signature
 
-    _refuse_extern_nodes(args.program)
-    runner = ProgramRunner(args.program, device=args.device)
+    runner = ProgramRunner(_load_program(args.program), device=args.device)
     signature = program_signature(runner.program)
     dtypes = {p.name: p.dtype for p in signature.inputs if p.dtype is not None}
     py = read_inputs(args.inputs, args.inputs_format, allow_pickle=args.allow_pickle, dtypes=dtypes)
