@@ -10,7 +10,7 @@ from typing import Any
 
 from opwire.cli.options import LOADING_HELP, add_device, add_loading
 from opwire.cli.values import INPUTS_HELP, describe, read_inputs, text
-from opwire.errors import DecodeError, OpwireError
+from opwire.errors import BindError, DecodeError, OpwireError
 from opwire.schema import models as m
 
 __all__ = ["add_parser", "run"]
@@ -75,6 +75,11 @@ def _inputs(py: dict[str, Any], runner: Any, signature: Any) -> tuple[tuple[Any,
     leaves = [py.get(p.name, p.value) for p in ports]
     if runner.in_spec is None:
         return tuple(leaves), {}
+    if runner.in_spec.num_leaves != len(leaves):
+        raise BindError(
+            f"the program's input spec holds {runner.in_spec.num_leaves} values but its signature names "
+            f"{len(leaves)} inputs ({', '.join(p.name for p in ports)}); pass 'args' and 'kwargs' in a Values file"
+        )
     args, kwargs = pytree.tree_unflatten(leaves, runner.in_spec)
     return tuple(args), dict(kwargs)
 

@@ -206,3 +206,18 @@ def test_plain_json_that_is_no_tensor(tmp_path: Path, capsys: pytest.CaptureFixt
         f"opwire run: error: {obj}: input 'x' is a JSON dict; expected nested lists (a tensor) or a number, or write "
         "a Values file with opwire.serde.values\n"
     )
+
+
+def test_an_input_spec_that_disagrees_with_the_signature(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import torch.utils._pytree as pytree
+
+    archive = torch_bridge.archive_from_exported_program(corpus.get_program("mlp/decomposed").ep)
+    two = pytree.treespec_dumps(pytree.tree_flatten(((torch.zeros(1), torch.zeros(1)), {}))[1])
+    archive.program.graph_module.module_call_graph[0].signature.in_spec = two
+    path = tmp_path / "p.opw"
+    path.write_bytes(opwire.dumps(archive, "compact"))
+    assert main(["run", str(path), "--inputs", _json(tmp_path, "x.json", {"x": [[0.0] * 8] * 5})]) == 2
+    assert capsys.readouterr().err == (
+        "opwire run: error: the program's input spec holds 2 values but its signature names 1 inputs (x); pass "
+        "'args' and 'kwargs' in a Values file\n"
+    )
