@@ -221,3 +221,31 @@ def test_an_input_spec_that_disagrees_with_the_signature(tmp_path: Path, capsys:
         "opwire run: error: the program's input spec holds 2 values but its signature names 1 inputs (x); pass "
         "'args' and 'kwargs' in a Values file\n"
     )
+
+
+class _Flagged(torch.nn.Module):
+    def forward(self, x: torch.Tensor, flag: bool = False) -> torch.Tensor:
+        return x + 1 if flag else x - 1
+
+
+def test_constant_inputs_are_shown_filled_in_and_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ep = torch.export.export(_Flagged(), (torch.randn(2),), {"flag": True})
+    path = tmp_path / "flagged.json"
+    path.write_bytes(opwire.dumps(opwire.serde.from_exported_program(ep)))
+    assert main(["inspect", str(path)]) == 0
+    assert "  flag                 bool = True (constant: the program was exported with this value)\n" in (
+        capsys.readouterr().out
+    )
+    assert main(["run", str(path), "--inputs", _json(tmp_path, "x.json", {"x": [0.0, 1.0]}), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["outputs"]["output[0]"]["values"] == [1.0, 2.0]
+    assert main(["run", str(path), "--inputs", _json(tmp_path, "f.json", {"x": [0.0, 1.0], "flag": False})]) == 2
+    assert capsys.readouterr().err == (
+        "opwire run: error: input 'flag': the program was exported with the constant True, got False; leave it out "
+        "or pass that value (re-export the program to use another)\n"
+    )
+    with pytest.raises(opwire.BindError) as info:
+        opwire.run_program(opwire.serde.from_exported_program(ep), (torch.zeros(2),), {"flag": False})
+    assert str(info.value) == (
+        "input_specs[1]: input 'flag' was exported as the constant True, got False; pass the same value (re-export "
+        "the program to use another)"
+    )
