@@ -7,12 +7,12 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.opwire-installed
 TORCH_PIN := torch==2.13.0
 
-.PHONY: demo test lint bench fuzz regen clean thrift-compiler
+.PHONY: demo test lint docs bench fuzz regen clean thrift-compiler
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check $(TORCH_PIN)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]' $(TORCH_PIN)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,docs]' $(TORCH_PIN)
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -25,7 +25,11 @@ lint: $(STAMP)
 	$(PY) -m opwire.schema.codegen --check
 	$(VENV)/bin/lint-imports --no-cache
 
-test: lint thrift-compiler
+# the site (tutorials, concepts, API reference from docstrings) in strict mode: a broken link or reference fails
+docs: $(STAMP)
+	$(PY) -m mkdocs build --strict --quiet --site-dir $${DOCS_SITE:-site}
+
+test: lint docs thrift-compiler
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q -n 2 --dist loadgroup
 
 # Apache Thrift's compiler, for the interop test: installed from Debian when we may (root), else the test skips.
@@ -45,4 +49,4 @@ regen: $(STAMP)
 	$(PY) -m opwire.schema.codegen
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache site

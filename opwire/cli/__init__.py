@@ -11,7 +11,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from opwire.errors import OpwireError
+from opwire.errors import OpwireError, UnknownTargetError
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -49,9 +49,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        from opwire.cli.options import prepare
+
+        prepare(args)
         return int(args.func(args))
     except OpwireError as exc:
-        print(f"opwire {args.command}: error: {exc}", file=sys.stderr)
+        hint = ""
+        if isinstance(exc, UnknownTargetError) and hasattr(args, "imports") and "--import" not in str(exc):
+            hint = "; from the command line: --import MODULE or --load-library PATH.so"
+        print(f"opwire {args.command}: error: {exc}{hint}", file=sys.stderr)
         return 2
     except OSError as exc:
         print(

@@ -13,6 +13,7 @@ import argparse
 from pathlib import Path
 from typing import Any, Literal, cast
 
+from opwire.cli.options import LOADING_HELP, add_loading
 from opwire.errors import DecodeError
 from opwire.schema import models as m
 
@@ -30,13 +31,17 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "convert",
         help="convert programs and archives between JSON, Thrift binary/compact and .pt2",
-        description="Convert a program or archive. Exit 0 on success, 2 on bad input.",
+        description="Convert a program or archive. IN is a .pt2 archive (torch.export.save), torch's program "
+        "JSON (models/model.json inside a .pt2), an OpwireArchive, or a file an earlier `opwire convert` wrote; "
+        "it is recognized from its content. Exit 0 on success, 2 on bad input. For programs that call "
+        "custom ops or name custom pytree classes: " + LOADING_HELP,
     )
     p.add_argument("input", metavar="IN", help=".pt2 archive, JSON program or archive, or a file opwire wrote")
     p.add_argument("output", metavar="OUT", help="file to write")
     p.add_argument("--to", choices=TARGETS, help="output format (default: from OUT's suffix, .json or .pt2)")
     p.add_argument("--model", help="which program of a .pt2 archive holding several (default: model)")
     p.add_argument("--allow-pickle", action="store_true", help="load pickled archive entries (trusted files only)")
+    add_loading(p)
     p.set_defaults(func=run)
 
 

@@ -5,22 +5,33 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
-from opwire.errors import DecodeError, OpwireError
+from opwire.cli.options import LOADING_HELP, add_loading
+from opwire.cli.values import INPUTS_HELP, describe, read_inputs, text
+from opwire.errors import BindError, OpwireError
 from opwire.proxy_executor.policy import DefaultPolicy
-from opwire.schema import models as m
+from opwire.serde.signature import extern_inputs, op_name
 
 __all__ = ["add_parser", "run"]
 
 
 def add_parser(sub: Any) -> None:
     """Register `exec`."""
-    p = sub.add_parser("exec", help="run the nodes of an extern-node file (AOTInductor's <hash>.wrapper.json or .pt2)")
+    p = sub.add_parser(
+        "exec",
+        help="run the nodes of an extern-node file (AOTInductor's <hash>.wrapper.json or .pt2)",
+        description="Run every node of an extern-node file in order through the proxy executor and print each "
+        "output (shape, dtype, a few values, min/max/mean/std). NODES is the <hash>.wrapper.json that "
+        "AOTInductor writes beside a compiled model (torch._inductor.aoti_compile_and_package keeps it under "
+        "data/aotinductor/ in the .pt2 package; pass either). --inputs gives every name the nodes read that no "
+        "earlier node produced: `opwire inspect NODES` lists them. " + INPUTS_HELP + " Exit 0 when every call "
+        "ran, 1 when a call failed, 2 on bad input. " + LOADING_HELP,
+    )
     p.add_argument("nodes", help="extern-node JSON, or a .pt2 package holding one under data/aotinductor/")
-    p.add_argument("--inputs", required=True, help="a Values file naming the tensors and sym ints the nodes read")
-    p.add_argument("--inputs-format", default="json", choices=("json", "binary", "compact"), help="codec of --inputs")
+    p.add_argument("--inputs", required=True, help="the inputs file: Values, plain JSON, or torch.save (see above)")
+    p.add_argument("--inputs-format", default=None, choices=("json", "binary", "compact"), help="codec of --inputs")
+    p.add_argument("--allow-pickle", action="store_true", help="accept a torch.save'd --inputs file (trusted only)")
     p.add_argument(
         "--policy",
         default=DefaultPolicy.FROM_SCHEMA.value,
@@ -28,33 +39,33 @@ def add_parser(sub: Any) -> None:
         help="who fills arguments the file omits (docs/policies.md)",
     )
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_loading(p)
     p.set_defaults(func=run)
 
 
-def _describe(v: Any) -> Any:
-    import torch
-
-    if isinstance(v, torch.Tensor):
-        return {"tensor": list(v.shape), "dtype": str(v.dtype).removeprefix("torch."), "device": str(v.device)}
-    return v if isinstance(v, (int, float, bool, str)) or v is None else repr(v)
+def _check_inputs(nodes: Any, env: dict[str, Any]) -> None:
+    """A BindError naming the first name a node reads that neither --inputs nor an earlier node gives."""
+    for entry in extern_inputs(nodes):
+        for name in entry["reads"]:
+            if name not in env:
+                raise BindError(
+                    f"input {name!r} is missing: node [{entry['index']}] {entry['name']} ({entry['op']}) reads it and "
+                    f"no earlier node produces it; --inputs gives {', '.join(sorted(env)) or 'nothing'} "
+                    "(`opwire inspect NODES` lists every name the nodes read)"
+                )
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the nodes; exit 0, 1 when a call fails, 2 on unreadable input."""
-    import opwire
     from opwire.proxy_executor import ProxyExecutor
 
-    try:
-        data = Path(args.inputs).read_bytes()
-        values_model = opwire.loads(data, m.Values, format=args.inputs_format)
-    except OSError as exc:
-        raise DecodeError(f"cannot read --inputs {args.inputs}: {exc.strerror or exc}") from None
-    env = opwire.serde.python_values(values_model)
+    env = read_inputs(args.inputs, args.inputs_format, allow_pickle=args.allow_pickle)
     ex = ProxyExecutor(args.nodes, policy=args.policy)
+    _check_inputs(ex.nodes, env)
     report: list[dict[str, Any]] = []
     status = 0
     for i, ek in enumerate(ex.nodes.nodes):
-        entry: dict[str, Any] = {"index": i, "name": ek.name, "target": ek.node.target}
+        entry: dict[str, Any] = {"index": i, "name": ek.name, "target": op_name(ek.node.target)}
         try:
             outs = ex.call(i, env)
         except OpwireError as exc:
@@ -63,20 +74,16 @@ def run(args: argparse.Namespace) -> int:
             status = 1
             break
         env.update(outs)
-        entry["outputs"] = {k: _describe(v) for k, v in outs.items()}
+        entry["outputs"] = {k: describe(v) for k, v in outs.items()}
         report.append(entry)
     if args.json:
         print(json.dumps({"nodes": report, "ok": status == 0}, indent=2))
     else:
         for e in report:
-            outs_text = ", ".join(f"{k}: {_short(v)}" for k, v in e.get("outputs", {}).items()) or "-"
-            print(f"[{e['index']}] {e['name']} {e['target']} -> {outs_text}")
+            outs = e.get("outputs", {})
+            print(f"[{e['index']}] {e['name']} {e['target']}" + ("" if outs else " -> -"))
+            for k, v in outs.items():
+                print(f"    {k}: {text(v)}")
             if "error" in e:
                 print(f"opwire exec: error: {e['error']}", file=sys.stderr)
     return status
-
-
-def _short(v: Any) -> str:
-    if isinstance(v, dict) and "tensor" in v:
-        return f"{v['dtype']}{v['tensor']}"
-    return repr(v)

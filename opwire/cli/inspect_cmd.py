@@ -11,17 +11,30 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from opwire.cli.options import LOADING_HELP, add_loading
 from opwire.schema import models as m
 from opwire.serde.detect import load_any
+from opwire.serde.signature import extern_inputs, op_name, program_signature
 
 __all__ = ["add_parser", "run", "summarize"]
 
 
 def add_parser(sub: Any) -> None:
     """Register `inspect`."""
-    p = sub.add_parser("inspect", help="summarize a program, extern-node file, trace or archive")
+    p = sub.add_parser(
+        "inspect",
+        help="summarize a program, extern-node file, trace or archive",
+        description="Summarize FILE, recognized from its content: a program's signature (user inputs and "
+        "outputs with dtype, shape, symbolic ranges and device; parameters, buffers, constants), an extern-node "
+        "file's ops and the names its nodes read that no node produces (what `opwire exec --inputs` must give), "
+        "a trace's ops, a snapshot or a Values file. FILE is torch's program JSON (models/model.json of a .pt2), "
+        "a .pt2 archive (torch.export.save; weights are never read), an AOTInductor package or its "
+        "<hash>.wrapper.json, or any file opwire wrote (opwire convert, opwire record, Trace.save, ops snapshot). "
+        "Exit 0, or 2 when the file is unreadable. " + LOADING_HELP,
+    )
     p.add_argument("file", help="JSON program, extern-node JSON, .pt2 archive, or a file opwire wrote")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_loading(p)
     p.set_defaults(func=run)
 
 
@@ -47,7 +60,7 @@ def _summarize_zip(path: Path) -> dict[str, Any]:
             summary.pop("kind")
             summary = {"kind": "pt2 archive", "model": archive.model, **summary}
             summary["weights"] = len(archive.weight_entries)
-            summary["constants"] = len(archive.constant_entries)
+            summary["stored_constants"] = len(archive.constant_entries)
     else:
         summary["kind"] = f"AOTInductor package ({summary['kind']})"
     return summary
@@ -75,7 +88,7 @@ def _members(nodes: list[m.Node]) -> Counter[str]:
 
 
 def _nodes_summary(nodes: list[m.Node]) -> dict[str, Any]:
-    ops = Counter(n.target for n in nodes)
+    ops = Counter(op_name(n.target) for n in nodes)
     return {
         "nodes": len(nodes),
         "ops": dict(ops.most_common()),
@@ -89,7 +102,7 @@ def summarize(obj: BaseModel) -> dict[str, Any]:
         out = summarize(obj.program)
         out["kind"] = "OpwireArchive"
         out["weights"] = len(obj.weights)
-        out["constants"] = len(obj.constants)
+        out["stored_constants"] = len(obj.constants)
         out["payload_bytes"] = sum(len(t.data) for t in [*obj.weights.values(), *obj.constants.values()])
         return out
     if isinstance(obj, m.ExportedProgram):
@@ -99,12 +112,15 @@ def summarize(obj: BaseModel) -> dict[str, Any]:
             "kind": "ExportedProgram",
             "schema_version": f"{v.major}.{v.minor}",
             "torch_version": obj.torch_version,
-            "inputs": len(graph.inputs),
-            "outputs": len(graph.outputs),
+            **program_signature(obj).to_json(),
             **_nodes_summary(_walk_nodes(graph)),
         }
     if isinstance(obj, m.ExternKernelNodes):
-        return {"kind": "ExternKernelNodes", **_nodes_summary([n.node for n in obj.nodes])}
+        return {
+            "kind": "ExternKernelNodes",
+            **_nodes_summary([n.node for n in obj.nodes]),
+            "reads": extern_inputs(obj),
+        }
     if isinstance(obj, m.CallTrace):
         h = obj.header
         return {
@@ -114,7 +130,7 @@ def summarize(obj: BaseModel) -> dict[str, Any]:
             "outputs_mode": h.outputs_mode,
             "records": len(obj.records),
             "tensors": len(obj.tensors),
-            "ops": dict(Counter(r.target for r in obj.records).most_common()),
+            "ops": dict(Counter(op_name(r.target) for r in obj.records).most_common()),
         }
     if isinstance(obj, m.OpLibrarySnapshot):
         return {"kind": "OpLibrarySnapshot", "namespaces": obj.namespaces, "ops": len(obj.ops)}
@@ -126,9 +142,35 @@ def summarize(obj: BaseModel) -> dict[str, Any]:
 def _render(summary: dict[str, Any]) -> str:
     lines = []
     for key, value in summary.items():
-        if isinstance(value, dict):
+        if key in ("inputs", "outputs") and isinstance(value, list):
+            lines.append(f"{key}:" if value else f"{key}: none")
+            lines += [f"  {_port_text(p)}" for p in value]
+        elif key == "ranges" and isinstance(value, dict):
+            if value:
+                lines.append("ranges:")
+                lines += [f"  {k:<20} {_range_text(r)}" for k, r in value.items()]
+        elif key == "reads" and isinstance(value, list):
+            head = "reads (names no node produces: give them in `opwire exec --inputs`):"
+            lines.append(head if value else "reads: none")
+            lines += [f"  [{e['index']}] {e['name']} {e['op']}: {', '.join(e['reads'])}" for e in value]
+        elif isinstance(value, dict):
             lines.append(f"{key}:")
             lines += [f"  {k:<48} {v}" for k, v in value.items()]
         else:
             lines.append(f"{key}: {value}")
     return "\n".join(lines)
+
+
+def _port_text(port: dict[str, Any]) -> str:
+    if port["kind"] == "Tensor":
+        shape = ", ".join(str(d) for d in port.get("shape") or ())
+        return f"{port['name']:<20} {port.get('dtype')}[{shape}] on {port.get('device')}"
+    value = f" = {port['value']!r}" if "value" in port else ""
+    constant = " (constant: the program was exported with this value)" if port.get("constant") else ""
+    return f"{port['name']:<20} {port['kind']}{value}{constant}"
+
+
+def _range_text(r: dict[str, Any]) -> str:
+    lo = "-inf" if r.get("min") is None else r["min"]
+    hi = "inf" if r.get("max") is None else r["max"]
+    return f"{lo}..{hi}"

@@ -6,34 +6,14 @@ Exit codes: 0 clean, 1 error findings (validate) or breaking changes under --pol
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 from typing import Any
 
-from opwire.errors import OpValidationError, first_line
+from opwire.cli.options import add_loading
 from opwire.proxy_executor.policy import DefaultPolicy
 
 __all__ = ["add_parser", "run_bc_check", "run_snapshot", "run_validate"]
-
-
-def _loading(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--import",
-        dest="imports",
-        action="append",
-        default=[],
-        metavar="MODULE",
-        help="import a Python module that registers ops (repeatable)",
-    )
-    p.add_argument(
-        "--load-library",
-        dest="libraries",
-        action="append",
-        default=[],
-        metavar="PATH.so",
-        help="load a compiled op library with torch.ops.load_library (repeatable)",
-    )
 
 
 def add_parser(sub: Any) -> None:
@@ -45,11 +25,15 @@ def add_parser(sub: Any) -> None:
     v = verbs.add_parser(
         "validate",
         help="check ops for export, serialization, AOTInductor and vmap",
-        description="Report every way an op will fail in export, serialization, AOTInductor and vmap. "
-        "Exit 0 when no finding is an error, 1 when one is, 2 on bad usage.",
+        description="Report every way an op will fail in export, serialization, AOTInductor and vmap. TARGET is "
+        "an op as the dispatcher names it (mylib::scale, mylib::scale.default) or a whole namespace (mylib); "
+        "load the library that registers it with --import MODULE (a Python file that calls torch.library) or "
+        "--load-library PATH.so. --sample-inputs MODULE:FUNC names a function FUNC(op_name) returning a list of "
+        "(args, kwargs) pairs, e.g. [((torch.randn(3),), {})], for torch.library.opcheck and a record/replay round "
+        "trip. Exit 0 when no finding is an error, 1 when one is, 2 on bad usage.",
     )
     v.add_argument("targets", nargs="+", metavar="TARGET", help="ns::op, ns::op.overload or a namespace")
-    _loading(v)
+    add_loading(v)
     v.add_argument("--sample-inputs", metavar="MODULE:FUNC", help="FUNC(op_name) -> (args, kwargs) pairs for opcheck")
     v.add_argument("--json", action="store_true", help="print the reports as JSON")
     v.set_defaults(func=run_validate)
@@ -57,10 +41,14 @@ def add_parser(sub: Any) -> None:
     s = verbs.add_parser(
         "snapshot",
         help="write a stable snapshot of every op in some namespaces",
-        description="Write an OpLibrarySnapshot (sorted, no addresses or timestamps) to stdout or --out.",
+        description="Write an OpLibrarySnapshot of every op in the namespaces (schema, arguments, defaults, "
+        "aliasing, tags; sorted, no addresses or timestamps) to stdout or --out. JSON is indented with sorted keys "
+        "so snapshots diff well in review; keep one in the repository and compare with `opwire ops bc-check "
+        "SNAPSHOT --import MODULE`. Load the ops with --import MODULE or --load-library PATH.so. Exit 0, 2 on bad "
+        "usage.",
     )
     s.add_argument("namespaces", nargs="+", metavar="NS", help="namespaces to snapshot")
-    _loading(s)
+    add_loading(s)
     s.add_argument("--format", choices=("json", "compact", "binary"), default="json", help="output format")
     s.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout")
     s.set_defaults(func=run_snapshot)
@@ -68,12 +56,14 @@ def add_parser(sub: Any) -> None:
     b = verbs.add_parser(
         "bc-check",
         help="classify the changes between two versions of an op library",
-        description="Compare OLD with NEW (a snapshot file; default: the live namespaces of OLD, loaded with "
-        "--import/--load-library). Exit 0 when nothing breaks under --policy, 1 when something does, 2 on bad usage.",
+        description="Compare OLD with NEW and classify every change (removed ops, renamed or retyped arguments, "
+        "changed defaults, ...). OLD and NEW are snapshot files written by `opwire ops snapshot NS --out FILE` "
+        "(any format); without NEW, the live namespaces of OLD are compared, loaded with --import/--load-library. "
+        "Exit 0 when nothing breaks under --policy, 1 when something does, 2 on bad usage.",
     )
-    b.add_argument("old", help="the old snapshot file")
+    b.add_argument("old", help="the old snapshot file (opwire ops snapshot NS --out old.json)")
     b.add_argument("new", nargs="?", help="the new snapshot file (default: the live namespaces)")
-    _loading(b)
+    add_loading(b)
     b.add_argument(
         "--policy",
         default=DefaultPolicy.FROM_SCHEMA.value,
@@ -82,30 +72,6 @@ def add_parser(sub: Any) -> None:
     )
     b.add_argument("--json", action="store_true", help="print the report as JSON")
     b.set_defaults(func=run_bc_check)
-
-
-def _load(args: argparse.Namespace) -> None:
-    """Import the modules and load the libraries that register the ops."""
-    import torch
-
-    if "" not in sys.path:
-        sys.path.insert(0, "")  # like `python -m`: modules in the working directory import
-    for name in args.imports:
-        try:
-            importlib.import_module(name)
-        except Exception as exc:
-            raise OpValidationError(
-                f"--import {name}: importing the module failed ({type(exc).__name__}: {exc}); "
-                "expected an importable module that registers ops (check PYTHONPATH)"
-            ) from None
-    for path in args.libraries:
-        try:
-            torch.ops.load_library(path)  # type: ignore[no-untyped-call]
-        except (OSError, RuntimeError) as exc:
-            raise OpValidationError(
-                f"--load-library {path}: loading failed ({first_line(exc)}); expected a shared library built against "
-                "this torch that registers ops"
-            ) from None
 
 
 def _print_report(report: Any) -> None:
@@ -126,19 +92,22 @@ def _print_report(report: Any) -> None:
 def run_validate(args: argparse.Namespace) -> int:
     """Validate the targets; exit 1 when any finding is an error."""
     from opwire.validation.opcheck import load_sample_inputs
-    from opwire.validation.validate import validate_op
+    from opwire.validation.validate import checks_run, validate_op
 
-    _load(args)
     samples = load_sample_inputs(args.sample_inputs) if args.sample_inputs else None
     reports = [r for target in args.targets for r in validate_op(target, sample_inputs=samples)]
     errors = sum(len(r.errors) for r in reports)
+    checks = list(checks_run(samples is not None))
     if args.json:
-        print(json.dumps({"errors": errors, "reports": [r.to_json() for r in reports]}, indent=2))
+        print(json.dumps({"errors": errors, "checks": checks, "reports": [r.to_json() for r in reports]}, indent=2))
     else:
         for r in reports:
             _print_report(r)
         warnings = sum(1 for r in reports for f in r.findings if f.severity.value == "warning")
         print(f"{len(reports)} op(s): {errors} error(s), {warnings} warning(s)")
+        print(f"checks run: {'; '.join(checks)}")
+        if samples is None:
+            print("  (--sample-inputs MODULE:FUNC adds torch.library.opcheck and a record/serialize/replay round trip)")
     return 1 if errors else 0
 
 
@@ -149,8 +118,9 @@ def run_snapshot(args: argparse.Namespace) -> int:
     import opwire
     from opwire.validation.snapshot import snapshot_ops
 
-    _load(args)
     data = opwire.dumps(snapshot_ops(args.namespaces), format=args.format)
+    if args.format == "json":  # snapshots are diffed in review: one value a line, keys sorted, a final newline
+        data = (json.dumps(json.loads(data), indent=2, sort_keys=True) + "\n").encode()
     if args.out:
         Path(args.out).write_bytes(data)
     else:
@@ -163,7 +133,6 @@ def run_bc_check(args: argparse.Namespace) -> int:
     """Compare two library versions; exit 1 when a change breaks under --policy."""
     from opwire.validation.bccheck import bc_check
 
-    _load(args)
     report = bc_check(args.old, args.new, policy=args.policy)
     if args.json:
         print(json.dumps(report.to_json(), indent=2))

@@ -6,6 +6,7 @@ import argparse
 import os
 import runpy
 import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -18,15 +19,24 @@ def add_parser(sub: Any) -> None:
         "record",
         help="run a Python script in-process and record its operator calls",
         description="Runs `python SCRIPT.py ARGS` or `python -m MODULE ARGS` in this process under opwire.record "
-        "and writes the trace (also when the script fails: exit 1).",
+        "and writes the trace (also when the script fails: exit 1, after the script's own traceback). The script "
+        "is any Python program that calls torch ops (training step, inference); the trace it writes is read by "
+        "`opwire replay TRACE`, `opwire inspect TRACE` and opwire.load_trace. Exit 0, 1 when the script failed, "
+        "2 on bad usage (no script, --out not writable).",
+        usage="opwire record --out TRACE [options] -- python SCRIPT.py [ARGS] | -- python -m MODULE [ARGS]",
     )
-    p.add_argument("--out", required=True, help="where to write the trace")
+    p.add_argument("--out", required=True, help="where to write the trace (checked writable before the script runs)")
     p.add_argument("--format", default="compact", choices=("json", "binary", "compact"), help="trace codec")
     p.add_argument("--include", action="append", default=None, help="record only ops matching (ns::op.overload glob)")
     p.add_argument("--exclude", action="append", default=[], help="do not record ops matching this glob")
     p.add_argument("--digest", action="store_true", help="keep digests instead of bytes for outputs nobody reads")
     p.add_argument("--no-defaults", action="store_true", help="write only the arguments the caller passed")
-    p.add_argument("command", nargs=argparse.REMAINDER, help="-- python SCRIPT.py [ARGS] (or python -m MODULE)")
+    p.add_argument(
+        "script_command",
+        metavar="COMMAND",
+        nargs=argparse.REMAINDER,
+        help="-- python SCRIPT.py [ARGS] (or python -m MODULE)",
+    )
     p.set_defaults(func=run)
 
 
@@ -43,21 +53,48 @@ def _target(command: list[str]) -> tuple[str, str, list[str]] | None:
     return None
 
 
+def _unwritable(out: Path) -> str | None:
+    """Why the trace could not be written to `out` (None when it can), found before the script runs."""
+    existed = out.exists()
+    try:
+        with out.open("ab"):
+            pass
+    except OSError as exc:
+        return f"cannot write the trace there ({exc.strerror or exc})"
+    if not existed:
+        out.unlink()
+    return None
+
+
+def _print_script_traceback(exc: BaseException) -> None:
+    """The script's traceback as Python prints it, starting at the script's own frames (not runpy's or opwire's)."""
+    tb = exc.__traceback__
+    skip = ("<frozen runpy>", os.path.dirname(runpy.__file__ or "") + os.sep, os.path.abspath(__file__))
+    while tb is not None and tb.tb_next is not None and tb.tb_frame.f_code.co_filename.startswith(skip):
+        tb = tb.tb_next
+    traceback.print_exception(type(exc), exc, tb, file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     """Record the script; exit 0, 1 when the script failed, 2 on bad usage."""
     import opwire
 
-    target = _target(list(args.command))
+    target = _target(list(args.script_command))
     if target is None:
         print(
             f"opwire record: error: expected `-- python SCRIPT.py [ARGS]` or `-- python -m MODULE [ARGS]`, "
-            f"got {' '.join(args.command) or 'no command'}; the script runs in this process so it can be recorded",
+            f"got {' '.join(args.script_command) or 'no command'}; the script runs in this process so it can be "
+            "recorded",
             file=sys.stderr,
         )
         return 2
     kind, what, argv = target
     if kind == "path" and not Path(what).is_file():
         print(f"opwire record: error: no script {what!r}", file=sys.stderr)
+        return 2
+    problem = _unwritable(Path(args.out))
+    if problem is not None:
+        print(f"opwire record: error: --out {args.out}: {problem}; the script did not run", file=sys.stderr)
         return 2
     status = 0
     saved_argv, saved_path = sys.argv[:], sys.path[:]
@@ -77,7 +114,8 @@ def run(args: argparse.Namespace) -> int:
                 runpy.run_module(what, run_name="__main__", alter_sys=True)
         except SystemExit as exc:
             status = 0 if exc.code in (None, 0) else 1
-        except Exception as exc:  # the script's own failure: report it, keep the trace
+        except Exception as exc:  # the script's own failure: its traceback, then the trace is kept
+            _print_script_traceback(exc)
             print(f"opwire record: the script raised {type(exc).__name__}: {exc}", file=sys.stderr)
             status = 1
         finally:

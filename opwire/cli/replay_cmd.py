@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import Any
 
+from opwire.cli.options import LOADING_HELP, add_device, add_loading
 from opwire.proxy_executor.policy import DefaultPolicy
 
 __all__ = ["add_parser", "run"]
@@ -13,12 +14,20 @@ __all__ = ["add_parser", "run"]
 
 def add_parser(sub: Any) -> None:
     """Register `replay`."""
-    p = sub.add_parser("replay", help="replay a recorded trace and compare outputs (exit 1 on any mismatch)")
+    p = sub.add_parser(
+        "replay",
+        help="replay a recorded trace and compare outputs (exit 1 on any mismatch)",
+        description="Replay every call of TRACE through the proxy executor and compare each output with the "
+        "recorded one. TRACE is a file written by `opwire record --out TRACE -- python script.py` or by "
+        "`trace.save(path)` after `with opwire.record() as trace:` (JSON, binary or compact; the header says "
+        "which). Custom ops the trace calls must be registered first: " + LOADING_HELP + " Exit 0 without "
+        "mismatches, 1 with mismatches, 2 when the trace is unreadable.",
+    )
     p.add_argument("trace", help="a trace written by `opwire record` or Trace.save (any format)")
     p.add_argument("--chained", action="store_true", help="feed each call the replayed outputs of earlier calls")
     p.add_argument("--rtol", type=float, default=1e-5, help="relative tolerance for floating outputs (default 1e-5)")
     p.add_argument("--atol", type=float, default=1e-6, help="absolute tolerance for floating outputs (default 1e-6)")
-    p.add_argument("--device", default=None, help="replay on this device instead of the recorded one (e.g. cuda:0)")
+    add_device(p, "replay")
     p.add_argument(
         "--policy",
         default=DefaultPolicy.FROM_SCHEMA.value,
@@ -26,6 +35,7 @@ def add_parser(sub: Any) -> None:
         help="who fills arguments the trace omits (docs/policies.md)",
     )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_loading(p)
     p.set_defaults(func=run)
 
 

@@ -8,7 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from opwire.errors import DecodeError, OpwireError
+from opwire.cli.options import LOADING_HELP, add_device, add_loading
+from opwire.cli.values import INPUTS_HELP, describe, read_inputs, text
+from opwire.errors import BindError, DecodeError, OpwireError
 from opwire.schema import models as m
 
 __all__ = ["add_parser", "run"]
@@ -16,19 +18,27 @@ __all__ = ["add_parser", "run"]
 
 def add_parser(sub: Any) -> None:
     """Register `run`."""
-    p = sub.add_parser("run", help="run a serialized program (archive, .pt2, or program JSON) node by node")
+    p = sub.add_parser(
+        "run",
+        help="run a serialized program (archive, .pt2, or program JSON) node by node",
+        description="Run PROGRAM on the inputs of --inputs with opwire's graph runner and print each output "
+        "(shape, dtype, a few values, min/max/mean/std). PROGRAM is an OpwireArchive (opwire convert x.pt2 "
+        "x.opw --to compact), a .pt2 archive (torch.export.save), or torch's program JSON when the program "
+        "binds no weights; `opwire inspect PROGRAM` shows the inputs it takes. The inputs are checked against "
+        "the program's signature before it runs. " + INPUTS_HELP + " The file names the program's user inputs "
+        "(x, y, ...) or, as a Values file, holds 'args' (a list) and 'kwargs' (a dict). Extern-node files "
+        "(AOTInductor) run with `opwire exec`. Exit 0, 1 when the run failed, 2 on bad input. " + LOADING_HELP,
+    )
     p.add_argument(
         "program", help="an OpwireArchive (binary/compact), a .pt2 archive, or a program that has no weights"
     )
-    p.add_argument(
-        "--inputs",
-        required=True,
-        help="a Values file: the program's user-input names (e.g. x, y), or 'args' (a list) and 'kwargs' (a dict)",
-    )
+    p.add_argument("--inputs", required=True, help="the inputs file: Values, plain JSON, or torch.save (see above)")
     p.add_argument("--inputs-format", default=None, choices=("json", "binary", "compact"), help="codec of --inputs")
+    p.add_argument("--allow-pickle", action="store_true", help="accept a torch.save'd --inputs file (trusted only)")
     p.add_argument("--out", default=None, help="write the flattened outputs as a Values file (output[0], ...)")
-    p.add_argument("--device", default=None, help="run on this device (weights and inputs are moved there)")
+    add_device(p, "run")
     p.add_argument("--json", action="store_true", help="print the outputs' summary as JSON")
+    add_loading(p)
     _add_node_flags(p)
     p.set_defaults(func=run)
 
@@ -49,64 +59,78 @@ def _add_node_flags(p: Any) -> None:
     p.add_argument("--atol", type=float, default=1e-6, help="--compare-nodes absolute tolerance (default 1e-6)")
 
 
-def _read_values(path: str, fmt: str | None) -> m.Values:
-    import opwire
-    from opwire.serde import framing
+def _load_program(path: str) -> Any:
+    """The program or archive in `path`, read once; an extern-node file (AOTInductor's) is sent to `opwire exec`."""
+    from opwire.serde.detect import load_any
 
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise DecodeError(f"cannot read --inputs {path}: {exc.strerror or exc}") from None
-    if fmt is None:
-        header = framing.read_header(data, path) if framing.has_header(data) else None
-        fmt = header.codec if header is not None else "json"
-    return opwire.loads(data, m.Values, format=fmt)  # type: ignore[arg-type]
+    obj = load_any(path)
+    if isinstance(obj, m.ExternKernelNodes):
+        raise DecodeError(
+            f"{path} holds AOTInductor extern nodes (ExternKernelNodes), not a program; run it with "
+            f"`opwire exec {path} --inputs VALUES` (`opwire inspect {path}` lists the names it reads)"
+        )
+    return obj
 
 
-def _inputs(values: m.Values, runner: Any, device: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """(args, kwargs) from named user inputs (in graph order) or from 'args'/'kwargs' entries."""
+def _inputs(py: dict[str, Any], runner: Any, signature: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """(args, kwargs) from named user inputs (in graph order) or from 'args'/'kwargs' entries, checked first."""
     import torch.utils._pytree as pytree
 
-    from opwire.serde import objects as _values
+    from opwire.serde.signature import check_inputs
 
-    table = values.values
-    py = {k: _values.to_python(v, device, f"inputs[{k!r}]") for k, v in table.items()}
-    names = [
-        str(s.value.arg.value.name) if s.value.arg.type == "as_tensor" else str(s.value.arg.value.as_name)
-        for s in runner.signature.input_specs
-        if s.type == "user_input" and s.value.arg.type in ("as_tensor", "as_sym_int")
-    ]
-    if set(py) <= {"args", "kwargs"} and py:
-        return tuple(py.get("args", [])), dict(py.get("kwargs", {}))
-    missing = [n for n in names if n not in py]
-    if missing or runner.in_spec is None:
-        raise DecodeError(
-            f"Expected the program's user inputs {names} (or 'args'/'kwargs') in --inputs, got {sorted(py)}; "
-            f"missing {missing}",
-            "values",
+    names = [p.name for p in signature.inputs]
+    if py and set(py) <= {"args", "kwargs"} and not set(names) & {"args", "kwargs"}:
+        args, kwargs = tuple(py.get("args", [])), dict(py.get("kwargs", {}))
+        leaves = pytree.tree_leaves((args, kwargs))
+        if len(leaves) == len(names):
+            check_inputs(signature, dict(zip(names, leaves, strict=True)))
+        return args, kwargs
+    check_inputs(signature, py)
+    ports = signature.inputs
+    if runner.in_spec is None or runner.in_spec.num_leaves != len(ports):
+        ports = tuple(p for p in ports if not p.constant)  # the spec does not count constant inputs
+    leaves = [py.get(p.name, p.value) for p in ports]
+    if runner.in_spec is None:
+        return tuple(leaves), {}
+    if runner.in_spec.num_leaves != len(leaves):
+        raise BindError(
+            f"the program's input spec holds {runner.in_spec.num_leaves} values but its signature names "
+            f"{len(leaves)} inputs ({', '.join(p.name for p in ports)}); pass 'args' and 'kwargs' in a Values file"
         )
-    args, kwargs = pytree.tree_unflatten([py[n] for n in names], runner.in_spec)
+    args, kwargs = pytree.tree_unflatten(leaves, runner.in_spec)
     return tuple(args), dict(kwargs)
 
 
-def _describe(v: Any) -> Any:
-    import torch
+def _labels(result: Any, n: int) -> list[str]:
+    """`output[i]`, with the pytree path when the outputs are a structure (`output[0] ['logits']`)."""
+    import torch.utils._pytree as pytree
 
-    if isinstance(v, torch.Tensor):
-        return {"shape": list(v.shape), "dtype": str(v.dtype).removeprefix("torch."), "device": str(v.device)}
-    return v if isinstance(v, (int, float, bool, str)) or v is None else repr(v)
+    try:
+        paths = [pytree.keystr(path) for path, _ in pytree.tree_flatten_with_path(result)[0]]
+    except Exception:  # a class registered without key paths: plain indices
+        paths = []
+    if len(paths) != n or all(not p or (p.startswith("[") and p[1:-1].isdigit()) for p in paths):
+        return [f"output[{i}]" for i in range(n)]
+    return [f"output[{i}] {p}" for i, p in enumerate(paths)]
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the program; exit 0, 1 when the run fails, 2 on unreadable input."""
+    import torch
     import torch.utils._pytree as pytree
 
     import opwire
     from opwire.proxy_executor.graph import ProgramRunner
     from opwire.serde import objects as _values
+    from opwire.serde.signature import program_signature
 
-    runner = ProgramRunner(args.program, device=args.device)
-    call_args, call_kwargs = _inputs(_read_values(args.inputs, args.inputs_format), runner, args.device)
+    runner = ProgramRunner(_load_program(args.program), device=args.device)
+    signature = program_signature(runner.program)
+    dtypes = {p.name: p.dtype for p in signature.inputs if p.dtype is not None}
+    py = read_inputs(args.inputs, args.inputs_format, allow_pickle=args.allow_pickle, dtypes=dtypes)
+    if args.device is not None:
+        py = pytree.tree_map(lambda v: v.to(args.device) if isinstance(v, torch.Tensor) else v, py)
+    call_args, call_kwargs = _inputs(py, runner, signature)
     observer = _node_observer(args, runner)
     try:
         result = runner(*call_args, **call_kwargs)
@@ -123,12 +147,12 @@ def run(args: argparse.Namespace) -> int:
         out = m.Values(values={f"output[{i}]": _values.from_python(v, f"output[{i}]") for i, v in enumerate(leaves)})
         fmt = "json" if str(args.out).endswith(".json") else "compact"
         Path(args.out).write_bytes(opwire.dumps(out, format=fmt))  # type: ignore[arg-type]
-    summary = {f"output[{i}]": _describe(v) for i, v in enumerate(leaves)}
+    summary = {f"output[{i}]": describe(v) for i, v in enumerate(leaves)}
     if args.json:
         print(json.dumps({"ok": True, "outputs": summary}, indent=2))
     else:
-        for k, v in summary.items():
-            print(f"{k}: {v}")
+        for label, d in zip(_labels(result, len(leaves)), summary.values(), strict=True):
+            print(f"{label}: {text(d)}")
     return 0
 
 

@@ -13,7 +13,17 @@ __all__ = ["add_parser", "run"]
 
 def add_parser(sub: Any) -> None:
     """Register `view`."""
-    p = sub.add_parser("view", help="draw a program or extern-node file as an interactive HTML page")
+    p = sub.add_parser(
+        "view",
+        help="draw a program or extern-node file as an interactive HTML page",
+        description="Write FILE as one self-contained HTML page (no network at view time): nodes grouped by "
+        "module, edges labelled with dtype and shape, higher-order-op subgraphs openable in place, a side panel "
+        "per node, search. FILE is a .pt2 from torch.export.save, torch's program JSON, an opwire archive "
+        "(opwire convert ... --to json|binary|compact) or an AOTInductor extern-node file (its .pt2 package or "
+        "<hash>.wrapper.json); the custom ops it calls need not be importable. Findings files come from "
+        "`opwire run FILE --inputs X --compare-nodes A.nodes --findings F.json` or `opwire ops validate --json` "
+        "(docs/view.md). Exit 0 when the page was written, 2 on unreadable input.",
+    )
     p.add_argument("file", help="a .pt2 archive, program JSON, an opwire archive (any format) or an extern-node file")
     p.add_argument("--out", default=None, help="the page to write (default: FILE with .html)")
     p.add_argument(

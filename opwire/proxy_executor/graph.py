@@ -24,7 +24,7 @@ from opwire.proxy_executor.convert import convert
 from opwire.proxy_executor.policy import DefaultPolicy
 from opwire.schema import models as m
 
-__all__ = ["ProgramRunner", "run_program"]
+__all__ = ["ProgramRunner", "run_program", "unregistered_pytree_types"]
 
 Env = dict[str, Any]
 
@@ -96,9 +96,14 @@ class ProgramRunner:
         env: Env = {}
         users = iter(leaves)
         n_user = sum(1 for s in specs if s.type == "user_input")
-        if len(leaves) != n_user:
+        n_const = sum(1 for s in specs if s.type == "constant_input")
+        if len(leaves) not in (n_user, n_user + n_const):
             raise BindError(f"the program takes {n_user} flattened user inputs, got {len(leaves)}")
+        # the pytree spec counts constant inputs (e.g. use_cache=False) among the leaves: they take one each
+        fed_constants = n_const > 0 and len(leaves) == n_user + n_const
         for i, (spec, arg) in enumerate(zip(specs, self.graph.inputs, strict=True)):
+            if fed_constants and spec.type == "constant_input":
+                _check_constant(spec.value, next(users), f"input_specs[{i}]")
             value = _input_value(spec, users, state, constants, f"input_specs[{i}]")
             name = _arg_name(arg)
             if name is not None:
@@ -190,6 +195,16 @@ def _run_subgraph(bound: BoundGraph, graph_arg: m.GraphArgument, args: Sequence[
     return outs[0] if graph.is_single_tensor_return else tuple(outs)
 
 
+def _check_constant(spec: m.InputToConstantInputSpec, given: Any, where: str) -> None:
+    """The program was specialized to a constant input's value: another value is refused, as torch does."""
+    expected = None if spec.value.type == "as_none" else spec.value.value
+    if given != expected or type(given) is not type(expected):
+        raise BindError(
+            f"{where}: input {spec.name!r} was exported as the constant {expected!r}, got {given!r}; "
+            "pass the same value (re-export the program to use another)"
+        )
+
+
 def _arg_name(arg: m.Argument) -> str | None:
     kind, v = arg.type, arg.value
     if kind in ("as_tensor", "as_custom_obj"):
@@ -212,17 +227,58 @@ def _value(arg: m.Argument, env: Env, where: str) -> Any:
 
 
 def _specs(gm: m.GraphModule) -> tuple[Any, Any]:
-    """The pytree specs of the top-level call (None when the program has no module call graph)."""
+    """The pytree specs of the top-level call (None when the program has no module call graph).
+
+    Whichever parser reads the spec strings, a failure is explained here, in one place: a class the
+    spec names that no imported module registered is reported by name with the import that fixes it.
+    """
     if not gm.module_call_graph or gm.module_call_graph[0].signature is None:
         return None, None
     sig = gm.module_call_graph[0].signature
+    where = "graph_module.module_call_graph[0].signature"
+    specs = []
+    for field, text in (("in_spec", sig.in_spec), ("out_spec", sig.out_spec)):
+        try:
+            specs.append(pytree.treespec_loads(text))
+        except Exception as exc:  # torch raises several types on a malformed spec string
+            unknown = unregistered_pytree_types(text)
+            if unknown:
+                module = unknown[0].rpartition(".")[0] or unknown[0]
+                raise DecodeError(
+                    f"the program's {field} names the pytree class {unknown[0]!r}, which no imported module has "
+                    f"registered; import the module that defines it first (opwire run --import {module}, or "
+                    f"`import {module}` in Python) - at `{where}.{field}`",
+                    f"{where}.{field}",
+                ) from None
+            if isinstance(exc, DecodeError):
+                raise
+            raise DecodeError(
+                f"Expected pytree specs torch can read, got an unreadable one ({type(exc).__name__}: {exc})", where
+            ) from None
+    return specs[0], specs[1]
+
+
+def unregistered_pytree_types(spec: str) -> list[str]:
+    """The class names a serialized pytree spec uses that are not registered with torch's pytree (in order)."""
+    import json
+
     try:
-        return pytree.treespec_loads(sig.in_spec), pytree.treespec_loads(sig.out_spec)
-    except Exception as exc:  # torch raises several types on a malformed spec string
-        raise DecodeError(
-            f"Expected pytree specs torch can read, got an unreadable one ({type(exc).__name__}: {exc})",
-            "graph_module.module_call_graph[0].signature",
-        ) from None
+        doc = json.loads(spec)
+    except (ValueError, RecursionError, TypeError):
+        return []
+    known = pytree.SERIALIZED_TYPE_TO_PYTHON_TYPE
+    out: list[str] = []
+    stack = [doc]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(reversed(item))
+        elif isinstance(item, dict):
+            name = item.get("type")
+            if isinstance(name, str) and name not in known and name not in out:
+                out.append(name)
+            stack.extend(reversed(list(item.values())))
+    return out
 
 
 def _flatten_user(args: Sequence[Any], kwargs: Mapping[str, Any], spec: Any) -> list[Any]:

@@ -10,7 +10,17 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CODES", "EFFECT_ORDER", "EFFECT_SEVERITY", "Code", "Effect", "Finding", "Severity", "finding"]
+__all__ = [
+    "CODES",
+    "EFFECT_ORDER",
+    "EFFECT_SEVERITY",
+    "Code",
+    "Effect",
+    "Finding",
+    "Severity",
+    "finding",
+    "samples_text",
+]
 
 
 class Severity(str, enum.Enum):
@@ -116,7 +126,8 @@ _TABLE: tuple[Code, ...] = (
         "a default value that the argument's Argument members cannot carry",
         "{op}: the default of argument '{arg}' ({type} = {default}) cannot be written as {members}: {reason}; "
         "a serialized call that spells out every argument cannot be written",
-        "give '{arg}' a default its type can carry, or make it required",
+        "if None means 'not given', declare '{arg}' optional: `{type}? {arg}=None`; otherwise give '{arg}' a "
+        "default {type} can carry, or make it required",
     ),
     Code(
         "aoti_unsupported_argument",
@@ -182,8 +193,38 @@ _TABLE: tuple[Code, ...] = (
         "opcheck_failed",
         _E,
         "torch.library.opcheck failed on a sample input",
-        "{op}: torch.library.opcheck {test} failed on sample {sample}: {error}",
+        "{op}: torch.library.opcheck {test} failed on {samples}: {error}",
         "{how}",
+    ),
+    # the round trip of `ops validate --sample-inputs`: record, serialize, replay (roundtrip_check.py)
+    Code(
+        "roundtrip_not_recorded",
+        _I,
+        "no call of the op reached opwire's recorder (it decomposes above the Python dispatch key)",
+        "{op}: on {samples}, no call of {target} reached the recorder; recorded {recorded}",
+        "nothing to do if the decomposition is intended; register a backend kernel to record the op itself",
+    ),
+    Code(
+        "roundtrip_record_failed",
+        _E,
+        "calling the op under `opwire.record` failed, or no Argument member carries the call",
+        "{op}: on {samples}, {what}",
+        "{how}",
+    ),
+    Code(
+        "roundtrip_serialize_failed",
+        _E,
+        "a recorded trace of the op does not come back equal from JSON or compact Thrift",
+        "{op}: on {samples}, {fmt}: {detail}",
+        "report it to opwire with the sample input: every recorded trace must survive every codec",
+    ),
+    Code(
+        "roundtrip_replay_failed",
+        _E,
+        "replaying the recorded call under a default policy does not reproduce its outputs",
+        "{op}: on {samples}, replay under {policies}: {mismatches} mismatch(es), first: {first}",
+        "make the kernel deterministic for equal inputs and honour its schema (aliasing, in-place writes, output "
+        "strides)",
     ),
     # bc-check: one code per change class; the severity shown is the change's worst effect
     _bc(
@@ -304,40 +345,17 @@ _TABLE: tuple[Code, ...] = (
         "{op}: returns changed from ({old}) to ({new}); files and callers unpack the old outputs",
         "keep the returns, or add a new overload",
     ),
-    # opwire's own record -> serialize -> replay check (validation/roundtrip_check.py): the message and
-    # fix are the specific failure, written where it is found.
-    Code(
-        "roundtrip_not_recorded",
-        _I,
-        "the op never reached the dispatcher's Python key (e.g. CompositeImplicitAutograd), so traces hold its "
-        "decomposition",
-        "{message}",
-        "{fix}",
-    ),
-    Code(
-        "roundtrip_record_failed",
-        _E,
-        "recording a call of the op failed, or no Argument member carries it",
-        "{message}",
-        "{fix}",
-    ),
-    Code(
-        "roundtrip_serialize_failed",
-        _E,
-        "a recorded trace of the op does not survive a codec round trip",
-        "{message}",
-        "{fix}",
-    ),
-    Code(
-        "roundtrip_replay_failed",
-        _E,
-        "replaying a recorded call of the op does not reproduce it",
-        "{message}",
-        "{fix}",
-    ),
 )
 
 CODES: dict[str, Code] = {c.code: c for c in _TABLE}
+
+
+def samples_text(indices: list[int]) -> str:
+    """`sample 0`, or `samples 0 and 2 (the error of sample 0)` when one cause fails several samples."""
+    if len(indices) == 1:
+        return f"sample {indices[0]}"
+    listed = ", ".join(str(i) for i in indices[:-1]) + f" and {indices[-1]}"
+    return f"samples {listed} (the error of sample {indices[0]})"
 
 
 def finding(code: str, op: str, **fields: Any) -> Finding:

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from opwire.errors import OpValidationError, describe_exception
-from opwire.validation.findings import Finding, finding
+from opwire.validation.findings import Finding, finding, samples_text
 
 __all__ = ["SampleInputs", "load_sample_inputs", "opcheck_findings"]
 
@@ -70,28 +70,30 @@ def _samples(op: str, source: SampleInputs) -> list[tuple[tuple[Any, ...], dict[
     return out
 
 
-def opcheck_findings(shown: str, op: torch._ops.OpOverload, source: SampleInputs) -> list[Finding]:
-    """One `opcheck_failed` finding per failed opcheck test per sample."""
-    out: list[Finding] = []
+_NEEDS_FAKE = frozenset({"test_faketensor", "test_aot_dispatch_static", "test_aot_dispatch_dynamic"})
+
+
+def opcheck_findings(
+    shown: str, op: torch._ops.OpOverload, source: SampleInputs, *, has_fake: bool = True
+) -> list[Finding]:
+    """One `opcheck_failed` finding per root cause: per failed opcheck test, its samples together.
+
+    Without a fake implementation the fake-tensor and AOT tests fail for that reason alone, which the
+    `no_fake_impl` finding already reports with its fix; they are not repeated here.
+    """
+    failed: dict[str, list[tuple[int, str]]] = {}
     for index, (args, kwargs) in enumerate(_samples(shown, source)):
         try:
             results: dict[str, Any] = torch.library.opcheck(op, args, kwargs, raise_exception=False)
         except Exception as exc:  # opcheck itself could not run the sample
-            out.append(
-                finding(
-                    "opcheck_failed",
-                    shown,
-                    test="setup",
-                    sample=index,
-                    error=describe_exception(exc),
-                    how="pass arguments the op accepts",
-                )
-            )
+            failed.setdefault("setup", []).append((index, describe_exception(exc)))
             continue
         for test, result in sorted(results.items()):
-            if isinstance(result, BaseException):
-                how = _HOW.get(test, _HOW_DEFAULT)
-                out.append(
-                    finding("opcheck_failed", shown, test=test, sample=index, error=describe_exception(result), how=how)
-                )
+            if isinstance(result, BaseException) and (has_fake or test not in _NEEDS_FAKE):
+                failed.setdefault(test, []).append((index, describe_exception(result)))
+    out: list[Finding] = []
+    for test, fails in failed.items():
+        how = "pass arguments the op accepts" if test == "setup" else _HOW.get(test, _HOW_DEFAULT)
+        samples = samples_text([i for i, _ in fails])
+        out.append(finding("opcheck_failed", shown, test=test, samples=samples, error=fails[0][1], how=how))
     return out

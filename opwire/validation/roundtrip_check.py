@@ -12,35 +12,38 @@ import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from opwire.errors import OpwireError, OpwireWarning
+from opwire.errors import OpwireError, OpwireWarning, describe_exception
 from opwire.proxy_executor.policy import DefaultPolicy
-from opwire.validation.findings import CODES as FINDINGS
-from opwire.validation.findings import Finding, Severity, finding
+from opwire.validation.findings import CODES as CATALOG
+from opwire.validation.findings import Finding, finding, samples_text
 
 __all__ = ["CODES", "roundtrip_findings"]
 
-ROUNDTRIP_CODES = (
-    "roundtrip_not_recorded",
-    "roundtrip_record_failed",
-    "roundtrip_serialize_failed",
-    "roundtrip_replay_failed",
-)
-CODES: dict[str, tuple[Severity, str]] = {c: (FINDINGS[c].severity, FINDINGS[c].summary) for c in ROUNDTRIP_CODES}
-"""Finding codes of the round-trip check: severity and meaning, as the one catalog (findings.py) has them."""
+CODES = tuple(c for c in CATALOG if c.startswith("roundtrip_"))
+"""The finding codes of the round-trip check (their texts are in findings.py, docs/errors.md lists them)."""
 
 _FORMATS = ("json", "compact")
+# (code, what identifies the cause) -> (template fields of the first sample it failed, every such sample)
+_Causes = dict[tuple[str, str], tuple[dict[str, Any], list[int]]]
 
 
-def _finding(code: str, op: str, message: str, fix: str) -> Finding:
-    return finding(code, op, message=message, fix=fix)
+def _add(causes: _Causes, code: str, sample: int, key: str | None = None, **fields: Any) -> None:
+    entry = causes.setdefault((code, key if key is not None else repr(sorted(fields.items()))), (fields, []))
+    entry[1].append(sample)
 
 
-def roundtrip_findings(shown: str, op: Any, sample_inputs: Callable[[str], Iterable[Any]]) -> list[Finding]:
-    """Findings of the record -> serialize -> replay round trip of `op` on each sample input."""
+def roundtrip_findings(
+    shown: str, op: Any, sample_inputs: Callable[[str], Iterable[Any]], *, types_reported: bool = False
+) -> list[Finding]:
+    """Findings of the record -> serialize -> replay round trip of `op`: one per cause, naming its samples.
+
+    `types_reported`: an `unserializable_*`/`unrepresentable_default` finding already explains why a call
+    cannot be recorded, so that cause is not reported again.
+    """
     from opwire.recording.mode import target_name
     from opwire.recording.recorder import record
 
-    found: list[Finding] = []
+    causes: _Causes = {}
     try:
         samples = list(sample_inputs(shown) or [])
     except Exception:  # opcheck_findings already reports a failing sample source
@@ -50,54 +53,40 @@ def roundtrip_findings(shown: str, op: Any, sample_inputs: Callable[[str], Itera
         if not (isinstance(sample, tuple | list) and len(sample) == 2 and isinstance(sample[1], dict)):
             continue  # opcheck_findings reports malformed samples
         args, kwargs = sample
-        where = f"sample {k}"
         try:
             with warnings.catch_warnings(), record() as trace:
                 warnings.simplefilter("ignore", OpwireWarning)  # a skipped call becomes a finding below
                 op(*args, **kwargs)
         except Exception as exc:
-            found.append(
-                _finding(
-                    "roundtrip_record_failed",
-                    shown,
-                    f"{where}: calling the op under opwire.record raised {type(exc).__name__}: {exc}",
-                    "make the op callable on its sample inputs outside of opwire first",
-                )
-            )
+            what = f"calling the op under opwire.record raised {describe_exception(exc)}"
+            _add(causes, "roundtrip_record_failed", k, what=what, how=_CALLABLE)
             continue
         mine = [r for r in trace.records if r.target == target]
         skipped = [r.metadata["skipped"] for r in mine if "skipped" in r.metadata]
         if skipped:
-            found.append(
-                _finding(
-                    "roundtrip_record_failed",
-                    shown,
-                    f"{where}: the call cannot be recorded: {skipped[0]}",
-                    "use argument and return types an Argument member carries (see `unserializable_*` findings)",
+            if not types_reported:
+                _add(
+                    causes, "roundtrip_record_failed", k, what=f"the call cannot be recorded: {skipped[0]}", how=_TYPES
                 )
-            )
             continue
         if not mine:
-            found.append(
-                _finding(
-                    "roundtrip_not_recorded",
-                    shown,
-                    f"{where}: no call of {target} reached the recorder; "
-                    f"recorded {sorted({r.target for r in trace.records}) or 'nothing'}",
-                    "nothing to do if the decomposition is intended; register a backend kernel to record the op itself",
-                )
-            )
-        found += _codec_and_replay(shown, where, trace)
-    return found
+            recorded = sorted({r.target for r in trace.records}) or "nothing"
+            _add(causes, "roundtrip_not_recorded", k, target=target, recorded=recorded)
+        _codec_and_replay(causes, k, trace)
+    return [finding(code, shown, samples=samples_text(idx), **fields) for (code, _), (fields, idx) in causes.items()]
 
 
-def _codec_and_replay(shown: str, where: str, trace: Any) -> list[Finding]:
+_CALLABLE = "make the op callable on its sample inputs outside of opwire first"
+_TYPES = "use argument and return types an Argument member carries (see `unserializable_*` findings)"
+
+
+def _codec_and_replay(causes: _Causes, k: int, trace: Any) -> None:
     """Each codec must give the trace back equal; then (equal traces replay alike) replay once per policy."""
     from opwire.recording.recorder import Trace
     from opwire.recording.replayer import replay
 
-    found: list[Finding] = []
     back = None
+    broken = False
     for fmt in _FORMATS:
         try:
             back = Trace.loads(trace.dumps(fmt))
@@ -105,27 +94,22 @@ def _codec_and_replay(shown: str, where: str, trace: Any) -> list[Finding]:
         except OpwireError as exc:
             detail = f"{type(exc).__name__}: {exc}"
         if detail:
-            found.append(
-                _finding(
-                    "roundtrip_serialize_failed",
-                    shown,
-                    f"{where}: {fmt}: {detail}",
-                    "report it to opwire with the sample input: every recorded trace must survive every codec",
-                )
-            )
-    if found or back is None:
-        return found
-    for policy in DefaultPolicy:
-        report = replay(back, policy=policy, progress=False)
-        if not report.ok:
-            found.append(
-                _finding(
-                    "roundtrip_replay_failed",
-                    shown,
-                    f"{where}: replay under {policy.name}: {len(report.mismatches)} mismatch(es), "
-                    f"first: {report.mismatches[0]}",
-                    "make the kernel deterministic for equal inputs and honour its schema (aliasing, in-place "
-                    "writes, output strides)",
-                )
-            )
-    return found
+            broken = True
+            _add(causes, "roundtrip_serialize_failed", k, fmt=fmt, detail=detail)
+    if broken or back is None:
+        return
+    failing = [(policy, replay(back, policy=policy, progress=False)) for policy in DefaultPolicy]
+    failing = [(policy, report) for policy, report in failing if not report.ok]
+    if failing:  # one cause (the kernel or the trace), however many policies show it
+        policies = ", ".join(policy.name for policy, _ in failing)
+        report = failing[0][1]
+        first = str(report.mismatches[0]) if report.mismatches else "-"
+        _add(
+            causes,
+            "roundtrip_replay_failed",
+            k,
+            policies,
+            policies=policies,
+            mismatches=len(report.mismatches),
+            first=first,
+        )

@@ -21,7 +21,7 @@ from opwire.validation.opcheck import SampleInputs, opcheck_findings
 from opwire.validation.roundtrip_check import roundtrip_findings
 from opwire.validation.type_checks import aoti_findings, serializability_findings
 
-__all__ = ["Finding", "OpReport", "Severity", "resolve_target", "validate_op"]
+__all__ = ["CHECKS", "SAMPLE_CHECKS", "Finding", "OpReport", "Severity", "checks_run", "resolve_target", "validate_op"]
 
 
 @dataclass(frozen=True)
@@ -168,10 +168,30 @@ def _report(name: str, samples: SampleInputs | None) -> OpReport:
         *_vmap_findings(shown, op, route),
     ]
     if samples is not None:
-        found.extend(opcheck_findings(shown, op, samples))
-        found.extend(roundtrip_findings(shown, op, samples))
+        found.extend(opcheck_findings(shown, op, samples, has_fake=dk.fake_impl_source(op) is not None))
+        typed = any(f.code in _TYPE_CODES for f in found)
+        found.extend(roundtrip_findings(shown, op, samples, types_reported=typed))
     tags = tuple(sorted(t.name for t in op.tags))
     return OpReport(shown, schema.to_snapshot(tags), infos, dk.fake_impl_source(op), route, tuple(found))
+
+
+_TYPE_CODES = frozenset({"unserializable_argument", "unserializable_return", "unrepresentable_default"})
+
+CHECKS = (
+    "argument and return types an Argument member carries",
+    "types torch 2.13's AOTInductor proxy executor passes",
+    "kernels per dispatch key and a fake implementation",
+    "the vmap route",
+)
+SAMPLE_CHECKS = (
+    "torch.library.opcheck on the sample inputs",
+    "record, serialize and replay of the sample calls",
+)
+
+
+def checks_run(with_samples: bool) -> tuple[str, ...]:
+    """What `validate_op` checks: every op's schema and registrations, plus the sample checks when given samples."""
+    return CHECKS + SAMPLE_CHECKS if with_samples else CHECKS
 
 
 def validate_op(target: str, *, sample_inputs: Callable[[str], Iterable[Any]] | None = None) -> list[OpReport]:

@@ -44,11 +44,22 @@ def test_exec_runs_nodes_in_order(tmp_path: Path, capsys: pytest.CaptureFixture[
     nodes, values = _files(tmp_path, torch.full((2, 2), 2.0))
     assert main(["exec", nodes, "--inputs", values, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
+    stats = {"min": 9.0, "max": 9.0, "mean": 9.0, "std": 0.0}
     assert report["ok"] and report["nodes"][1]["outputs"] == {
-        "buf3": {"tensor": [2, 2], "dtype": "float32", "device": "cpu"}
+        "buf3": {
+            "kind": "Tensor",
+            "dtype": "float32",
+            "shape": [2, 2],
+            "device": "cpu",
+            "values": [9.0] * 4,
+            "stats": stats,
+        }
     }
     assert main(["exec", nodes, "--inputs", values]) == 0
-    assert capsys.readouterr().out.splitlines()[1] == "[1] buf2 aten::mul.Tensor -> buf3: float32[2, 2]"
+    assert capsys.readouterr().out.splitlines()[2:] == [
+        "[1] buf2 aten::mul.Tensor",
+        "    buf3: float32[2, 2] on cpu  min 9 max 9 mean 9 std 0  [9, 9, 9, 9]",
+    ]
 
 
 def test_exec_failing_call_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

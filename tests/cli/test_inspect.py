@@ -45,7 +45,7 @@ def test_inspect_text_lists_ops(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main(["inspect", str(path)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("kind: ExportedProgram\nschema_version: 8.20\n")
-    assert "torch.ops.aten.addmm.default" in out
+    assert "aten::addmm.default" in out and "torch.ops." not in out
 
 
 def test_inspect_extern_nodes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -56,8 +56,9 @@ def test_inspect_extern_nodes(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert summary == {
         "kind": "ExternKernelNodes",
         "nodes": 1,
-        "ops": {"aten::addmm": 1},
+        "ops": {"aten::addmm.default": 1},
         "argument_members": {"as_int": 1, "as_tensor": 2},
+        "reads": [{"index": 0, "name": "buf0", "op": "aten::addmm.default", "reads": ["b"]}],
     }
 
 

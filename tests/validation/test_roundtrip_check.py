@@ -34,13 +34,13 @@ def test_a_sound_custom_op_has_no_findings() -> None:
 
 def test_a_nondeterministic_kernel_fails_replay_under_every_policy(noisy: Any) -> None:
     found = roundtrip_findings("opwire_rt::noisy.default", noisy, lambda _: [((torch.randn(3),), {})])
-    assert [f.code for f in found] == ["roundtrip_replay_failed"] * 3
-    assert [f.message.split(":")[1].strip() for f in found] == [
-        "replay under REQUIRE_SERIALIZED",
-        "replay under REQUIRE_CALLER",
-        "replay under FROM_SCHEMA",
-    ]
-    assert all("value mismatch" in f.message and f.severity.value == "error" for f in found)
+    (f,) = found  # one cause (the kernel), however many policies show it
+    assert f.code == "roundtrip_replay_failed" and f.severity.value == "error"
+    assert f.message.startswith(
+        "opwire_rt::noisy.default: on sample 0, replay under REQUIRE_SERIALIZED, REQUIRE_CALLER, FROM_SCHEMA: "
+        "1 mismatch(es), first: "
+    )
+    assert "value mismatch" in f.message
 
 
 def test_a_decomposed_op_is_reported_as_not_recorded() -> None:

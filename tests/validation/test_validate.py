@@ -108,7 +108,8 @@ EXPECTED = [
         "opwire_vt::none_default.default: the default of argument 'n' (int = None) cannot be written as "
         "as_int/as_sym_int: None needs as_none, which this type does not allow; a serialized call that spells out "
         "every argument cannot be written",
-        "give 'n' a default its type can carry, or make it required",
+        "if None means 'not given', declare 'n' optional: `int? n=None`; otherwise give 'n' a default int can "
+        "carry, or make it required",
     ),
     *[
         (
@@ -220,7 +221,6 @@ def test_one_catalog_holds_every_code_and_bc_severities_follow_their_effects() -
     from opwire.validation.roundtrip_check import CODES as ROUNDTRIP
 
     assert set(ROUNDTRIP) <= set(CODES)
-    assert all(ROUNDTRIP[c] == (CODES[c].severity, CODES[c].summary) for c in ROUNDTRIP)
     for entry in CODES.values():
         if entry.effects is not None:
             assert entry.severity is EFFECT_SEVERITY[min(entry.effects, key=EFFECT_ORDER.index)]

@@ -1,0 +1,179 @@
+"""Inputs and outputs of `opwire run` and `opwire exec`: one reader for input files, one JSON shape for values.
+
+An inputs file is one of
+- a `Values` file (opwire's record; `opwire.serde.values({...})` makes one; JSON, binary or compact),
+- a plain JSON object `{"x": [[1.0, 2.0]], "n": 3}` (nested lists become tensors, numbers stay numbers),
+- a `torch.save`d dict of tensors, read only with `--allow-pickle` (it is a pickle).
+Every value prints as `describe(v)`: tensors with dtype, shape, device, a few values and summary statistics.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from opwire.errors import DecodeError
+
+__all__ = ["INPUTS_HELP", "describe", "read_inputs", "text"]
+
+INPUTS_HELP = (
+    "An inputs file is a Values file (made in Python with "
+    "Path('in.json').write_bytes(opwire.dumps(opwire.serde.values({'x': torch.randn(2, 8)})))), a plain JSON "
+    'object of nested lists and numbers ({"x": [[1.0, 2.0]]}), or a torch.save\'d dict of tensors (only with '
+    "--allow-pickle)."
+)
+_SHOWN = 6  # values shown per tensor
+
+
+def read_inputs(
+    path: str, fmt: str | None, *, allow_pickle: bool = False, dtypes: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The Python values an inputs file holds, by name (`dtypes` gives plain-JSON tensors their dtype)."""
+    import opwire
+    from opwire.schema import models as m
+    from opwire.serde import framing
+
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise DecodeError(f"cannot read --inputs {path}: {exc.strerror or exc}") from None
+    if data.startswith(b"PK\x03\x04"):
+        return _torch_saved(path, allow_pickle)
+    if fmt is None and framing.has_header(data):
+        fmt = framing.read_header(data, path).codec
+    if fmt in (None, "json") and not _is_values_json(data):
+        return _plain_json(data, path, dtypes or {})
+    values = opwire.loads(data, m.Values, format=fmt or "json")  # type: ignore[arg-type]
+    return opwire.serde.python_values(values)
+
+
+def _is_values_json(data: bytes) -> bool:
+    """A `Values` JSON file has one top-level key, "values", holding an object."""
+    try:
+        doc = json.loads(data)
+    except (ValueError, RecursionError):
+        return True  # let the Values decoder report where the JSON breaks
+    return not isinstance(doc, dict) or (set(doc) == {"values"} and isinstance(doc["values"], dict))
+
+
+def _plain_json(data: bytes, path: str, dtypes: Mapping[str, str]) -> dict[str, Any]:
+    import torch
+
+    doc = json.loads(data)  # _is_values_json parsed it already: an object that is not a Values record
+    out: dict[str, Any] = {}
+    for name, value in doc.items():
+        if isinstance(value, list):
+            try:
+                t = torch.tensor(value)
+            except (TypeError, ValueError, RuntimeError) as exc:
+                raise DecodeError(
+                    f"{path}: input {name!r} is a list that is not a rectangular array of numbers ({exc}); "
+                    "give a tensor as nested lists of equal length",
+                    name,
+                ) from None
+            want = dtypes.get(name)
+            if want is not None and (t.dtype != torch.bool or want == "bool"):
+                target = getattr(torch, want, None)
+                if isinstance(target, torch.dtype) and (target.is_floating_point or not t.is_floating_point()):
+                    t = t.to(target)
+            out[name] = t
+        elif value is None or isinstance(value, (bool, int, float, str)):
+            out[name] = value
+        else:
+            raise DecodeError(
+                f"{path}: input {name!r} is a JSON {type(value).__name__}; expected nested lists (a tensor) or a "
+                "number, or write a Values file with opwire.serde.values",
+                name,
+            )
+    return out
+
+
+def _torch_saved(path: str, allow_pickle: bool) -> dict[str, Any]:
+    import torch
+
+    if not allow_pickle:
+        raise DecodeError(
+            f"--inputs {path} is a zip (a torch.save pickle); pickles run code when loaded: pass --allow-pickle "
+            "for a file you trust, or write a Values file with opwire.serde.values"
+        )
+    try:
+        obj = torch.load(path, map_location="cpu", weights_only=True)
+    except (zipfile.BadZipFile, RuntimeError, OSError, EOFError, ValueError) as exc:
+        raise DecodeError(f"--inputs {path}: torch.load failed ({str(exc).splitlines()[0]})") from None
+    if not isinstance(obj, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in obj.items()):
+        raise DecodeError(
+            f"--inputs {path}: expected a torch.save'd dict of name -> tensor, got {type(obj).__name__}"
+            + (" with other values" if isinstance(obj, dict) else "")
+        )
+    return dict(obj)
+
+
+def describe(v: Any) -> dict[str, Any]:
+    """A value as JSON: tensors as {kind, dtype, shape, device, values, stats}; scalars as {kind, value}."""
+    import torch
+
+    if isinstance(v, torch.Tensor):
+        out: dict[str, Any] = {
+            "kind": "Tensor",
+            "dtype": str(v.dtype).removeprefix("torch."),
+            "shape": list(v.shape),
+            "device": str(v.device),
+        }
+        if v.device.type != "meta":
+            flat = v.detach().reshape(-1)
+            out["values"] = [_scalar(x) for x in flat[:_SHOWN].cpu().tolist()]
+            out["stats"] = _stats(flat)
+        return out
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return {"kind": type(v).__name__, "value": v}
+    if isinstance(v, (list, tuple)):
+        return {"kind": type(v).__name__, "items": [describe(x) for x in v]}
+    return {"kind": type(v).__name__, "value": repr(v)}
+
+
+def _scalar(x: Any) -> Any:
+    if isinstance(x, complex):
+        return repr(x)
+    if isinstance(x, float) and (x != x or x in (float("inf"), float("-inf"))):
+        return str(x)  # JSON has no NaN or Infinity
+    return x
+
+
+def _stats(flat: Any) -> dict[str, Any] | None:
+    import torch
+
+    if flat.numel() == 0 or flat.is_complex():
+        return None
+    f = flat.cpu().to(torch.float64)
+    finite = f[torch.isfinite(f)]
+    stats = {"min": f.min().item(), "max": f.max().item(), "mean": f.mean().item()}
+    stats["std"] = f.std().item() if f.numel() > 1 else 0.0
+    if finite.numel() != f.numel():
+        stats["nonfinite"] = int(f.numel() - finite.numel())
+    return {k: _scalar(v) for k, v in stats.items()}
+
+
+def text(d: dict[str, Any]) -> str:
+    """One line for a described value: `float32[5, 4] on cpu  min -1.2 max 0.9 mean 0.01 std 0.5  [0.1, ...]`."""
+    if d["kind"] == "Tensor":
+        head = f"{d['dtype']}[{', '.join(str(s) for s in d['shape'])}] on {d['device']}"
+        stats = d.get("stats")
+        if stats:
+            head += "  " + " ".join(f"{k} {_num(v)}" for k, v in stats.items())
+        if "values" in d:
+            n = 1
+            for s in d["shape"]:
+                n *= s
+            more = ", ..." if n > len(d["values"]) else ""
+            head += f"  [{', '.join(_num(x) for x in d['values'])}{more}]"
+        return head
+    if "items" in d:
+        return f"{d['kind']} of {len(d['items'])}: [{', '.join(text(x) for x in d['items'])}]"
+    return f"{d['kind']} {d['value']!r}" if d["kind"] != "NoneType" else "None"
+
+
+def _num(x: Any) -> str:
+    return f"{x:.4g}" if isinstance(x, float) else str(x)

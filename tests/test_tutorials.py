@@ -1,0 +1,104 @@
+"""Every tutorial in docs/tutorials/ runs as written, in an empty directory, block by block.
+
+- ```python blocks run in one namespace, in order (a block after `<!-- file: NAME -->` is written to NAME
+  instead: the files a reader creates, such as an op library);
+- ```console blocks run each `$ opwire ...` line as a reader types it, through `opwire.cli.main` (in a child
+  process when the block follows `<!-- fresh process -->`: after the reader edited a library already loaded);
+  the lines after a command must each appear in its output, and it must exit 0 (or N, with `# exit N`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+from clirun import run_cli
+
+TUTORIALS = Path(__file__).resolve().parents[1] / "docs" / "tutorials"
+_BLOCK = re.compile(
+    r"(?:<!-- (?:file: (?P<file>\S+)|(?P<fresh>fresh process)) -->\s*\n)?```(?P<lang>\w+)\n(?P<body>.*?)```", re.S
+)
+_SLOW = {"aoti-extern-nodes.md"}  # compiles with AOTInductor
+
+
+def _in_process(argv: list[str]) -> tuple[int, str]:
+    from opwire.cli import main
+
+    out, err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8"), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as exc:  # argparse
+            code = int(exc.code or 0)
+    out.flush()
+    return code, out.buffer.getvalue().decode() + err.getvalue()  # type: ignore[attr-defined]
+
+
+def _run_console(body: str, cwd: Path, where: str, fresh: bool) -> None:
+    commands: list[tuple[str, list[str]]] = []
+    for line in body.splitlines():
+        if line.startswith("$ "):
+            commands.append((line[2:], []))
+        elif commands and line.strip():
+            commands[-1][1].append(line.rstrip())
+    for command, expected in commands:
+        text, _, note = command.partition("#")
+        want = int(note.split()[1]) if note.strip().startswith("exit") else 0
+        argv = shlex.split(text)
+        assert argv[0] == "opwire", f"{where}: only opwire commands run in the tutorials, got {command!r}"
+        if fresh:
+            done = run_cli(*argv[1:], cwd=cwd)
+            code, output = done.returncode, done.stdout + done.stderr
+        else:
+            code, output = _in_process(argv[1:])
+        assert code == want, f"{where}: `{command}` exited {code}:\n{output}"
+        for line in expected:
+            assert line.strip() in output, f"{where}: `{command}` did not print {line!r}; it printed:\n{output}"
+
+
+def _run(doc: Path, cwd: Path) -> int:
+    namespace: dict[str, object] = {"__name__": f"tutorial_{doc.stem.replace('-', '_')}"}
+    count = 0
+    for match in _BLOCK.finditer(doc.read_text()):
+        where = f"{doc.name}:{doc.read_text()[: match.start()].count(chr(10)) + 1}"
+        lang, body, name = match["lang"], match["body"], match["file"]
+        if name:
+            (cwd / name).write_text(body)
+        elif lang == "python":
+            exec(compile(body, where, "exec"), namespace)  # our own documentation
+        elif lang == "console":
+            _run_console(body, cwd, where, fresh=bool(match["fresh"]))
+        count += 1
+    return count
+
+
+def _tutorials() -> list[object]:
+    return [
+        pytest.param(p, marks=pytest.mark.slow, id=p.stem) if p.name in _SLOW else pytest.param(p, id=p.stem)
+        for p in sorted(TUTORIALS.glob("*.md"))
+    ]
+
+
+@pytest.mark.parametrize("doc", _tutorials())
+def test_tutorial_runs_as_written(doc: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))  # the reader's own modules import, as from their working directory
+    saved = sys.argv[:]
+    try:
+        assert _run(doc, tmp_path) >= 3
+    finally:
+        sys.argv = saved
+
+
+def test_there_is_a_tutorial_per_job() -> None:
+    assert {p.stem for p in TUTORIALS.glob("*.md")} == {
+        "serialize-and-move",
+        "validate-custom-ops",
+        "record-and-replay",
+        "aoti-extern-nodes",
+    }
