@@ -43,7 +43,7 @@ def _read_values(path: str, fmt: str | None) -> m.Values:
     if fmt is None:
         header = framing.read_header(data, path) if framing.has_header(data) else None
         fmt = header.codec if header is not None else "json"
-    return opwire.loads(data, m.Values, format=fmt)  # type: ignore[arg-type]
+    return opwire.loads(data, m.Values, format=fmt)  # type: ignore[call-overload,no-any-return]
 
 
 def _inputs(values: m.Values, runner: Any, device: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
