@@ -108,25 +108,10 @@ def _load(args: argparse.Namespace) -> None:
             ) from None
 
 
-def _print_report(report: Any) -> None:
-    print(report.op)
-    if report.schema is not None:
-        print(f"  schema: {report.schema.schema_str}")
-    kernels = [f"{k.key}{'' if k.registered else '(computed)'}" for k in report.kernels if k.registered or k.runnable]
-    print(f"  kernels: {' '.join(kernels) or 'none'}")
-    if report.schema is not None:
-        print(f"  fake impl: {report.fake_impl or 'none'}")
-    if report.vmap_route is not None:
-        print(f"  vmap: {report.vmap_route.route} ({report.vmap_route.detail})")
-    for f in report.findings:
-        print(f"  {f.severity.value} {f.code}: {f.message}")
-        print(f"    fix: {f.fix}")
-
-
 def run_validate(args: argparse.Namespace) -> int:
     """Validate the targets; exit 1 when any finding is an error."""
     from opwire.validation.opcheck import load_sample_inputs
-    from opwire.validation.validate import validate_op
+    from opwire.validation.validate import format_reports, validate_op
 
     _load(args)
     samples = load_sample_inputs(args.sample_inputs) if args.sample_inputs else None
@@ -135,10 +120,7 @@ def run_validate(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"errors": errors, "reports": [r.to_json() for r in reports]}, indent=2))
     else:
-        for r in reports:
-            _print_report(r)
-        warnings = sum(1 for r in reports for f in r.findings if f.severity.value == "warning")
-        print(f"{len(reports)} op(s): {errors} error(s), {warnings} warning(s)")
+        print(format_reports(reports))
     return 1 if errors else 0
 
 
@@ -168,10 +150,5 @@ def run_bc_check(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
     else:
-        for c in report.changes:
-            print(f"{c.severity(report.policy).value} {c.code}: {c.message}")
-            effects = ", ".join(f"{k}: {v.value}" for k, v in c.effects.items())
-            print(f"    callers: {c.callers.value}; files under {effects}")
-            print(f"    fix: {c.fix}")
-        print(f"{len(report.changes)} change(s), {len(report.breaking)} breaking under {report.policy.name}")
+        print(report)
     return 0 if report.ok else 1
