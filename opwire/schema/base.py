@@ -5,10 +5,10 @@ Integers are range-checked, booleans and integers strict, non-finite doubles tra
 strings torch writes ("Infinity", "-Infinity", "NaN"), binary travels in JSON as standard base64.
 
 Built from Python, models take what a user types where it is unambiguous: an enum field its int value
-(`kind=1`), a list field a tuple (`torch.Size` is one). JSON input keeps
-the strict schema unchanged, so decoding pays nothing for this. A union prints only its member
-(`Argument(as_int=3)`), a struct leaves out fields equal to their default, enums print as `ScalarType.FLOAT`:
-every repr is an expression that rebuilds an equal model.
+(`kind=1`), a list field a tuple (`torch.Size` is one). JSON input keeps the strict schema unchanged, so
+decoding pays nothing for this. A union prints only its member (`Argument(as_int=3)`), a struct leaves out
+fields equal to their default, enums print as `ScalarType.FLOAT`: every repr is an expression that rebuilds
+an equal model (with `nan` and `inf` named for non-finite doubles).
 """
 
 from __future__ import annotations

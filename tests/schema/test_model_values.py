@@ -17,7 +17,7 @@ from typed import MODEL_NAMES, assert_same_model, strategy_for
 import opwire
 from opwire.schema import models as m
 
-_SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _graph(**extra: object) -> m.Graph:
@@ -183,6 +183,8 @@ def test_model_copy_that_leaves_two_members_is_refused_at_once() -> None:
     assert arg.model_copy(update={"as_int": None, "as_float": 1.0}) == m.Argument(as_float=1.0)
     with pytest.raises(ValidationError):
         arg.model_copy(update={"as_int": "4"})  # the update is validated too
+    with pytest.raises(ValidationError, match="Extra inputs are not permitted"):
+        arg.model_copy(update={"as_nothing": 1})
 
 
 def test_model_copy_without_update_and_deep_copies() -> None:

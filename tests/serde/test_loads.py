@@ -16,7 +16,7 @@ from opwire.errors import DecodeError
 from opwire.schema import models as m
 from opwire.serde import FORMATS, thrift
 
-_SETTINGS = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 _SNAP = m.OpLibrarySnapshot(namespaces=["mylib"], ops=[], torch_version="2.13.0")
 _NODES = m.ExternKernelNodes(nodes=[])
 
