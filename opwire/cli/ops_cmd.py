@@ -74,25 +74,10 @@ def add_parser(sub: Any) -> None:
     b.set_defaults(func=run_bc_check)
 
 
-def _print_report(report: Any) -> None:
-    print(report.op)
-    if report.schema is not None:
-        print(f"  schema: {report.schema.schema_str}")
-    kernels = [f"{k.key}{'' if k.registered else '(computed)'}" for k in report.kernels if k.registered or k.runnable]
-    print(f"  kernels: {' '.join(kernels) or 'none'}")
-    if report.schema is not None:
-        print(f"  fake impl: {report.fake_impl or 'none'}")
-    if report.vmap_route is not None:
-        print(f"  vmap: {report.vmap_route.route} ({report.vmap_route.detail})")
-    for f in report.findings:
-        print(f"  {f.severity.value} {f.code}: {f.message}")
-        print(f"    fix: {f.fix}")
-
-
 def run_validate(args: argparse.Namespace) -> int:
     """Validate the targets; exit 1 when any finding is an error."""
     from opwire.validation.opcheck import load_sample_inputs
-    from opwire.validation.validate import checks_run, validate_op
+    from opwire.validation.validate import checks_run, format_reports, validate_op
 
     samples = load_sample_inputs(args.sample_inputs) if args.sample_inputs else None
     reports = [r for target in args.targets for r in validate_op(target, sample_inputs=samples)]
@@ -101,13 +86,7 @@ def run_validate(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"errors": errors, "checks": checks, "reports": [r.to_json() for r in reports]}, indent=2))
     else:
-        for r in reports:
-            _print_report(r)
-        warnings = sum(1 for r in reports for f in r.findings if f.severity.value == "warning")
-        print(f"{len(reports)} op(s): {errors} error(s), {warnings} warning(s)")
-        print(f"checks run: {'; '.join(checks)}")
-        if samples is None:
-            print("  (--sample-inputs MODULE:FUNC adds torch.library.opcheck and a record/serialize/replay round trip)")
+        print(format_reports(reports, checks))
     return 1 if errors else 0
 
 
@@ -137,10 +116,5 @@ def run_bc_check(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
     else:
-        for c in report.changes:
-            print(f"{c.severity(report.policy).value} {c.code}: {c.message}")
-            effects = ", ".join(f"{k}: {v.value}" for k, v in c.effects.items())
-            print(f"    callers: {c.callers.value}; files under {effects}")
-            print(f"    fix: {c.fix}")
-        print(f"{len(report.changes)} change(s), {len(report.breaking)} breaking under {report.policy.name}")
+        print(report)
     return 0 if report.ok else 1

@@ -46,7 +46,7 @@ def read_inputs(
         fmt = framing.read_header(data, path).codec
     if fmt in (None, "json") and not _is_values_json(data):
         return _plain_json(data, path, dtypes or {})
-    values = opwire.loads(data, m.Values, format=fmt or "json")  # type: ignore[arg-type]
+    values = opwire.loads(data, m.Values, format=fmt or "json")  # type: ignore[call-overload]
     return opwire.serde.python_values(values)
 
 

@@ -3,6 +3,12 @@
 Structs ignore unknown keys (as torch does); unions forbid them and hold exactly one member.
 Integers are range-checked, booleans and integers strict, non-finite doubles travel in JSON as the
 strings torch writes ("Infinity", "-Infinity", "NaN"), binary travels in JSON as standard base64.
+
+Built from Python, models take what a user types where it is unambiguous: an enum field its int value
+(`kind=1`), a list field a tuple (`torch.Size` is one). JSON input keeps the strict schema unchanged, so
+decoding pays nothing for this. A union prints only its member (`Argument(as_int=3)`), a struct leaves out
+fields equal to their default, enums print as `ScalarType.FLOAT`: every repr is an expression that rebuilds
+an equal model (with `nan` and `inf` named for non-finite doubles).
 """
 
 from __future__ import annotations
@@ -10,18 +16,25 @@ from __future__ import annotations
 import base64
 import binascii
 import math
-from typing import Annotated, Any, ClassVar
+from collections.abc import Iterator, Mapping
+from enum import IntEnum
+from functools import cache
+from typing import Annotated, Any, ClassVar, Self, TypeVar
 
 from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
+    GetCoreSchemaHandler,
     PlainSerializer,
     SerializerFunctionWrapHandler,
+    ValidationError,
     model_serializer,
     model_validator,
 )
+from pydantic_core import CoreSchema
+from pydantic_core import core_schema as cs
 
 __all__ = [
     "F64",
@@ -30,6 +43,9 @@ __all__ = [
     "I32",
     "I64",
     "Binary",
+    "EnumOf",
+    "ListOf",
+    "ThriftEnum",
     "ThriftStruct",
     "ThriftUnion",
     "binary_out",
@@ -85,6 +101,58 @@ I64 = Annotated[int, _int_range(64)]
 F64 = Annotated[float, BeforeValidator(_float_in), PlainSerializer(float_out, when_used="json")]
 Binary = Annotated[bytes, BeforeValidator(_binary_in), PlainSerializer(binary_out, when_used="json")]
 
+
+class ThriftEnum(IntEnum):
+    """An IDL enum: an IntEnum whose repr is the expression that names it (`ScalarType.FLOAT`)."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}.{self.name}"
+
+
+class _IntForEnum:
+    """From Python, an enum field also takes the member's int value (never a bool, float or string).
+
+    JSON keeps the strict enum schema: JSON has no enum type, so ints are what it carries already."""
+
+    def __get_pydantic_core_schema__(self, source: type[IntEnum], handler: GetCoreSchemaHandler) -> CoreSchema:
+        members = list(source)
+        strict = cs.enum_schema(source, members, sub_type="int", strict=True)
+        by_value = cs.chain_schema(
+            [cs.int_schema(strict=True), cs.enum_schema(source, members, sub_type="int", strict=False)]
+        )
+        python = cs.union_schema(
+            [strict, by_value],  # a member passes the first check: no cost for what the codecs build
+            mode="left_to_right",
+            custom_error_type="enum_int",
+            custom_error_message=f"Input should be a {source.__name__} member or one of the ints "
+            + ", ".join(str(int(e)) for e in members),
+        )
+        return cs.json_or_python_schema(json_schema=handler(source), python_schema=python)
+
+
+class _AnySequence:
+    """From Python, a list field also takes a tuple (so `torch.Size` and namedtuples), converted to a list.
+
+    Strings, sets (no order), iterators (consumed once) and mappings stay refused. The check is by type, not
+    `collections.abc.Sequence`: that ABC check would cost more than the list validation itself, and it lets
+    in memoryview (bytes read as ints). JSON keeps the strict list schema."""
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        strict = handler(source)
+        if strict["type"] != "list":
+            raise TypeError(f"ListOf needs a list type, got {source!r}")
+        sequence = cs.custom_error_schema(cs.is_instance_schema((list, tuple)), custom_error_type="list_type")
+        lax = cs.list_schema(strict["items_schema"], strict=False)
+        return cs.json_or_python_schema(json_schema=strict, python_schema=cs.chain_schema([sequence, lax]))
+
+
+_E = TypeVar("_E", bound=IntEnum)
+_T = TypeVar("_T")
+EnumOf = Annotated[_E, _IntForEnum()]
+"""An enum field: members, or their int values when built from Python."""
+ListOf = Annotated[list[_T], _AnySequence()]
+"""A list field: lists, or any non-string sequence when built from Python."""
+
 _COMMON = ConfigDict(
     strict=True,
     revalidate_instances="never",
@@ -110,6 +178,30 @@ def count_edit() -> None:
     _EDITS[0] += 1
 
 
+@cache
+def _defaults(cls: type[BaseModel]) -> dict[str, Any]:
+    """The default value of every field of `cls` that has one (what a repr may leave out)."""
+    return {
+        name: info.get_default(call_default_factory=True)
+        for name, info in cls.model_fields.items()
+        if not info.is_required()
+    }
+
+
+def _is_default(value: Any, default: Any) -> bool:
+    return value is default or (type(value) is type(default) and value == default)
+
+
+def _unknown_fields(cls: type[BaseModel], names: Mapping[str, Any]) -> ValidationError | None:
+    """A ValidationError naming the keys of `names` that are no field of `cls`, or None."""
+    unknown = [k for k in names if k not in cls.model_fields]
+    if not unknown:
+        return None
+    return ValidationError.from_exception_data(
+        cls.__name__, [{"type": "extra_forbidden", "loc": (k,), "input": names[k]} for k in unknown]
+    )
+
+
 class ThriftStruct(BaseModel):
     """A Thrift struct: every field written, unknown keys ignored."""
 
@@ -120,6 +212,21 @@ class ThriftStruct(BaseModel):
         """Assign (validated) and count the edit (see `edit_count`)."""
         _EDITS[0] += 1
         super().__setattr__(name, value)
+
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        """Every field but those equal to their default: the repr still rebuilds an equal model."""
+        defaults = _defaults(type(self))
+        for k, v in self.__dict__.items():
+            if k in defaults and _is_default(v, defaults[k]):
+                continue
+            yield k, v
+
+    def replace(self, **changes: Any) -> Self:
+        """A validated copy with `changes` applied; a name that is no field is refused."""
+        unknown = _unknown_fields(type(self), changes)
+        if unknown is not None:
+            raise unknown
+        return type(self)(**{**self.__dict__, **changes})
 
 
 class ThriftUnion(BaseModel):
@@ -150,6 +257,25 @@ class ThriftUnion(BaseModel):
                 f"members: {', '.join(type(self).model_fields)}"
             )
         return self
+
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        """Only the member that is set: `Argument(as_int=3)`."""
+        for k, v in self.__dict__.items():
+            if v is not None:
+                yield k, v
+
+    def replace(self, **member: Any) -> Self:
+        """A new union holding exactly `member` (one keyword: `arg.replace(as_float=1.0)`), validated."""
+        return type(self)(**member)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """pydantic's copy; with `update`, the result is validated at once (one member, of its type).
+
+        To switch member, use `replace`: an update that leaves two members set is a ValidationError."""
+        copied = super().model_copy(update=update, deep=deep)
+        if not update:
+            return copied
+        return type(self)(**{k: v for k, v in copied.__dict__.items() if v is not None})
 
     @model_serializer(mode="wrap")
     def _single_key(self, handler: SerializerFunctionWrapHandler) -> Any:

@@ -32,10 +32,12 @@ def _py_type(t: TypeRef) -> str:
     """The Python annotation for an IDL type."""
     if t.kind in _PY_PRIMITIVE:
         return _PY_PRIMITIVE[t.kind]
-    if t.kind in ("enum", "struct"):
+    if t.kind == "enum":
+        return f"EnumOf[{t.name}]"
+    if t.kind == "struct":
         return str(t.name)
     if t.kind in ("list", "set"):
-        return f"list[{_py_type(t.args[0])}]"
+        return f"ListOf[{_py_type(t.args[0])}]"
     if t.kind == "map":
         return f"dict[{_py_type(t.args[0])}, {_py_type(t.args[1])}]"
     raise ValueError(f"unsupported IDL type {t}")
@@ -90,15 +92,25 @@ def generate(schema: Schema | None = None, checksum: str | None = None) -> str:
         "",
         "from __future__ import annotations",
         "",
-        "from enum import IntEnum",
-        "",
         "from pydantic import Field",
         "",
-        "from opwire.schema.base import F64, I8, I16, I32, I64, Binary, ThriftStruct, ThriftUnion",
+        "from opwire.schema.base import (",
+        "    F64,",
+        "    I8,",
+        "    I16,",
+        "    I32,",
+        "    I64,",
+        "    Binary,",
+        "    EnumOf,",
+        "    ListOf,",
+        "    ThriftEnum,",
+        "    ThriftStruct,",
+        "    ThriftUnion,",
+        ")",
         "from opwire.schema.idl import EnumDef, FieldDef, Schema, StructDef, TypeRef",
         "",
         "# Silence unused-import warnings for aliases only some IDLs use.",
-        "_ALIASES = (F64, I8, I16, I32, I64, Binary)",
+        "_ALIASES = (F64, I8, I16, I32, I64, Binary, EnumOf, ListOf)",
         "",
     ]
     names = sorted(schema.enums) + list(schema.structs)
@@ -111,7 +123,7 @@ def generate(schema: Schema | None = None, checksum: str | None = None) -> str:
     out.append(f"RECORDS_VERSION = ({c['RECORDS_VERSION_MAJOR']}, {c['RECORDS_VERSION_MINOR']})")
     out += _doc("Version (major, minor) of opwire's own records.", "")
     for e in schema.enums.values():
-        out += ["", "", f"class {e.name}(IntEnum):"]
+        out += ["", "", f"class {e.name}(ThriftEnum):"]
         out += _doc(e.doc or f"enum {e.name}.", "    ")
         out.append("")
         out += [f"    {n} = {v}" for n, v in e.values]

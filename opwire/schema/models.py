@@ -4,15 +4,25 @@
 
 from __future__ import annotations
 
-from enum import IntEnum
-
 from pydantic import Field
 
-from opwire.schema.base import F64, I8, I16, I32, I64, Binary, ThriftStruct, ThriftUnion
+from opwire.schema.base import (
+    F64,
+    I8,
+    I16,
+    I32,
+    I64,
+    Binary,
+    EnumOf,
+    ListOf,
+    ThriftEnum,
+    ThriftStruct,
+    ThriftUnion,
+)
 from opwire.schema.idl import EnumDef, FieldDef, Schema, StructDef, TypeRef
 
 # Silence unused-import warnings for aliases only some IDLs use.
-_ALIASES = (F64, I8, I16, I32, I64, Binary)
+_ALIASES = (F64, I8, I16, I32, I64, Binary, EnumOf, ListOf)
 
 __all__ = [
     "MODELS",
@@ -93,7 +103,7 @@ RECORDS_VERSION = (1, 0)
 """Version (major, minor) of opwire's own records."""
 
 
-class ArgumentKind(IntEnum):
+class ArgumentKind(ThriftEnum):
     """How an argument was passed at the call site."""
 
     UNKNOWN = 0
@@ -101,7 +111,7 @@ class ArgumentKind(IntEnum):
     KEYWORD = 2
 
 
-class Layout(IntEnum):
+class Layout(ThriftEnum):
     """Tensor layout, numbered as torch's export schema numbers it (not c10's numbering)."""
 
     Unknown = 0
@@ -114,7 +124,7 @@ class Layout(IntEnum):
     Strided = 7
 
 
-class MemoryFormat(IntEnum):
+class MemoryFormat(ThriftEnum):
     """Tensor memory format, numbered as torch's export schema numbers it (not c10's numbering)."""
 
     Unknown = 0
@@ -124,7 +134,7 @@ class MemoryFormat(IntEnum):
     PreserveFormat = 4
 
 
-class ScalarType(IntEnum):
+class ScalarType(ThriftEnum):
     """Tensor element type, numbered as torch's export schema numbers it: FLOAT is 7 here but c10's Double is 7."""
 
     UNKNOWN = 0
@@ -197,13 +207,13 @@ class SymBool(ThriftUnion):
 class TensorMeta(ThriftStruct):
     """Metadata of a tensor value in a graph: dtype, shape, strides, device, layout."""
 
-    dtype: ScalarType
-    sizes: list[SymInt]
+    dtype: EnumOf[ScalarType]
+    sizes: ListOf[SymInt]
     requires_grad: bool
     device: Device
-    strides: list[SymInt]
+    strides: ListOf[SymInt]
     storage_offset: SymInt
-    layout: Layout
+    layout: EnumOf[Layout]
 
 
 class SymIntArgument(ThriftUnion):
@@ -274,35 +284,35 @@ class Argument(ThriftUnion):
     as_none: bool | None = None
     """None (the bool value carries no meaning)."""
     as_tensor: TensorArgument | None = None
-    as_tensors: list[TensorArgument] | None = None
+    as_tensors: ListOf[TensorArgument] | None = None
     as_int: I64 | None = None
-    as_ints: list[I64] | None = None
+    as_ints: ListOf[I64] | None = None
     as_float: F64 | None = None
-    as_floats: list[F64] | None = None
+    as_floats: ListOf[F64] | None = None
     as_string: str | None = None
-    as_strings: list[str] | None = None
+    as_strings: ListOf[str] | None = None
     as_sym_int: SymIntArgument | None = None
-    as_sym_ints: list[SymIntArgument] | None = None
-    as_scalar_type: ScalarType | None = None
-    as_memory_format: MemoryFormat | None = None
-    as_layout: Layout | None = None
+    as_sym_ints: ListOf[SymIntArgument] | None = None
+    as_scalar_type: EnumOf[ScalarType] | None = None
+    as_memory_format: EnumOf[MemoryFormat] | None = None
+    as_layout: EnumOf[Layout] | None = None
     as_device: Device | None = None
     as_bool: bool | None = None
-    as_bools: list[bool] | None = None
+    as_bools: ListOf[bool] | None = None
     as_sym_bool: SymBoolArgument | None = None
-    as_sym_bools: list[SymBoolArgument] | None = None
+    as_sym_bools: ListOf[SymBoolArgument] | None = None
     as_graph: GraphArgument | None = None
-    as_optional_tensors: list[OptionalTensorArgument] | None = None
+    as_optional_tensors: ListOf[OptionalTensorArgument] | None = None
     as_custom_obj: CustomObjArgument | None = None
     as_operator: str | None = None
     as_sym_float: SymFloatArgument | None = None
-    as_sym_floats: list[SymFloatArgument] | None = None
+    as_sym_floats: ListOf[SymFloatArgument] | None = None
     as_optional_tensor: OptionalTensorArgument | None = None
     as_complex: ComplexValue | None = None
-    as_nested_tensors: list[list[TensorArgument]] | None = None
-    as_int_lists: list[list[I64]] | None = None
+    as_nested_tensors: ListOf[ListOf[TensorArgument]] | None = None
+    as_int_lists: ListOf[ListOf[I64]] | None = None
     as_string_to_argument: dict[str, Argument] | None = None
-    as_float_lists: list[list[F64]] | None = None
+    as_float_lists: ListOf[ListOf[F64]] | None = None
 
 
 class NamedArgument(ThriftStruct):
@@ -311,15 +321,15 @@ class NamedArgument(ThriftStruct):
     name: str
     """Argument name from the operator schema."""
     arg: Argument
-    kind: ArgumentKind | None = None
+    kind: EnumOf[ArgumentKind] | None = None
 
 
 class Node(ThriftStruct):
     """One call in a graph: target operator, named inputs, outputs and metadata."""
 
     target: str
-    inputs: list[NamedArgument]
-    outputs: list[Argument]
+    inputs: ListOf[NamedArgument]
+    outputs: ListOf[Argument]
     metadata: dict[str, str]
     is_hop_single_tensor_return: bool | None = None
     name: str | None = None
@@ -329,9 +339,9 @@ class Node(ThriftStruct):
 class Graph(ThriftStruct):
     """A graph: inputs, outputs, nodes, and the metadata of every value they name."""
 
-    inputs: list[Argument]
-    outputs: list[Argument]
-    nodes: list[Node]
+    inputs: ListOf[Argument]
+    outputs: ListOf[Argument]
+    nodes: ListOf[Node]
     tensor_values: dict[str, TensorMeta]
     sym_int_values: dict[str, SymInt]
     sym_bool_values: dict[str, SymBool]
@@ -481,8 +491,8 @@ class OutputSpec(ThriftUnion):
 class GraphSignature(ThriftStruct):
     """How graph inputs and outputs map to user inputs, parameters, buffers and mutations."""
 
-    input_specs: list[InputSpec]
-    output_specs: list[OutputSpec]
+    input_specs: ListOf[InputSpec]
+    output_specs: ListOf[OutputSpec]
 
 
 class RangeConstraint(ThriftStruct):
@@ -495,13 +505,13 @@ class RangeConstraint(ThriftStruct):
 class ModuleCallSignature(ThriftStruct):
     """The calling convention of a submodule: flattened inputs/outputs and pytree specs."""
 
-    inputs: list[Argument]
-    outputs: list[Argument]
+    inputs: ListOf[Argument]
+    outputs: ListOf[Argument]
     in_spec: str
     """pytree TreeSpec of the inputs, as torch's treespec_dumps writes it."""
     out_spec: str
     """pytree TreeSpec of the outputs, as torch's treespec_dumps writes it."""
-    forward_arg_names: list[str] | None = None
+    forward_arg_names: ListOf[str] | None = None
 
 
 class ModuleCallEntry(ThriftStruct):
@@ -514,7 +524,7 @@ class ModuleCallEntry(ThriftStruct):
 class NamedTupleDef(ThriftStruct):
     """The field names of a namedtuple type used in a pytree spec."""
 
-    field_names: list[str]
+    field_names: ListOf[str]
 
 
 class GraphModule(ThriftStruct):
@@ -522,7 +532,7 @@ class GraphModule(ThriftStruct):
 
     graph: Graph
     signature: GraphSignature
-    module_call_graph: list[ModuleCallEntry]
+    module_call_graph: ListOf[ModuleCallEntry]
     metadata: dict[str, str] = Field(default_factory=dict)
     treespec_namedtuple_fields: dict[str, NamedTupleDef] = Field(default_factory=dict)
 
@@ -543,9 +553,9 @@ class ExportedProgram(ThriftStruct):
     opset_version: dict[str, I64]
     range_constraints: dict[str, RangeConstraint]
     schema_version: SchemaVersion
-    verifiers: list[str]
+    verifiers: ListOf[str]
     torch_version: str
-    guards_code: list[str]
+    guards_code: ListOf[str]
 
 
 class PayloadMeta(ThriftStruct):
@@ -567,8 +577,8 @@ class AOTInductorModelPickleData(ThriftStruct):
     """Metadata AOTInductor keeps for a compiled model."""
 
     library_basename: str
-    input_names: list[str]
-    output_names: list[str]
+    input_names: ListOf[str]
+    output_names: ListOf[str]
     floating_point_input_dtype: I64 | None = None
     floating_point_output_dtype: I64 | None = None
     aot_inductor_model_is_cpu: bool | None = None
@@ -584,7 +594,7 @@ class ExternKernelNode(ThriftStruct):
 class ExternKernelNodes(ThriftStruct):
     """All extern kernel calls of an AOTInductor-compiled model (<hash>.wrapper.json)."""
 
-    nodes: list[ExternKernelNode]
+    nodes: ListOf[ExternKernelNode]
 
 
 class TensorDigest(ThriftStruct):
@@ -607,11 +617,11 @@ class TensorDigest(ThriftStruct):
 class TensorValue(ThriftStruct):
     """A tensor with its data: metadata plus the element bytes."""
 
-    dtype: ScalarType
+    dtype: EnumOf[ScalarType]
     """Element type, in the export schema's numbering."""
-    sizes: list[I64]
+    sizes: ListOf[I64]
     """Shape."""
-    strides: list[I64]
+    strides: ListOf[I64]
     """Strides in elements, restored on load."""
     storage_offset: I64
     """Offset in elements into the storage, restored on load."""
@@ -623,7 +633,7 @@ class TensorValue(ThriftStruct):
     """Elements in row-major (contiguous) order, little-endian; empty when only a digest was kept."""
     digest: TensorDigest | None = None
     """Present when the bytes were not kept (digest mode); data is then empty."""
-    layout: Layout | None = None
+    layout: EnumOf[Layout] | None = None
     """Layout; absent means strided."""
 
 
@@ -646,13 +656,13 @@ class Value(ThriftUnion):
     """None (the bool value carries no meaning)."""
     as_device: Device | None = None
     """A device."""
-    as_scalar_type: ScalarType | None = None
+    as_scalar_type: EnumOf[ScalarType] | None = None
     """A dtype."""
-    as_layout: Layout | None = None
+    as_layout: EnumOf[Layout] | None = None
     """A layout."""
-    as_memory_format: MemoryFormat | None = None
+    as_memory_format: EnumOf[MemoryFormat] | None = None
     """A memory format."""
-    as_list: list[Value] | None = None
+    as_list: ListOf[Value] | None = None
     """A list (or tuple) of values."""
     as_dict: dict[str, Value] | None = None
     """A string-keyed dict of values."""
@@ -674,7 +684,7 @@ class OpwireArchive(ThriftStruct):
     """Parameters and buffers by their state_dict name."""
     constants: dict[str, TensorValue]
     """Tensor constants lifted from the module, by name."""
-    example_args: list[Value] | None = None
+    example_args: ListOf[Value] | None = None
     """Example positional inputs, if the program kept them."""
     example_kwargs: dict[str, Value] | None = None
     """Example keyword inputs, if the program kept them."""
@@ -687,9 +697,9 @@ class CallRecord(ThriftStruct):
 
     target: str
     """Operator as "namespace::name.overload"."""
-    inputs: list[NamedArgument]
+    inputs: ListOf[NamedArgument]
     """Arguments bound by name through the op schema; tensors refer to CallTrace.tensors by name."""
-    outputs: list[Argument]
+    outputs: ListOf[Argument]
     """Returns in schema order; tensors refer to CallTrace.tensors by name."""
     metadata: dict[str, str]
     """Free-form annotations (e.g. the Python stack)."""
@@ -715,7 +725,7 @@ class CallTrace(ThriftStruct):
 
     header: TraceHeader
     """Versions and op schemas."""
-    records: list[CallRecord]
+    records: ListOf[CallRecord]
     """Calls in the order they ran."""
     tensors: dict[str, TensorValue]
     """Tensor table: every tensor a record names, stored once."""
@@ -745,20 +755,20 @@ class OpSchemaSnapshot(ThriftStruct):
     """Overload name; empty for the default overload."""
     schema_str: str
     """The full schema string."""
-    arguments: list[OpArgumentSnapshot]
+    arguments: ListOf[OpArgumentSnapshot]
     """Arguments in schema order."""
-    returns: list[OpArgumentSnapshot]
+    returns: ListOf[OpArgumentSnapshot]
     """Returns in schema order."""
-    tags: list[str]
+    tags: ListOf[str]
     """Tags (torch.Tag names), sorted."""
 
 
 class OpLibrarySnapshot(ThriftStruct):
     """Every op of some namespaces: the input of `opwire ops bc-check`."""
 
-    namespaces: list[str]
+    namespaces: ListOf[str]
     """Namespaces covered, sorted."""
-    ops: list[OpSchemaSnapshot]
+    ops: ListOf[OpSchemaSnapshot]
     """Ops sorted by name and overload."""
     torch_version: str
     """torch.__version__ when the snapshot was taken."""

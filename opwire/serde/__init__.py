@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from pydantic import BaseModel
 
@@ -58,17 +58,43 @@ def dumps(obj: BaseModel, format: Format = "json") -> bytes:
     return _thrift.encode(obj, format)
 
 
-def loads(data: bytes | str, cls: type[M], format: Format = "json", *, max_depth: int | None = None) -> M:
-    """Deserialize bytes written in `format` into a validated model of type `cls`.
+@overload
+def loads(data: bytes | str, cls: type[M], format: Format | None = None, *, max_depth: int | None = None) -> M: ...
 
-    `max_depth` bounds nesting (structs, lists, maps; default `opwire.serde.framing.MAX_DEPTH`) the same
-    way in every codec.
+
+@overload
+def loads(
+    data: bytes | str, cls: None = None, format: Format | None = None, *, max_depth: int | None = None
+) -> Any: ...
+
+
+def loads(
+    data: bytes | str, cls: type[M] | None = None, format: Format | None = None, *, max_depth: int | None = None
+) -> Any:
+    """Deserialize bytes into a validated model of type `cls` (None: the type the data holds).
+
+    `format` None reads the codec from opwire's header (files opwire writes in Thrift form carry one) and
+    takes JSON otherwise; a `format` the header contradicts is a DecodeError naming the file's format. With
+    `cls` None the root type comes from the header, or for JSON from its top-level keys (as `opwire inspect`
+    tells it); raw Thrift has neither, so it needs both `cls` and `format`. `max_depth` bounds nesting
+    (structs, lists, maps; default `opwire.serde.framing.MAX_DEPTH`) the same way in every codec.
     """
-    _check_format(format)
-    from opwire.serde.framing import MAX_DEPTH
+    if format is not None:
+        _check_format(format)
+    from opwire.serde import framing
 
-    depth = MAX_DEPTH if max_depth is None else max_depth
-    if format == "json":
+    depth = framing.MAX_DEPTH if max_depth is None else max_depth
+    if isinstance(data, bytes | bytearray | memoryview) and (header := framing.sniff(data)) is not None:
+        codec, root, _version = header
+        if format is not None and format != codec:
+            raise DecodeError(
+                f"the data is Thrift {codec} with opwire's header (root type {root}), not {format}; read it "
+                f"with format={codec!r}, or leave format out"
+            )
+        format = codec  # type: ignore[assignment]
+    if cls is None:
+        return _loads_any(data, format, depth)
+    if format in (None, "json"):
         from opwire.serde import json as _json
 
         return _json.decode(data, cls, max_depth=depth)
@@ -76,7 +102,37 @@ def loads(data: bytes | str, cls: type[M], format: Format = "json", *, max_depth
 
     if isinstance(data, str):
         raise DecodeError(f"Expected bytes for format {format!r}, got str")
-    return _thrift.decode(data, cls, format, max_depth=depth)
+    try:
+        return _thrift.decode(data, cls, format, max_depth=depth)  # type: ignore[arg-type]
+    except DecodeError as exc:
+        raise _json_not_thrift(data, format) or exc from None
+
+
+def _json_not_thrift(data: bytes | bytearray | memoryview, format: str) -> DecodeError | None:
+    """For Thrift that failed to decode: a DecodeError saying the data is JSON, if it is."""
+    import json as _stdlib_json
+
+    from opwire.serde.detect import looks_like_json
+
+    if not looks_like_json(data):
+        return None
+    try:
+        _stdlib_json.loads(bytes(data))
+    except ValueError:
+        return None
+    return DecodeError(f"the data is JSON, not Thrift {format}; read it with format='json', or leave format out")
+
+
+def _loads_any(data: bytes | str, format: str | None, max_depth: int) -> Any:
+    """`loads` without a type: the header's root type, or the JSON root its keys show."""
+    from opwire.serde import detect, framing
+
+    if format in (None, "json") or (not isinstance(data, str) and framing.has_header(data)):
+        return detect.decode_bytes(data, max_depth=max_depth)
+    raise DecodeError(
+        f"raw Thrift {format} (no opwire header) does not say what type it holds; pass the type: "
+        f"opwire.loads(data, m.ExportedProgram, format={format!r}) (models: opwire.schema.models)"
+    )
 
 
 def values(mapping: Mapping[str, Any]) -> Any:

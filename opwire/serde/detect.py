@@ -10,8 +10,9 @@ from pydantic import BaseModel
 
 from opwire.errors import DecodeError
 from opwire.schema import models as m
+from opwire.serde.framing import MAX_DEPTH, has_header, read_header
 
-__all__ = ["JSON_ROOTS", "detect_json_root", "load_any"]
+__all__ = ["JSON_ROOTS", "decode_bytes", "detect_json_root", "load_any", "looks_like_json"]
 
 # top-level JSON keys that identify each root type opwire reads as JSON
 JSON_ROOTS: tuple[tuple[str, frozenset[str]], ...] = (
@@ -41,6 +42,37 @@ def detect_json_root(data: bytes, source: str = "") -> type[BaseModel]:
     )
 
 
+def looks_like_json(data: bytes | bytearray | memoryview | str) -> bool:
+    """Whether `data` starts (after whitespace) like a JSON object or array."""
+    if isinstance(data, str):
+        return data.lstrip()[:1] in ("{", "[")
+    return bytes(data).lstrip()[:1] in (b"{", b"[")
+
+
+def decode_bytes(
+    data: bytes | bytearray | memoryview | str, *, source: str = "", max_depth: int = MAX_DEPTH
+) -> BaseModel:
+    """Decode opwire's framed Thrift (codec and root type from the header) or JSON (root type from its keys)."""
+    where = source or "input"
+    if not isinstance(data, str) and has_header(data):
+        h = read_header(data, source)
+        cls = m.MODELS.get(h.root)
+        if cls is None:
+            raise DecodeError(f"{where}: the header names root type {h.root!r}, which this opwire does not know")
+        from opwire.serde import thrift
+
+        return thrift.decode(data, cls, h.codec, framed=True, max_depth=max_depth, source=source)  # type: ignore[arg-type]
+    if not looks_like_json(data):
+        raise DecodeError(
+            f"{where}: neither JSON nor Thrift with opwire's header; raw Thrift needs its codec and type: "
+            "opwire.loads(data, cls, format=...)"
+        )
+    from opwire.serde import json as _json_codec
+
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
+    return _json_codec.decode(raw, detect_json_root(raw, source), source=source, max_depth=max_depth)
+
+
 def load_any(path: str | Path, *, allow_pickle: bool = False, lazy_archive: bool = False) -> BaseModel:
     """Decode a file whatever it holds: .pt2 archive, framed Thrift, or JSON.
 
@@ -51,23 +83,12 @@ def load_any(path: str | Path, *, allow_pickle: bool = False, lazy_archive: bool
     if zipfile.is_zipfile(p):
         return _load_zip(p, allow_pickle, lazy_archive)
     data = p.read_bytes()
-    if data.lstrip()[:1] in (b"{", b"["):
-        from opwire.serde import json as _json_codec
-
-        return _json_codec.decode(data, detect_json_root(data, str(p)), source=str(p))
-    from opwire.serde import framing, thrift
-
-    sniffed = framing.sniff(data)
-    if sniffed is None:
+    if not has_header(data) and not looks_like_json(data):
         raise DecodeError(
             f"{p}: neither a .pt2 zip archive, JSON, nor a file opwire wrote in Thrift form (no opwire header); "
             "raw Thrift needs its codec and type: opwire.loads(data, cls, format=...)"
         )
-    codec, root, _version = sniffed
-    cls = m.MODELS.get(root)
-    if cls is None:
-        raise DecodeError(f"{p}: the header names root type {root!r}, which this opwire does not know")
-    return thrift.decode(data, cls, codec, framed=True, source=str(p))  # type: ignore[arg-type]
+    return decode_bytes(data, source=str(p))
 
 
 def _load_zip(p: Path, allow_pickle: bool, lazy: bool) -> BaseModel:

@@ -173,7 +173,31 @@ def _decode_failure(
             mismatch = _version_problem(version, source)
             if mismatch is not None:
                 return mismatch
+    other, missing = _other_root(data, cls)
+    if other is not None:
+        where = f"{source}: " if source else ""
+        return DecodeError(
+            f"{where}the JSON's top-level keys are those of {other}, not {cls.__name__} (missing "
+            f"{', '.join(missing)}); read it as {other}, or call opwire.loads(data) without a type"
+        )
     return decode_error_from_validation(exc, cls.__name__, source)
+
+
+def _other_root(data: bytes, cls: type[BaseModel]) -> tuple[str | None, list[str]]:
+    """(root type the JSON's top-level keys show, fields of `cls` it lacks) when it lacks some, else (None, [])."""
+    from opwire.serde.detect import JSON_ROOTS
+
+    try:
+        top = _json.loads(data)
+    except ValueError:
+        return None, []
+    if not isinstance(top, dict):
+        return None, []
+    missing = [name for name, f in cls.model_fields.items() if f.is_required() and name not in top]
+    if not missing:
+        return None, []  # the JSON is a `cls` with a bad value: the field error says more
+    other = next((name for name, keys in JSON_ROOTS if keys <= top.keys() and name != cls.__name__), None)
+    return other, missing
 
 
 def _probe_version(data: bytes) -> tuple[int, int] | None:

@@ -48,6 +48,15 @@ class BcChange:
         """error when breaking under `policy`, warning when it silently changes results, else info."""
         return EFFECT_SEVERITY[self.effect(policy)]
 
+    def describe(self, policy: DefaultPolicy) -> str:
+        """The change as `opwire ops bc-check` prints it under `policy`: severity, code, message; effects; fix."""
+        effects = ", ".join(f"{k}: {v.value}" for k, v in self.effects.items())
+        return (
+            f"{self.severity(policy).value} {self.code}: {self.message}\n"
+            f"    callers: {self.callers.value}; files under {effects}\n"
+            f"    fix: {self.fix}"
+        )
+
     def to_json(self, policy: DefaultPolicy) -> dict[str, Any]:
         """The change as JSON-ready data (severity under `policy`)."""
         return {
@@ -88,6 +97,12 @@ class BcReport:
     def ok(self) -> bool:
         """True when nothing breaks under the report's policy."""
         return not self.breaking
+
+    def __str__(self) -> str:
+        """The report as `opwire ops bc-check` prints it: every change, then one line counting the breaking ones."""
+        lines = [c.describe(self.policy) for c in self.changes]
+        lines.append(f"{len(self.changes)} change(s), {len(self.breaking)} breaking under {self.policy.name}")
+        return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
         """The report as JSON-ready data."""

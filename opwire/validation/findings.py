@@ -82,6 +82,10 @@ class Finding:
     message: str
     fix: str
 
+    def __str__(self) -> str:
+        """Two lines, as `opwire ops validate` prints them: severity, code and message; then the fix."""
+        return f"{self.severity.value} {self.code}: {self.message}\n  fix: {self.fix}"
+
     def to_json(self) -> dict[str, str]:
         """The finding as JSON-ready data."""
         return {

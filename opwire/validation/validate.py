@@ -6,7 +6,8 @@ and findings (codes in `findings.CODES`, documented in docs/validation.md and do
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import textwrap
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +22,17 @@ from opwire.validation.opcheck import SampleInputs, opcheck_findings
 from opwire.validation.roundtrip_check import roundtrip_findings
 from opwire.validation.type_checks import aoti_findings, serializability_findings
 
-__all__ = ["CHECKS", "SAMPLE_CHECKS", "Finding", "OpReport", "Severity", "checks_run", "resolve_target", "validate_op"]
+__all__ = [
+    "CHECKS",
+    "SAMPLE_CHECKS",
+    "Finding",
+    "OpReport",
+    "Severity",
+    "checks_run",
+    "format_reports",
+    "resolve_target",
+    "validate_op",
+]
 
 
 @dataclass(frozen=True)
@@ -47,6 +58,20 @@ class OpReport:
             return ()
         return tuple(a.name for a in self.schema.arguments if a.alias_info and a.alias_info.endswith("!"))
 
+    def __str__(self) -> str:
+        """The report as `opwire ops validate` prints it: the op, schema, kernels, fake impl, vmap route, findings."""
+        lines = [self.op]
+        if self.schema is not None:
+            lines.append(f"  schema: {self.schema.schema_str}")
+        kernels = [f"{k.key}{'' if k.registered else '(computed)'}" for k in self.kernels if k.registered or k.runnable]
+        lines.append(f"  kernels: {' '.join(kernels) or 'none'}")
+        if self.schema is not None:
+            lines.append(f"  fake impl: {self.fake_impl or 'none'}")
+        if self.vmap_route is not None:
+            lines.append(f"  vmap: {self.vmap_route.route} ({self.vmap_route.detail})")
+        lines += [textwrap.indent(str(f), "  ") for f in self.findings]
+        return "\n".join(lines)
+
     def to_json(self) -> dict[str, Any]:
         """The report as JSON-ready data."""
         return {
@@ -58,6 +83,21 @@ class OpReport:
             "vmap_route": None if self.vmap_route is None else self.vmap_route.to_json(),
             "findings": [f.to_json() for f in self.findings],
         }
+
+
+def format_reports(reports: Sequence[OpReport], checks: Sequence[str] = ()) -> str:
+    """Every report, one line counting ops, errors and warnings, then the checks that ran (`checks_run`):
+    what `opwire ops validate` prints."""
+    errors = sum(len(r.errors) for r in reports)
+    warnings = sum(1 for r in reports for f in r.findings if f.severity is Severity.WARNING)
+    lines = [*map(str, reports), f"{len(reports)} op(s): {errors} error(s), {warnings} warning(s)"]
+    if checks:
+        lines.append(f"checks run: {'; '.join(checks)}")
+        if not set(SAMPLE_CHECKS) & set(checks):
+            lines.append(
+                "  (--sample-inputs MODULE:FUNC adds torch.library.opcheck and a record/serialize/replay round trip)"
+            )
+    return "\n".join(lines)
 
 
 def _split(name: str) -> tuple[str, str]:
