@@ -5,12 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
-from opwire.errors import DecodeError, OpwireError
+from opwire.cli._loading import add_budget_flags, read_values
+from opwire.errors import OpwireError
 from opwire.proxy_executor.policy import DefaultPolicy
-from opwire.schema import models as m
 
 __all__ = ["add_parser", "run"]
 
@@ -28,6 +27,7 @@ def add_parser(sub: Any) -> None:
         help="who fills arguments the file omits (docs/policies.md)",
     )
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_budget_flags(p)
     p.set_defaults(func=run)
 
 
@@ -43,14 +43,11 @@ def run(args: argparse.Namespace) -> int:
     """Run the nodes; exit 0, 1 when a call fails, 2 on unreadable input."""
     import opwire
     from opwire.proxy_executor import ProxyExecutor
+    from opwire.proxy_executor.executor import load_extern_nodes
 
-    try:
-        data = Path(args.inputs).read_bytes()
-        values_model = opwire.loads(data, m.Values, format=args.inputs_format)
-    except OSError as exc:
-        raise DecodeError(f"cannot read --inputs {args.inputs}: {exc.strerror or exc}") from None
+    values_model = read_values(args.inputs, args.inputs_format, args.max_elements)
     env = opwire.serde.python_values(values_model)
-    ex = ProxyExecutor(args.nodes, policy=args.policy)
+    ex = ProxyExecutor(load_extern_nodes(args.nodes, max_elements=args.max_elements), policy=args.policy)
     report: list[dict[str, Any]] = []
     status = 0
     for i, ek in enumerate(ex.nodes.nodes):

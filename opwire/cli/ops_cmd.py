@@ -6,34 +6,15 @@ Exit codes: 0 clean, 1 error findings (validate) or breaking changes under --pol
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 from typing import Any
 
-from opwire.errors import OpValidationError, first_line
+from opwire.cli._loading import add_loading_flags, load_modules
+from opwire.errors import OpValidationError
 from opwire.proxy_executor.policy import DefaultPolicy
 
 __all__ = ["add_parser", "run_bc_check", "run_snapshot", "run_validate"]
-
-
-def _loading(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--import",
-        dest="imports",
-        action="append",
-        default=[],
-        metavar="MODULE",
-        help="import a Python module that registers ops (repeatable)",
-    )
-    p.add_argument(
-        "--load-library",
-        dest="libraries",
-        action="append",
-        default=[],
-        metavar="PATH.so",
-        help="load a compiled op library with torch.ops.load_library (repeatable)",
-    )
 
 
 def add_parser(sub: Any) -> None:
@@ -49,7 +30,7 @@ def add_parser(sub: Any) -> None:
         "Exit 0 when no finding is an error, 1 when one is, 2 on bad usage.",
     )
     v.add_argument("targets", nargs="+", metavar="TARGET", help="ns::op, ns::op.overload or a namespace")
-    _loading(v)
+    add_loading_flags(v)
     v.add_argument("--sample-inputs", metavar="MODULE:FUNC", help="FUNC(op_name) -> (args, kwargs) pairs for opcheck")
     v.add_argument("--json", action="store_true", help="print the reports as JSON")
     v.set_defaults(func=run_validate)
@@ -60,7 +41,7 @@ def add_parser(sub: Any) -> None:
         description="Write an OpLibrarySnapshot (sorted, no addresses or timestamps) to stdout or --out.",
     )
     s.add_argument("namespaces", nargs="+", metavar="NS", help="namespaces to snapshot")
-    _loading(s)
+    add_loading_flags(s)
     s.add_argument("--format", choices=("json", "compact", "binary"), default="json", help="output format")
     s.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout")
     s.set_defaults(func=run_snapshot)
@@ -73,7 +54,7 @@ def add_parser(sub: Any) -> None:
     )
     b.add_argument("old", help="the old snapshot file")
     b.add_argument("new", nargs="?", help="the new snapshot file (default: the live namespaces)")
-    _loading(b)
+    add_loading_flags(b)
     b.add_argument(
         "--policy",
         default=DefaultPolicy.FROM_SCHEMA.value,
@@ -82,30 +63,6 @@ def add_parser(sub: Any) -> None:
     )
     b.add_argument("--json", action="store_true", help="print the report as JSON")
     b.set_defaults(func=run_bc_check)
-
-
-def _load(args: argparse.Namespace) -> None:
-    """Import the modules and load the libraries that register the ops."""
-    import torch
-
-    if "" not in sys.path:
-        sys.path.insert(0, "")  # like `python -m`: modules in the working directory import
-    for name in args.imports:
-        try:
-            importlib.import_module(name)
-        except Exception as exc:
-            raise OpValidationError(
-                f"--import {name}: importing the module failed ({type(exc).__name__}: {exc}); "
-                "expected an importable module that registers ops (check PYTHONPATH)"
-            ) from None
-    for path in args.libraries:
-        try:
-            torch.ops.load_library(path)  # type: ignore[no-untyped-call]
-        except (OSError, RuntimeError) as exc:
-            raise OpValidationError(
-                f"--load-library {path}: loading failed ({first_line(exc)}); expected a shared library built against "
-                "this torch that registers ops"
-            ) from None
 
 
 def _print_report(report: Any) -> None:
@@ -128,7 +85,7 @@ def run_validate(args: argparse.Namespace) -> int:
     from opwire.validation.opcheck import load_sample_inputs
     from opwire.validation.validate import validate_op
 
-    _load(args)
+    load_modules(args, OpValidationError)
     samples = load_sample_inputs(args.sample_inputs) if args.sample_inputs else None
     reports = [r for target in args.targets for r in validate_op(target, sample_inputs=samples)]
     errors = sum(len(r.errors) for r in reports)
@@ -149,7 +106,7 @@ def run_snapshot(args: argparse.Namespace) -> int:
     import opwire
     from opwire.validation.snapshot import snapshot_ops
 
-    _load(args)
+    load_modules(args, OpValidationError)
     data = opwire.dumps(snapshot_ops(args.namespaces), format=args.format)
     if args.out:
         Path(args.out).write_bytes(data)
@@ -163,7 +120,7 @@ def run_bc_check(args: argparse.Namespace) -> int:
     """Compare two library versions; exit 1 when a change breaks under --policy."""
     from opwire.validation.bccheck import bc_check
 
-    _load(args)
+    load_modules(args, OpValidationError)
     report = bc_check(args.old, args.new, policy=args.policy)
     if args.json:
         print(json.dumps(report.to_json(), indent=2))

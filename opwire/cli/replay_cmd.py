@@ -32,7 +32,10 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Replay; exit 0 without mismatches, 1 with mismatches, 2 when the trace is unreadable."""
     import opwire
+    from opwire.serde.tensors import check_device
 
+    if args.device is not None:
+        check_device(args.device, "--device")
     trace = opwire.load_trace(args.trace)
     report = opwire.replay(
         trace,

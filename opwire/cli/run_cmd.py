@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from opwire.cli._loading import add_budget_flags, add_loading_flags, load_modules, read_values
 from opwire.errors import DecodeError, OpwireError
 from opwire.schema import models as m
 
@@ -29,21 +30,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--out", default=None, help="write the flattened outputs as a Values file (output[0], ...)")
     p.add_argument("--device", default=None, help="run on this device (weights and inputs are moved there)")
     p.add_argument("--json", action="store_true", help="print the outputs' summary as JSON")
+    add_loading_flags(p)
+    add_budget_flags(p)
     p.set_defaults(func=run)
-
-
-def _read_values(path: str, fmt: str | None) -> m.Values:
-    import opwire
-    from opwire.serde import framing
-
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise DecodeError(f"cannot read --inputs {path}: {exc.strerror or exc}") from None
-    if fmt is None:
-        header = framing.read_header(data, path) if framing.has_header(data) else None
-        fmt = header.codec if header is not None else "json"
-    return opwire.loads(data, m.Values, format=fmt)  # type: ignore[arg-type]
 
 
 def _inputs(values: m.Values, runner: Any, device: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -87,9 +76,16 @@ def run(args: argparse.Namespace) -> int:
     import opwire
     from opwire.proxy_executor.graph import ProgramRunner
     from opwire.serde import objects as _values
+    from opwire.serde.detect import load_any
+    from opwire.serde.tensors import check_device
 
-    runner = ProgramRunner(args.program, device=args.device)
-    call_args, call_kwargs = _inputs(_read_values(args.inputs, args.inputs_format), runner, args.device)
+    if args.device is not None:
+        check_device(args.device, "--device")
+    load_modules(args)
+    program = load_any(args.program, max_elements=args.max_elements)
+    runner = ProgramRunner(program, device=args.device)  # type: ignore[arg-type]
+    values = read_values(args.inputs, args.inputs_format, args.max_elements)
+    call_args, call_kwargs = _inputs(values, runner, args.device)
     try:
         result = runner(*call_args, **call_kwargs)
     except OpwireError as exc:

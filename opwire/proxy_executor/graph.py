@@ -188,16 +188,13 @@ def _value(arg: m.Argument, env: Env, where: str) -> Any:
 
 def _specs(gm: m.GraphModule) -> tuple[Any, Any]:
     """The pytree specs of the top-level call (None when the program has no module call graph)."""
+    from opwire.serde.pytree_spec import loads_spec
+
     if not gm.module_call_graph or gm.module_call_graph[0].signature is None:
         return None, None
     sig = gm.module_call_graph[0].signature
-    try:
-        return pytree.treespec_loads(sig.in_spec), pytree.treespec_loads(sig.out_spec)
-    except Exception as exc:  # torch raises several types on a malformed spec string
-        raise DecodeError(
-            f"Expected pytree specs torch can read, got an unreadable one ({type(exc).__name__}: {exc})",
-            "graph_module.module_call_graph[0].signature",
-        ) from None
+    where = "graph_module.module_call_graph[0].signature"
+    return loads_spec(sig.in_spec, f"{where}.in_spec"), loads_spec(sig.out_spec, f"{where}.out_spec")
 
 
 def _flatten_user(args: Sequence[Any], kwargs: Mapping[str, Any], spec: Any) -> list[Any]:

@@ -100,7 +100,9 @@ def _decode(data: bytes, source: str) -> m.CallTrace:
 
 def load_trace(path: str | Path) -> Trace:
     """Read a trace file that `Trace.save` or `opwire record` wrote (any format)."""
-    return Trace.loads(Path(path).read_bytes(), str(path))
+    from opwire.serde.files import read_input
+
+    return Trace.loads(read_input(path, what="trace"), str(path))
 
 
 @contextlib.contextmanager

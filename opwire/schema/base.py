@@ -13,6 +13,7 @@ import math
 from typing import Annotated, Any, ClassVar
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -23,7 +24,21 @@ from pydantic import (
     model_validator,
 )
 
-__all__ = ["F64", "I8", "I16", "I32", "I64", "Binary", "ThriftStruct", "ThriftUnion", "binary_out", "float_out"]
+from opwire.schema.symexpr import check_expr
+
+__all__ = [
+    "F64",
+    "I8",
+    "I16",
+    "I32",
+    "I64",
+    "Binary",
+    "SymExprStr",
+    "ThriftStruct",
+    "ThriftUnion",
+    "binary_out",
+    "float_out",
+]
 
 _NONFINITE_IN = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
 
@@ -71,6 +86,8 @@ I32 = Annotated[int, _int_range(32)]
 I64 = Annotated[int, _int_range(64)]
 F64 = Annotated[float, BeforeValidator(_float_in), PlainSerializer(float_out, when_used="json")]
 Binary = Annotated[bytes, BeforeValidator(_binary_in), PlainSerializer(binary_out, when_used="json")]
+SymExprStr = Annotated[str, AfterValidator(check_expr)]
+"""`SymExpr.expr_str`: only what opwire's strict expression grammar accepts (schema/symexpr.py)."""
 
 _COMMON = ConfigDict(
     strict=True,

@@ -8,11 +8,11 @@ from enum import IntEnum
 
 from pydantic import Field
 
-from opwire.schema.base import F64, I8, I16, I32, I64, Binary, ThriftStruct, ThriftUnion
+from opwire.schema.base import F64, I8, I16, I32, I64, Binary, SymExprStr, ThriftStruct, ThriftUnion
 from opwire.schema.idl import EnumDef, FieldDef, Schema, StructDef, TypeRef
 
 # Silence unused-import warnings for aliases only some IDLs use.
-_ALIASES = (F64, I8, I16, I32, I64, Binary)
+_ALIASES = (F64, I8, I16, I32, I64, Binary, SymExprStr)
 
 __all__ = [
     "MODELS",
@@ -169,7 +169,7 @@ class SymExprHint(ThriftUnion):
 class SymExpr(ThriftStruct):
     """A symbolic expression such as 's0 + s1', with an optional hint."""
 
-    expr_str: str
+    expr_str: SymExprStr
     hint: SymExprHint | None = None
 
 

@@ -29,7 +29,7 @@ Format = Literal["json", "binary", "compact"]
 FORMATS: tuple[str, ...] = ("json", "binary", "compact")
 
 
-_SUBMODULES = ("json", "thrift", "framing", "pt2", "torch_bridge", "detect")
+_SUBMODULES = ("json", "thrift", "framing", "pt2", "torch_bridge", "detect", "archive", "budgets", "pytree_spec")
 
 
 def __getattr__(name: str) -> Any:
@@ -58,25 +58,35 @@ def dumps(obj: BaseModel, format: Format = "json") -> bytes:
     return _thrift.encode(obj, format)
 
 
-def loads(data: bytes | str, cls: type[M], format: Format = "json", *, max_depth: int | None = None) -> M:
+def loads(
+    data: bytes | str,
+    cls: type[M],
+    format: Format = "json",
+    *,
+    max_depth: int | None = None,
+    max_elements: int | None = None,
+) -> M:
     """Deserialize bytes written in `format` into a validated model of type `cls`.
 
-    `max_depth` bounds nesting (structs, lists, maps; default `opwire.serde.framing.MAX_DEPTH`) the same
-    way in every codec.
+    `max_depth` bounds nesting (structs, lists, maps; default `opwire.serde.framing.MAX_DEPTH`) and
+    `max_elements` the number of containers (default `opwire.serde.budgets.MAX_ELEMENTS`), the same way
+    in every codec.
     """
     _check_format(format)
+    from opwire.serde.budgets import MAX_ELEMENTS
     from opwire.serde.framing import MAX_DEPTH
 
     depth = MAX_DEPTH if max_depth is None else max_depth
+    elements = MAX_ELEMENTS if max_elements is None else max_elements
     if format == "json":
         from opwire.serde import json as _json
 
-        return _json.decode(data, cls, max_depth=depth)
+        return _json.decode(data, cls, max_depth=depth, max_elements=elements)
     from opwire.serde import thrift as _thrift
 
     if isinstance(data, str):
         raise DecodeError(f"Expected bytes for format {format!r}, got str")
-    return _thrift.decode(data, cls, format, max_depth=depth)
+    return _thrift.decode(data, cls, format, max_depth=depth, max_elements=elements)
 
 
 def values(mapping: Mapping[str, Any]) -> Any:

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json as _json
-import zipfile
 from pathlib import Path
 
 from pydantic import BaseModel
 
 from opwire.errors import DecodeError
 from opwire.schema import models as m
+from opwire.serde import budgets
+from opwire.serde.archive import ZipArchive, is_zip
+from opwire.serde.files import read_head, read_input
 
-__all__ = ["JSON_ROOTS", "detect_json_root", "load_any"]
+__all__ = ["JSON_ROOTS", "aoti_wrapper", "detect_json_root", "load_any"]
 
 # top-level JSON keys that identify each root type opwire reads as JSON
 JSON_ROOTS: tuple[tuple[str, frozenset[str]], ...] = (
@@ -30,6 +32,10 @@ def detect_json_root(data: bytes, source: str = "") -> type[BaseModel]:
         top = _json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
         raise DecodeError(f"{source or 'input'}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise DecodeError(
+            f"{source or 'input'}: JSON nesting deeper than Python's parser reads; opwire's JSON nesting stops at 200"
+        ) from None
     if not isinstance(top, dict):
         raise DecodeError(f"{source or 'input'}: expected a JSON object at the top level, got {type(top).__name__}")
     for name, keys in JSON_ROOTS:
@@ -41,54 +47,77 @@ def detect_json_root(data: bytes, source: str = "") -> type[BaseModel]:
     )
 
 
-def load_any(path: str | Path, *, allow_pickle: bool = False, lazy_archive: bool = False) -> BaseModel:
+def load_any(
+    path: str | Path,
+    *,
+    allow_pickle: bool = False,
+    lazy_archive: bool = False,
+    max_elements: int = budgets.MAX_ELEMENTS,
+    max_bytes: int | None = None,
+) -> BaseModel:
     """Decode a file whatever it holds: .pt2 archive, framed Thrift, or JSON.
 
     With `lazy_archive=True` a .pt2 export archive yields only its program (no weight is read), and an
-    AOTInductor package yields its extern-kernel nodes.
+    AOTInductor package yields its extern-kernel nodes. The format is judged from the first bytes, so a
+    file that is none of them (`/dev/zero`) is refused before it is read.
     """
     p = Path(path)
-    if zipfile.is_zipfile(p):
-        return _load_zip(p, allow_pickle, lazy_archive)
-    data = p.read_bytes()
-    if data.lstrip()[:1] in (b"{", b"["):
-        from opwire.serde import json as _json_codec
+    if is_zip(p):
+        return _load_zip(p, allow_pickle, lazy_archive, max_elements, max_bytes)
+    head = read_head(p)
+    from opwire.serde import framing
 
-        return _json_codec.decode(data, detect_json_root(data, str(p)), source=str(p))
-    from opwire.serde import framing, thrift
-
-    sniffed = framing.sniff(data)
-    if sniffed is None:
+    is_json = head.lstrip()[:1] in (b"{", b"[")
+    if not is_json and not framing.has_header(head):
         raise DecodeError(
             f"{p}: neither a .pt2 zip archive, JSON, nor a file opwire wrote in Thrift form (no opwire header); "
             "raw Thrift needs its codec and type: opwire.loads(data, cls, format=...)"
         )
-    codec, root, _version = sniffed
+    data = read_input(p, max_bytes=budgets.MAX_INPUT_BYTES if max_bytes is None else max_bytes)
+    if is_json:
+        from opwire.serde import json as _json_codec
+
+        return _json_codec.decode(data, detect_json_root(data, str(p)), source=str(p), max_elements=max_elements)
+    from opwire.serde import thrift
+
+    header = framing.read_header(data, str(p))
+    codec, root = header.codec, header.root
     cls = m.MODELS.get(root)
     if cls is None:
         raise DecodeError(f"{p}: the header names root type {root!r}, which this opwire does not know")
-    return thrift.decode(data, cls, codec, framed=True, source=str(p))  # type: ignore[arg-type]
+    return thrift.decode(data, cls, codec, framed=True, source=str(p), max_elements=max_elements)  # type: ignore[arg-type]
 
 
-def _load_zip(p: Path, allow_pickle: bool, lazy: bool) -> BaseModel:
+def aoti_wrapper(archive: ZipArchive) -> str | None:
+    """The one extern-node entry (`data/aotinductor/**/*.wrapper.json`) of an AOTInductor package, None if none.
+
+    A package with several is a DecodeError naming them."""
+    names = [n for n in archive.names() if "/data/aotinductor/" in n and n.endswith(".wrapper.json")]
+    if len(names) > 1:
+        raise DecodeError(
+            f"{archive.src}: AOTInductor package with {len(names)} extern-node files ({', '.join(names)}); expected one"
+        )
+    return names[0] if names else None
+
+
+def _load_zip(p: Path, allow_pickle: bool, lazy: bool, max_elements: int, max_bytes: int | None) -> BaseModel:
     """A .pt2 export archive (whole or program only), or the extern nodes of an AOTInductor package."""
-    with zipfile.ZipFile(p) as z:
-        names = z.namelist()
-    wrappers = [n for n in names if "/data/aotinductor/" in n and n.endswith(".wrapper.json")]
-    has_program = any("/models/" in n and n.endswith(".json") for n in names) or any(
-        n.endswith("serialized_exported_program.json") for n in names
-    )
-    if wrappers and not has_program:
-        if len(wrappers) != 1:
-            raise DecodeError(f"{p}: AOTInductor package with {len(wrappers)} extern-node files; expected one")
-        from opwire.serde import json as _json_codec
+    limits: budgets.ArchiveLimits = {"max_elements": max_elements}
+    if max_bytes is not None:
+        limits["max_bytes"] = max_bytes
+    with ZipArchive(p, max_bytes=limits.get("max_bytes", budgets.MAX_ARCHIVE_BYTES)) as z:
+        names = z.names()
+        has_program = any("/models/" in n and n.endswith(".json") for n in names) or any(
+            n.endswith("serialized_exported_program.json") for n in names
+        )
+        wrapper = None if has_program else aoti_wrapper(z)
+        if wrapper is not None:
+            from opwire.serde import json as _json_codec
 
-        with zipfile.ZipFile(p) as z:
-            data = z.read(wrappers[0])
-        return _json_codec.decode(data, m.ExternKernelNodes, source=f"{p}:{wrappers[0]}")
+            return _json_codec.decode(
+                z.read(wrapper), m.ExternKernelNodes, source=f"{p}:{wrapper}", max_elements=max_elements
+            )
     from opwire.serde import pt2
 
-    if lazy:
-        with pt2.open(p, allow_pickle=allow_pickle) as archive:
-            return archive.program
-    return pt2.read(p, allow_pickle=allow_pickle)
+    with pt2.open(p, allow_pickle=allow_pickle, **limits) as archive:
+        return archive.program if lazy else archive.materialize()

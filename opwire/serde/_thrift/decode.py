@@ -50,16 +50,24 @@ class Located(Exception):
 
 
 class _Decoder:
-    def __init__(self, reader: Reader, max_depth: int, newer: str) -> None:
+    def __init__(self, reader: Reader, max_depth: int, newer: str, max_elements: int) -> None:
         self.r = reader
         self.max_depth = max_depth
         self.newer = newer  # how to name a newer writer in messages
+        self.elements = max_elements  # containers still allowed
 
     def enter(self, depth: int, loc: Loc) -> int:
         depth += 1
         if depth > self.max_depth:
             raise Located(
                 f"nesting deeper than max_depth={self.max_depth}; pass a larger max_depth if the input is trusted",
+                loc,
+            )
+        self.elements -= 1
+        if self.elements < 0:
+            raise Located(
+                "more containers (structs, unions, lists, maps) than the budget max_elements; pass a larger "
+                "max_elements= (CLI: --max-elements) if the input is trusted",
                 loc,
             )
         return depth
@@ -234,21 +242,28 @@ class _Decoder:
             raise Located(f"invalid wire type code {wire}", loc)
 
 
-def decode_payload(data: bytes, start: int, root: str, codec: str, max_depth: int, newer: str) -> BaseModel:
-    """Decode exactly one `root` value from `data[start:]`; Located on any problem."""
+def decode_payload(
+    data: bytes, start: int, root: str, codec: str, max_depth: int, newer: str, max_elements: int
+) -> BaseModel:
+    """Decode exactly one `root` value from `data[start:]`; Located on any problem.
+
+    Recursive, and it never touches the process-wide recursion limit (other threads rely on it): nesting
+    that `max_depth` allows but the interpreter's limit does not is refused with a message saying so.
+    """
     reader: Reader = BinaryReader(data, start) if codec == "binary" else CompactReader(data, start)
-    dec = _Decoder(reader, max_depth, newer)
+    dec = _Decoder(reader, max_depth, newer, max_elements)
     loc: Loc = ()
-    old_limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old_limit, 5 * max_depth + 200))
     try:
         obj = dec.struct(root, loc, 0)
     except WireError as exc:
         raise Located(str(exc), loc) from None
     except RecursionError:
-        raise Located(f"nesting too deep for this Python stack (max_depth={max_depth})", loc) from None
-    finally:
-        sys.setrecursionlimit(old_limit)
+        raise Located(
+            f"nesting deeper than this Python stack allows (sys.getrecursionlimit() is {sys.getrecursionlimit()}, "
+            f"max_depth={max_depth}); opwire does not change the process-wide limit: raise it yourself for "
+            "trusted input this deep",
+            loc,
+        ) from None
     if reader.pos != reader.end:
         raise Located(
             f"{reader.end - reader.pos} trailing bytes after the {root} value (offset {reader.pos} of {reader.end}); "
