@@ -59,7 +59,7 @@ class Work:
 
     def nodes(self) -> Path:
         p = self.dir / "nodes.json"
-        p.write_text(json.dumps({"nodes": [], "protocol": None}))
+        p.write_text(json.dumps({"nodes": []}))
         return p
 
     def trace(self) -> Path:
@@ -296,7 +296,7 @@ def _raw_zip(dst: Path, name: str, raw: bytes, method: int, file_size: int, crc:
 def _corrupt_deflate(work: Work) -> Path:
     data = base_program_json()
     raw = bytearray(zlib.compress(data, 9)[2:-4])
-    raw[len(raw) // 2 : len(raw) // 2 + 8] = b"\xff" * 8
+    raw[0] = 0x07  # the first block: final, of type 3 (reserved): invalid deflate
     dst = work.path("corrupt.pt2")
     _raw_zip(dst, "archive/models/model.json", bytes(raw), 8, len(data), zlib.crc32(data))
     return dst
@@ -389,11 +389,11 @@ def _as_none_node(work: Work) -> Path:
 
     n = 1_000_000
     body = bytearray()
-    body += b"\x18\x06aten.x"  # field 1 (target): string "aten.x"
-    body += b"\x19\x0c"  # field 2 (inputs): list of 0 structs
-    body += b"\x19\xfc" + _varint(n)  # field 3 (outputs): list of n structs
-    body += b"\x11\x00" * n  # each: Argument{as_none: true} then stop
-    body += b"\x1b\x00"  # field 4 (metadata): empty map
+    body += b"\xa8\x06aten.x"  # field 10 (target): string "aten.x"
+    body += b"\xa9\x0c"  # field 20 (inputs): list of 0 structs
+    body += b"\xa9\xfc" + _varint(n)  # field 30 (outputs): list of n structs
+    body += b"\xa1\x00" * n  # each: Argument{as_none (10): true} then stop
+    body += b"\xab\x00"  # field 40 (metadata): empty map
     body += b"\x00"
     return _write(work, "node.bin", framing.write_header("compact", "Node") + bytes(body))
 
@@ -430,7 +430,7 @@ CASES: list[Case] = [
     ),
     Case("expr_attribute", 2, _expr_program("s0.__class__"), PROGRAM_COMMANDS, r"unexpected character '\.'"),
     Case("expr_huge_power", 2, _expr_program("2**2**2**2**2**2"), PROGRAM_COMMANDS, r"an exponent of|a power of"),
-    Case("expr_lambda", 2, _expr_program("(lambda: 0)()"), PROGRAM_COMMANDS, r"'lambda' at position 1"),
+    Case("expr_lambda", 2, _expr_program("(lambda: 0)()"), PROGRAM_COMMANDS, r"unexpected character ':' at position 7"),
     # attack 3: pytree specs never import
     Case(
         "spec_enum_import",
@@ -465,15 +465,15 @@ CASES: list[Case] = [
     Case("zip_encrypted", 5, _pt2_with_program(flags=1), ARCHIVE_COMMANDS, r"it is encrypted"),
     Case("zip_deflate_ratio", 5, _deflate_bomb, ARCHIVE_COMMANDS, r"exceeds the budget max_ratio=1000"),
     Case("zip_lying_size", 5, _lying_size, ARCHIVE_COMMANDS, r"inflates past its declared size of 1000 bytes"),
-    Case("zip_corrupt_deflate", 5, _corrupt_deflate, ARCHIVE_COMMANDS, r"corrupt deflate data|CRC-32 mismatch"),
+    Case("zip_corrupt_deflate", 5, _corrupt_deflate, ARCHIVE_COMMANDS, r"corrupt deflate data \(.*invalid block type"),
     Case("aoti_method_12", 5, _aoti_package(12), NODES_COMMANDS, r"compression method 12"),
     # attack 6: tensor payloads checked before any allocation
     Case(
         "weight_zero_strides",
         6,
         _pt2_raw_weight([1 << 26, 4], [0, 0], b"\0" * 48),
-        ("inspect {file}", "convert {file} {out}.pt2", "run {file} --inputs {inputs}"),
-        r"weights\['w'\].*(materializes|needs)",
+        ("convert {file} {out}.pt2", "run {file} --inputs {inputs}"),
+        r"materializes 1073741824 bytes from a storage of 48 - at `weights\['w'\]`",
     ),
     Case(
         "weight_numel_overflow",
@@ -493,7 +493,7 @@ CASES: list[Case] = [
         "weight_on_meta",
         6,
         _archive_with_weight(device={"type": "meta", "index": None}),
-        ("convert {file} {out}.pt2", "run {file} --inputs {inputs}"),
+        ("run {file} --inputs {inputs}",),
         r"device 'meta' holds no data",
     ),
     Case(
@@ -526,5 +526,5 @@ CASES: list[Case] = [
     Case("deep_json", 9, _deep_json, ("inspect {file}", "convert {file} {out}.json"), r"nest|not valid JSON"),
     Case("deep_json_nodes", 9, _deep_object, NODES_COMMANDS[:1], r"nest"),
     Case("dev_zero", 9, lambda work: "/dev/zero", ("inspect {file}", "convert {file} {out}.json"), r"neither"),
-    Case("dev_zero_inputs", 9, lambda work: "/dev/zero", VALUES_COMMANDS, r"not valid JSON|neither|Expected"),
+    Case("dev_zero_inputs", 9, lambda work: "/dev/zero", VALUES_COMMANDS, r"/dev/zero: not a Values JSON object"),
 ]

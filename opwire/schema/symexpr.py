@@ -25,8 +25,9 @@ __all__ = ["CONSTANTS", "FUNCTIONS", "KEYWORDS", "MAX_CONST_BITS", "MAX_EXPR_CHA
 MAX_EXPR_CHARS = 100_000
 """Longest expression string accepted."""
 
-MAX_EXPR_DEPTH = 100
-"""Deepest nesting of parentheses and calls accepted (sympy's own parser recurses on it)."""
+MAX_EXPR_DEPTH = 30
+"""Deepest nesting of parentheses, calls, unary operators and powers accepted (sympy's parser and this one
+recurse on it; torch's expressions nest a handful of levels)."""
 
 MAX_CONST_BITS = 1024
 """Largest constant (in bits) a constant subexpression may fold to; a SymInt is 64 bits."""
@@ -393,15 +394,19 @@ def check_expr(text: str) -> str:
     """`text` itself if it is an expression torch's export could have written; ValueError saying where if not."""
     if not isinstance(text, str):
         raise ValueError(f"expected a string, got {type(text).__name__}")
-    if len(text) > MAX_EXPR_CHARS:
-        raise ValueError(f"a symbolic expression of {len(text)} characters (at most {MAX_EXPR_CHARS})")
-    if not text.strip():
-        raise ValueError("an empty symbolic expression")
-    p = _Parser(text)
     try:
+        if len(text) > MAX_EXPR_CHARS:
+            raise ValueError(f"an expression of {len(text)} characters (at most {MAX_EXPR_CHARS})")
+        if not text.strip():
+            raise ValueError("an empty symbolic expression")
+        p = _Parser(text)
         p.expr()
         if p.tok.kind != "end":
             raise p.fail("expected the end of the expression")
+    except RecursionError:  # the caller's stack was already deep: refuse rather than crash
+        raise ValueError(
+            f"not a symbolic expression torch's export writes: nesting too deep in {text[:80]!r}"
+        ) from None
     except ValueError as exc:
         raise ValueError(f"not a symbolic expression torch's export writes: {exc} in {text[:80]!r}") from None
     return text

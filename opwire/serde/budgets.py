@@ -13,11 +13,11 @@ from opwire.errors import DecodeError
 
 __all__ = [
     "MAX_ARCHIVE_BYTES",
-    "ArchiveLimits",
     "MAX_COMPRESSION_RATIO",
     "MAX_ELEMENTS",
     "MAX_EXPR_CHARS",
     "MAX_INPUT_BYTES",
+    "ArchiveLimits",
     "exceeded",
 ]
 

@@ -177,10 +177,11 @@ class Pt2Archive:
         """Everything: the program, every weight and constant, and the example inputs if allowed."""
         from opwire._version import __version__
 
+        program = self.program  # first: a bad program is reported before any weight is read
         weights, constants = self._tensors("weights"), self._tensors("constants")
         args, kwargs = self._example_inputs()
         return m.OpwireArchive(
-            program=self.program,
+            program=program,
             weights=weights,
             constants=constants,
             example_args=args,
@@ -264,20 +265,26 @@ def _to_value(obj: Any, archive: str, entry: str, where: str) -> m.TensorValue:
         raise DecodeError(f"{archive}: {exc}", entry) from None
 
 
-def open(path: str | Path, *, model: str | None = None, allow_pickle: bool = False, **limits: Unpack[budgets.ArchiveLimits]) -> Pt2Archive:
+def open(
+    path: str | Path, *, model: str | None = None, allow_pickle: bool = False, **limits: Unpack[budgets.ArchiveLimits]
+) -> Pt2Archive:
     """Open a .pt2 archive lazily (only the zip directory is read now).
 
     `limits`: `max_bytes`, `max_ratio`, `max_elements` (defaults in opwire.serde.budgets)."""
     return Pt2Archive(path, model, allow_pickle, **limits)
 
 
-def read_program(path: str | Path, *, model: str | None = None, **limits: Unpack[budgets.ArchiveLimits]) -> m.ExportedProgram:
+def read_program(
+    path: str | Path, *, model: str | None = None, **limits: Unpack[budgets.ArchiveLimits]
+) -> m.ExportedProgram:
     """Only the exported program of a .pt2 archive (reads its JSON entry, no weights)."""
     with open(path, model=model, **limits) as archive:
         return archive.program
 
 
-def read(path: str | Path, *, allow_pickle: bool = False, model: str | None = None, **limits: Unpack[budgets.ArchiveLimits]) -> m.OpwireArchive:
+def read(
+    path: str | Path, *, allow_pickle: bool = False, model: str | None = None, **limits: Unpack[budgets.ArchiveLimits]
+) -> m.OpwireArchive:
     """The whole archive as an OpwireArchive: program, weights and constants as TensorValues (limits as `open`)."""
     with open(path, model=model, allow_pickle=allow_pickle, **limits) as archive:
         return archive.materialize()

@@ -19,7 +19,7 @@ from opwire.serde import budgets
 from opwire.serde._gc import paused_gc
 from opwire.serde._paths import format_path
 from opwire.serde._thrift import fast as _thrift_fast
-from opwire.serde._thrift.decode import Located, decode_payload
+from opwire.serde._thrift.decode import Located, budget_message, count_payload, decode_payload
 from opwire.serde._thrift.encode import encode_payload
 from opwire.serde._thrift.spec import container_depth_bound
 from opwire.serde.framing import CODECS, MAX_DEPTH, has_header, read_header, write_header
@@ -121,15 +121,7 @@ def decode(
         newer = f"a newer schema (the file says {h.version[0]}.{h.version[1]})"
     fast_ok = max_depth >= container_depth_bound()
     if len(data) - start > max_elements:  # every container takes a byte at least: only then can there be too many
-        count = _thrift_fast.count_structs(data, start, name, codec, max_elements) if fast_ok else None
-        if count is not None and count > max_elements:
-            raise budgets.exceeded(
-                f"{where}{name} structs and unions",
-                f"more than {max_elements}",
-                "max_elements",
-                max_elements,
-                cli="--max-elements",
-            )
+        _check_elements(data, start, name, codec, max_depth, max_elements, fast_ok, where)
     with paused_gc():
         obj = None
         if fast_ok:
@@ -142,6 +134,21 @@ def decode(
                 raise DecodeError(f"{where}{exc.message} - at `{path}` in {name}", path) from None
     _check_program_version(obj, where)
     return obj  # type: ignore[return-value]
+
+
+def _check_elements(
+    data: bytes, start: int, name: str, codec: str, max_depth: int, max_elements: int, fast_ok: bool, where: str
+) -> None:
+    """DecodeError if the value holds more than `max_elements` containers, found before any model is built:
+    fastbinary counts structs (about a microsecond each), else the checking decoder walks without building."""
+    count = _thrift_fast.count_structs(data, start, name, codec, max_elements) if fast_ok else None
+    if count is not None:
+        if count > max_elements:
+            raise DecodeError(f"{where}{name}: {budget_message(max_elements)}")
+        return
+    problem = count_payload(data, start, codec, max_depth, max_elements)
+    if problem is not None:
+        raise DecodeError(f"{where}{name}: {problem}")
 
 
 def _check_program_version(obj: Any, where: str) -> None:

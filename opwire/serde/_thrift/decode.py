@@ -34,7 +34,7 @@ from opwire.serde._thrift.spec import (
     plan,
 )
 
-__all__ = ["Located", "decode_payload"]
+__all__ = ["Located", "budget_message", "count_payload", "decode_payload"]
 
 Loc = tuple[str | int, ...]
 Reader = BinaryReader | CompactReader
@@ -54,6 +54,7 @@ class _Decoder:
         self.r = reader
         self.max_depth = max_depth
         self.newer = newer  # how to name a newer writer in messages
+        self.max_elements = max_elements
         self.elements = max_elements  # containers still allowed
 
     def enter(self, depth: int, loc: Loc) -> int:
@@ -65,11 +66,7 @@ class _Decoder:
             )
         self.elements -= 1
         if self.elements < 0:
-            raise Located(
-                "more containers (structs, unions, lists, maps) than the budget max_elements; pass a larger "
-                "max_elements= (CLI: --max-elements) if the input is trusted",
-                loc,
-            )
+            raise Located(budget_message(self.max_elements), loc)
         return depth
 
     def value(self, t: TypeRef, wire: int, loc: Loc, depth: int) -> Any:
@@ -240,6 +237,28 @@ class _Decoder:
                 self.skip(vt, loc, depth)
         else:
             raise Located(f"invalid wire type code {wire}", loc)
+
+
+def budget_message(max_elements: int) -> str:
+    """The message for a value holding more than `max_elements` containers."""
+    return (
+        f"more than {max_elements} containers (structs, unions, lists, maps) exceeds the budget "
+        f"max_elements={max_elements}; pass a larger max_elements= (CLI: --max-elements) if the input is trusted"
+    )
+
+
+def count_payload(data: bytes, start: int, codec: str, max_depth: int, max_elements: int) -> str | None:
+    """Walk one struct in `data[start:]` building nothing: the budget message if it holds more than
+    `max_elements` containers, else None (also when the bytes are malformed: the decoder reports that)."""
+    reader: Reader = BinaryReader(data, start) if codec == "binary" else CompactReader(data, start)
+    dec = _Decoder(reader, max_depth, "", max_elements)
+    try:
+        dec.skip(STRUCT, (), 0)
+    except Located as exc:
+        return exc.message if dec.elements < 0 else None
+    except (WireError, RecursionError):
+        return None
+    return None
 
 
 def decode_payload(
