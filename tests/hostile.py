@@ -436,14 +436,14 @@ CASES: list[Case] = [
         "spec_enum_import",
         3,
         _spec_program(_dict_spec([{"__enum__": True, "fqn": "this:s", "name": "x"}])),
-        ("run {file} --inputs {inputs}",),
+        ("run {file} --inputs {inputs}", "convert {file} {out}.pt2", "convert {file} {out}.json"),
         r"not a member of an enum class of an imported module.*--import this",
     ),
     Case(
         "spec_defaultdict_abort",
         3,
         _spec_program(_DEFAULTDICT_ABORT),
-        ("run {file} --inputs {inputs}",),
+        ("run {file} --inputs {inputs}", "convert {file} {out}.pt2"),
         r"defaultdict factory os\.abort is not one opwire builds",
     ),
     Case(

@@ -77,6 +77,7 @@ def convert(
         obj = _read_pt2(src, to, model, allow_pickle, max_elements)
     else:
         obj = _read_file(src, max_elements)
+    _check_specs(obj.program if isinstance(obj, m.OpwireArchive) else obj)
     if to == "pt2":
         from opwire.serde import pt2
 
@@ -89,6 +90,14 @@ def convert(
     data = opwire.dumps(out, format=cast(_Codec, to))
     dst.write_bytes(data)
     return type(out).__name__, len(data)
+
+
+def _check_specs(program: m.ExportedProgram) -> None:
+    """The pytree specs convert writes on must be ones torch's loader reads without importing anything."""
+    from opwire.serde.pytree_spec import check_spec, program_specs
+
+    for spec, where in program_specs(program):
+        check_spec(spec, where)
 
 
 def _read_pt2(src: Path, to: str, model: str | None, allow_pickle: bool, max_elements: int) -> _Root:

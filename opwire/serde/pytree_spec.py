@@ -16,13 +16,15 @@ import collections
 import enum
 import json
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import torch.utils._pytree as pytree
 
 from opwire.errors import DecodeError
+from opwire.schema import models as m
 
-__all__ = ["DEFAULT_FACTORIES", "MAX_SPEC_NODES", "loads_spec"]
+__all__ = ["DEFAULT_FACTORIES", "MAX_SPEC_NODES", "check_spec", "loads_spec", "program_specs"]
 
 DEFAULT_FACTORIES: dict[tuple[str, str], Any] = {
     ("builtins", "list"): list,
@@ -45,7 +47,6 @@ MAX_SPEC_NODES = 1_000_000
 """Most nodes one spec string may describe."""
 
 _DEPTH = 1000  # deepest nesting; the JSON parser itself stops far below what a spec needs
-_HANDLED = {"collections.namedtuple", "collections.defaultdict"}
 
 
 class _SpecError(Exception):
@@ -57,6 +58,38 @@ class _SpecError(Exception):
 
 def loads_spec(serialized: str, where: str = "spec") -> pytree.TreeSpec:
     """The TreeSpec a serialized spec string describes; DecodeError for anything but registered types."""
+    spec: pytree.TreeSpec = _walk(serialized, where, build=True)
+    return spec
+
+
+def check_spec(serialized: str, where: str = "spec") -> None:
+    """DecodeError unless torch's `treespec_loads` could read `serialized` without importing or fetching anything.
+
+    For specs opwire writes on (`convert`) rather than reads: types need not be registered here, but
+    defaultdict factories must come from the table and enum keys from modules already imported."""
+    _walk(serialized, where, build=False)
+
+
+def _walk(serialized: str, where: str, build: bool) -> Any:
+    tree = _parse(serialized, where)
+    try:
+        return _Builder(build).node(tree, "", 0)
+    except _SpecError as exc:
+        loc = f"{where}{exc.loc}"
+        raise DecodeError(f"{exc.message} - at `{loc}`", loc) from None
+
+
+def program_specs(program: m.ExportedProgram) -> Iterator[tuple[str, str]]:
+    """(spec string, path) of every in_spec and out_spec of a program's module call graph."""
+    for i, entry in enumerate(program.graph_module.module_call_graph):
+        if entry.signature is not None:
+            where = f"graph_module.module_call_graph[{i}].signature"
+            yield entry.signature.in_spec, f"{where}.in_spec"
+            yield entry.signature.out_spec, f"{where}.out_spec"
+
+
+def _parse(serialized: str, where: str) -> Any:
+    """The tree of a spec string after checking its envelope `[1, tree]`."""
     if not isinstance(serialized, str):
         raise DecodeError(f"Expected a pytree spec string, got {type(serialized).__name__} - at `{where}`", where)
     try:
@@ -71,18 +104,17 @@ def loads_spec(serialized: str, where: str = "spec") -> pytree.TreeSpec:
             f"Expected pytree spec protocol 1, got {protocol} - at `{where}`; the file comes from a newer torch",
             where,
         )
-    try:
-        return _Builder().node(tree, "", 0)
-    except _SpecError as exc:
-        loc = f"{where}{exc.loc}"
-        raise DecodeError(f"{exc.message} - at `{loc}`", loc) from None
+    return tree
 
 
 class _Builder:
-    def __init__(self) -> None:
-        self.count = 0
+    """Walks a spec tree; builds the TreeSpec (`build=True`) or only checks that nothing in it imports."""
 
-    def node(self, tree: Any, loc: str, depth: int) -> pytree.TreeSpec:
+    def __init__(self, build: bool = True) -> None:
+        self.count = 0
+        self.build = build
+
+    def node(self, tree: Any, loc: str, depth: int) -> Any:
         self.count += 1
         if self.count > MAX_SPEC_NODES or depth > _DEPTH:
             raise _SpecError(f"a pytree spec of more than {MAX_SPEC_NODES} nodes or {_DEPTH} levels", loc)
@@ -98,8 +130,11 @@ class _Builder:
             return pytree.treespec_leaf()
         if not isinstance(name, str):
             raise _SpecError(f"Expected a type name, got {type(name).__name__}", f"{loc}.type")
-        typ = _registered(name, loc)
         specs = [self.node(c, f"{loc}.children_spec[{i}]", depth + 1) for i, c in enumerate(children)]
+        if not self.build:
+            _check_context(name, context, f"{loc}.context")
+            return None
+        typ = _registered(name, loc)
         return pytree.TreeSpec(typ, _context(name, typ, context, f"{loc}.context"), specs)
 
 
@@ -129,12 +164,25 @@ def _context(name: str, typ: type, context: Any, loc: str) -> Any:
             raise _SpecError(f"the context reader registered for {name!r} refused it ({exc})", loc) from None
     if not isinstance(context, str):
         raise _SpecError(f"Expected a JSON string context for {name!r}, got {type(context).__name__}", loc)
+    return _json_context(context, loc)
+
+
+def _json_context(context: str, loc: str) -> Any:
+    """A JSON context, enum keys resolved among imported modules only."""
     try:
         return json.loads(context, object_hook=_enum_key)
     except _SpecError as exc:
         raise _SpecError(exc.message, loc) from None
     except (ValueError, RecursionError) as exc:
         raise _SpecError(f"Expected a JSON context, got unreadable text ({exc})", loc) from None
+
+
+def _check_context(name: str, context: Any, loc: str) -> None:
+    """What torch's loader would import for this node's context: defaultdict factories and enum keys."""
+    if name == "collections.defaultdict":
+        _defaultdict(context, loc)
+    elif isinstance(context, str) and name != "collections.namedtuple":
+        _json_context(context, loc)
 
 
 def _namedtuple(context: Any, loc: str) -> type:

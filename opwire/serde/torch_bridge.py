@@ -99,19 +99,15 @@ def _check_evaluated_strings(program: m.ExportedProgram, program_json: bytes) ->
     import json
 
     from opwire.schema.symexpr import check_expr
-    from opwire.serde.pytree_spec import loads_spec
+    from opwire.serde.pytree_spec import loads_spec, program_specs
 
     for i, raw in enumerate(_EXPR.findall(program_json)):
         try:
             check_expr(json.loads(raw))
         except ValueError as exc:
             raise DecodeError(f"{exc} - at expression {i} of the program", "expr_str") from None
-    for i, entry in enumerate(program.graph_module.module_call_graph):
-        sig = entry.signature
-        if sig is not None:
-            where = f"graph_module.module_call_graph[{i}].signature"
-            loads_spec(sig.in_spec, f"{where}.in_spec")
-            loads_spec(sig.out_spec, f"{where}.out_spec")
+    for spec, where in program_specs(program):
+        loads_spec(spec, where)
 
 
 def to_exported_program(

@@ -142,3 +142,15 @@ def test_the_graph_runner_uses_it() -> None:
         match=r"'evil\.Thing' is not registered.* - at `graph_module\.module_call_graph\[0\]\.signature\.out_spec\.type`",
     ):
         ProgramRunner(program)
+
+
+def test_check_spec_allows_unregistered_types_but_nothing_that_imports() -> None:
+    from opwire.serde.pytree_spec import check_spec
+
+    check_spec(_spec(_node("mylib.Output", "null", [LEAF])))  # torch's loader would refuse it, importing nothing
+    ctx = {"default_factory_module": "os", "default_factory_name": "abort", "dict_context": []}
+    with pytest.raises(DecodeError, match="defaultdict factory os.abort"):
+        check_spec(_spec(_node("mylib.Output", "null", [_node("collections.defaultdict", ctx)])))
+    key = json.dumps([{"__enum__": True, "fqn": "not_imported_module:E", "name": "A"}])
+    with pytest.raises(DecodeError, match="--import not_imported_module"):
+        check_spec(_spec(_node("builtins.dict", key, [LEAF])))
