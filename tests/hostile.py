@@ -526,5 +526,7 @@ CASES: list[Case] = [
     Case("deep_json", 9, _deep_json, ("inspect {file}", "convert {file} {out}.json"), r"nest|not valid JSON"),
     Case("deep_json_nodes", 9, _deep_object, NODES_COMMANDS[:1], r"nest"),
     Case("dev_zero", 9, lambda work: "/dev/zero", ("inspect {file}", "convert {file} {out}.json"), r"neither"),
+    Case("dev_zero_trace", 9, lambda work: "/dev/zero", ("replay {file}",), r"/dev/zero: Expected a trace"),
+    Case("deep_json_trace", 9, _deep_object, ("replay {file}",), r"Expected a trace|nest"),
     Case("dev_zero_inputs", 9, lambda work: "/dev/zero", VALUES_COMMANDS, r"/dev/zero: not a Values JSON object"),
 ]

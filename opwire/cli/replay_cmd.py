@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import Any
 
+from opwire.cli._loading import add_budget_flags
 from opwire.proxy_executor.policy import DefaultPolicy
 
 __all__ = ["add_parser", "run"]
@@ -26,6 +27,7 @@ def add_parser(sub: Any) -> None:
         help="who fills arguments the trace omits (docs/policies.md)",
     )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_budget_flags(p)
     p.set_defaults(func=run)
 
 
@@ -36,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.device is not None:
         check_device(args.device, "--device")
-    trace = opwire.load_trace(args.trace)
+    trace = opwire.load_trace(args.trace, max_elements=args.max_elements)
     report = opwire.replay(
         trace,
         policy=args.policy,

@@ -69,7 +69,9 @@ class ZipArchive:
         self.max_ratio = max_ratio
         self.read_bytes = 0  # inflated so far, against max_bytes
         if not is_zip(self.path):
-            raise DecodeError(f"{self.src}: not a zip archive (no zip end-of-directory record in a regular file)")
+            raise DecodeError(
+                f"{self.src}: not a readable zip archive (no end-of-central-directory record in a regular file)"
+            )
         try:
             with zipfile.ZipFile(self.path) as z:
                 infos = z.infolist()

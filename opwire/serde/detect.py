@@ -77,6 +77,7 @@ def load_any(
     if is_json:
         from opwire.serde import json as _json_codec
 
+        _json_codec.check_elements(data, max_elements, str(p))  # before detection parses it
         return _json_codec.decode(data, detect_json_root(data, str(p)), source=str(p), max_elements=max_elements)
     from opwire.serde import thrift
 

@@ -25,7 +25,7 @@ from opwire.serde._gc import paused_gc
 from opwire.serde._paths import decode_error_from_validation, format_path
 from opwire.serde.framing import MAX_DEPTH
 
-__all__ = ["JSON_PARSER_DEPTH", "decode", "encode", "to_jsonable"]
+__all__ = ["JSON_PARSER_DEPTH", "check_elements", "decode", "encode", "to_jsonable"]
 
 JSON_PARSER_DEPTH = 200
 """Deepest nesting pydantic's JSON parser reads (fixed in pydantic-core); deeper JSON is refused."""
@@ -155,7 +155,7 @@ def decode(
         data = data.encode("utf-8", "surrogatepass")
     if not isinstance(data, bytes | bytearray | memoryview):
         raise DecodeError(f"Expected bytes or str to decode, got {type(data).__name__}")
-    _check_elements(bytes(data) if not isinstance(data, bytes) else data, max_elements, source)
+    check_elements(bytes(data) if not isinstance(data, bytes) else data, max_elements, source)
     with paused_gc():
         try:
             obj = cls.model_validate_json(data)
@@ -169,7 +169,7 @@ def decode(
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
 
 
-def _check_elements(data: bytes, max_elements: int, source: str) -> None:
+def check_elements(data: bytes, max_elements: int, source: str = "") -> None:
     """DecodeError when the JSON holds more than `max_elements` objects and arrays (counted outside strings)."""
     if len(data) // 2 <= max_elements:  # every container takes two bytes at least
         return

@@ -89,7 +89,7 @@ def test_not_a_zip(tmp_path: Path) -> None:
     bad = tmp_path / "x.zip"
     bad.write_bytes(b"PK\x03\x04garbage")
     assert not is_zip(bad)
-    with pytest.raises(DecodeError, match="not a zip archive"):
+    with pytest.raises(DecodeError, match="not a readable zip archive"):
         ZipArchive(bad)
 
 

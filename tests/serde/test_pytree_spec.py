@@ -149,7 +149,7 @@ def test_check_spec_allows_unregistered_types_but_nothing_that_imports() -> None
 
     check_spec(_spec(_node("mylib.Output", "null", [LEAF])))  # torch's loader would refuse it, importing nothing
     ctx = {"default_factory_module": "os", "default_factory_name": "abort", "dict_context": []}
-    with pytest.raises(DecodeError, match="defaultdict factory os.abort"):
+    with pytest.raises(DecodeError, match=r"defaultdict factory os\.abort"):
         check_spec(_spec(_node("mylib.Output", "null", [_node("collections.defaultdict", ctx)])))
     key = json.dumps([{"__enum__": True, "fqn": "not_imported_module:E", "name": "A"}])
     with pytest.raises(DecodeError, match="--import not_imported_module"):
