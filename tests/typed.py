@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from opwire.schema import models as m
 from opwire.schema.idl import TypeRef
 
-__all__ = ["MODEL_NAMES", "assert_same_model", "same_value", "strategy_for", "type_strategy"]
+__all__ = ["MODEL_NAMES", "assert_same_model", "same_value", "strategy_for", "sym_exprs", "type_strategy"]
 
 MODEL_NAMES: tuple[str, ...] = tuple(m.SCHEMA.structs)
 """Every struct and union of the IDL."""
@@ -54,6 +54,21 @@ def type_strategy(t: TypeRef) -> st.SearchStrategy[Any]:
     return _primitive(t.kind)
 
 
+_SYMBOLS = st.from_regex(r"[su][0-9]{1,3}", fullmatch=True)
+
+
+def sym_exprs() -> st.SearchStrategy[str]:
+    """Expression strings of the forms torch's export writes: infix (`s0 + 1`) and srepr (`Add(Symbol('s0'), ...)`)."""
+    atom = _SYMBOLS | st.integers(-(2**40), 2**40).map(str) | _SYMBOLS.map(lambda s: f"Symbol('{s}', integer=True)")
+
+    def combine(parts: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+        binary = st.tuples(parts, st.sampled_from(["+", "-", "*", "//", "%", "<", "<=", "=="]), parts)
+        call = st.tuples(st.sampled_from(["Max", "Min", "FloorDiv", "CeilDiv", "Mod", "Add", "Mul"]), parts, parts)
+        return binary.map(lambda t: f"({t[0]} {t[1]} {t[2]})") | call.map(lambda t: f"{t[0]}({t[1]}, {t[2]})")
+
+    return st.recursive(atom, combine, max_leaves=6)
+
+
 @cache
 def strategy_for(name: str) -> st.SearchStrategy[Any]:
     """Valid instances of the model `name` (any struct or union of the IDL)."""
@@ -65,6 +80,8 @@ def strategy_for(name: str) -> st.SearchStrategy[Any]:
     for f in sdef.fields:
         s = type_strategy(f.type)
         kwargs[f.name] = st.none() | s if f.optional else s
+    if name == "SymExpr":  # only expressions opwire's strict grammar accepts (schema/symexpr.py)
+        kwargs["expr_str"] = sym_exprs()
     if name == "ExportedProgram":  # a program must carry a schema version this opwire reads
         major, minor = m.SCHEMA_VERSION
         kwargs["schema_version"] = st.builds(m.SchemaVersion, major=st.just(major), minor=st.integers(0, minor))

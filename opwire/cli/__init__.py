@@ -64,6 +64,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"opwire {args.command}: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr
         )
         return 2
+    except (MemoryError, RecursionError) as exc:  # the last line of defence: every budget should stop these first
+        what = "out of memory" if isinstance(exc, MemoryError) else "nesting deeper than the Python stack allows"
+        print(
+            f"opwire {args.command}: error: {what} while handling the input; it is too large or hostile",
+            file=sys.stderr,
+        )
+        return 2
 
 
 if __name__ == "__main__":

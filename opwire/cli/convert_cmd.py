@@ -13,15 +13,16 @@ import argparse
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from opwire.cli.options import LOADING_HELP, add_loading
+from opwire.cli.options import LOADING_HELP, add_budget_flags, add_loading
 from opwire.errors import DecodeError
 from opwire.schema import models as m
+from opwire.serde import budgets
+from opwire.serde.archive import is_zip
 
 __all__ = ["TARGETS", "add_parser", "convert", "run"]
 
 TARGETS = ("json", "binary", "compact", "pt2")
 _BY_SUFFIX = {".json": "json", ".pt2": "pt2"}
-_ZIP_MAGIC = b"PK\x03\x04"
 _Root = m.ExportedProgram | m.OpwireArchive
 _Codec = Literal["json", "binary", "compact"]
 
@@ -42,6 +43,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--model", help="which program of a .pt2 archive holding several (default: model)")
     p.add_argument("--allow-pickle", action="store_true", help="load pickled archive entries (trusted files only)")
     add_loading(p)
+    add_budget_flags(p)
     p.set_defaults(func=run)
 
 
@@ -50,24 +52,36 @@ def run(args: argparse.Namespace) -> int:
     target = args.to or _BY_SUFFIX.get(Path(args.output).suffix)
     if target is None:
         raise DecodeError(f"cannot tell the output format from {args.output!r}: pass --to {'|'.join(TARGETS)}")
-    kind, size = convert(args.input, args.output, target, model=args.model, allow_pickle=args.allow_pickle)
+    kind, size = convert(
+        args.input,
+        args.output,
+        target,
+        model=args.model,
+        allow_pickle=args.allow_pickle,
+        max_elements=args.max_elements,
+    )
     print(f"wrote {args.output}: {kind} as {target}, {size} bytes")
     return 0
 
 
 def convert(
-    src: str | Path, dst: str | Path, to: str, *, model: str | None = None, allow_pickle: bool = False
+    src: str | Path,
+    dst: str | Path,
+    to: str,
+    *,
+    model: str | None = None,
+    allow_pickle: bool = False,
+    max_elements: int = budgets.MAX_ELEMENTS,
 ) -> tuple[str, int]:
     """Convert `src` into `dst` in format `to`; returns (what was written, its size in bytes)."""
     if to not in TARGETS:
         raise DecodeError(f"unknown target format {to!r}: expected one of {', '.join(TARGETS)}")
     src, dst = Path(src), Path(dst)
-    with src.open("rb") as f:
-        head = f.read(len(_ZIP_MAGIC))
-    if head == _ZIP_MAGIC:
-        obj = _read_pt2(src, to, model, allow_pickle)
+    if is_zip(src):
+        obj = _read_pt2(src, to, model, allow_pickle, max_elements)
     else:
-        obj = _read_file(src)
+        obj = _read_file(src, max_elements)
+    _check_specs(obj.program if isinstance(obj, m.OpwireArchive) else obj)
     if to == "pt2":
         from opwire.serde import pt2
 
@@ -82,19 +96,27 @@ def convert(
     return type(out).__name__, len(data)
 
 
-def _read_pt2(src: Path, to: str, model: str | None, allow_pickle: bool) -> _Root:
+def _check_specs(program: m.ExportedProgram) -> None:
+    """The pytree specs convert writes on must be ones torch's loader reads without importing anything."""
+    from opwire.serde.pytree_spec import check_spec, program_specs
+
+    for spec, where in program_specs(program):
+        check_spec(spec, where)
+
+
+def _read_pt2(src: Path, to: str, model: str | None, allow_pickle: bool, max_elements: int) -> _Root:
     """The program alone when only JSON is wanted (weights stay unread), else the whole archive."""
     from opwire.serde import pt2
 
-    with pt2.open(src, model=model, allow_pickle=allow_pickle) as archive:
+    with pt2.open(src, model=model, allow_pickle=allow_pickle, max_elements=max_elements) as archive:
         return archive.program if to == "json" else archive.materialize()
 
 
-def _read_file(src: Path) -> _Root:
+def _read_file(src: Path, max_elements: int) -> _Root:
     """A program or OpwireArchive from JSON or a framed Thrift file (recognized by opwire.serde.detect)."""
     from opwire.serde.detect import load_any
 
-    return _narrow(load_any(src), src)
+    return _narrow(load_any(src, max_elements=max_elements), src)
 
 
 def _accept(root: str, src: Path) -> None:

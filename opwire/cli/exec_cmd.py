@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from opwire.cli.options import LOADING_HELP, add_loading
+from opwire.cli.options import LOADING_HELP, add_budget_flags, add_loading
 from opwire.cli.values import INPUTS_HELP, describe, read_inputs, text
 from opwire.errors import BindError, OpwireError
 from opwire.proxy_executor.policy import DefaultPolicy
@@ -40,6 +40,7 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     add_loading(p)
+    add_budget_flags(p)
     p.set_defaults(func=run)
 
 
@@ -58,9 +59,10 @@ def _check_inputs(nodes: Any, env: dict[str, Any]) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the nodes; exit 0, 1 when a call fails, 2 on unreadable input."""
     from opwire.proxy_executor import ProxyExecutor
+    from opwire.proxy_executor.executor import load_extern_nodes
 
-    env = read_inputs(args.inputs, args.inputs_format, allow_pickle=args.allow_pickle)
-    ex = ProxyExecutor(args.nodes, policy=args.policy)
+    env = read_inputs(args.inputs, args.inputs_format, allow_pickle=args.allow_pickle, max_elements=args.max_elements)
+    ex = ProxyExecutor(load_extern_nodes(args.nodes, max_elements=args.max_elements), policy=args.policy)
     _check_inputs(ex.nodes, env)
     report: list[dict[str, Any]] = []
     status = 0

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import zipfile
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
-from opwire.cli.options import LOADING_HELP, add_loading
+from opwire.cli.options import LOADING_HELP, add_budget_flags, add_loading
 from opwire.schema import models as m
+from opwire.serde.archive import is_zip
 from opwire.serde.detect import load_any
 from opwire.serde.signature import extern_inputs, op_name, program_signature
 
@@ -35,13 +35,15 @@ def add_parser(sub: Any) -> None:
     p.add_argument("file", help="JSON program, extern-node JSON, .pt2 archive, or a file opwire wrote")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     add_loading(p)
+    add_budget_flags(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Print the summary; exit 0, or 2 when the file is unreadable."""
     path = Path(args.file)
-    summary = _summarize_zip(path) if zipfile.is_zipfile(path) else summarize(load_any(path))
+    limit = args.max_elements
+    summary = _summarize_zip(path, limit) if is_zip(path) else summarize(load_any(path, max_elements=limit))
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
@@ -49,9 +51,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _summarize_zip(path: Path) -> dict[str, Any]:
+def _summarize_zip(path: Path, max_elements: int) -> dict[str, Any]:
     """Summarize a .pt2 archive reading only its JSON entries (never a weight)."""
-    obj = load_any(path, lazy_archive=True)
+    obj = load_any(path, lazy_archive=True, max_elements=max_elements)
     summary = summarize(obj)
     if isinstance(obj, m.ExportedProgram):
         from opwire.serde import pt2

@@ -14,8 +14,17 @@ import traceback
 from typing import Any
 
 from opwire.errors import OpwireError, describe_exception, first_line
+from opwire.serde.budgets import MAX_ELEMENTS
 
-__all__ = ["LOADING_HELP", "add_device", "add_loading", "check_device", "import_module", "prepare"]
+__all__ = [
+    "LOADING_HELP",
+    "add_budget_flags",
+    "add_device",
+    "add_loading",
+    "check_device",
+    "import_module",
+    "prepare",
+]
 
 LOADING_HELP = (
     "Custom ops and pytree classes are registered by the user's code: --import MODULE imports a Python module "
@@ -116,3 +125,14 @@ def prepare(args: argparse.Namespace) -> None:
     device = getattr(args, "device", None)
     if device is not None:
         check_device(device)
+
+
+def add_budget_flags(p: argparse.ArgumentParser) -> None:
+    """`--max-elements N`: the decoded-elements budget per input (opwire.serde.budgets.MAX_ELEMENTS)."""
+    p.add_argument(
+        "--max-elements",
+        type=int,
+        default=MAX_ELEMENTS,
+        metavar="N",
+        help=f"decode at most N containers per input file (default {MAX_ELEMENTS}; raise for trusted input)",
+    )

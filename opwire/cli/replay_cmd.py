@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from opwire.cli.options import LOADING_HELP, add_device, add_loading
+from opwire.cli.options import LOADING_HELP, add_budget_flags, add_device, add_loading
 from opwire.proxy_executor.policy import DefaultPolicy
 
 __all__ = ["add_parser", "run"]
@@ -36,14 +36,18 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     add_loading(p)
+    add_budget_flags(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Replay; exit 0 without mismatches, 1 with mismatches, 2 when the trace is unreadable."""
     import opwire
+    from opwire.serde.tensors import check_device
 
-    trace = opwire.load_trace(args.trace)
+    if args.device is not None:
+        check_device(args.device, "--device")
+    trace = opwire.load_trace(args.trace, max_elements=args.max_elements)
     report = opwire.replay(
         trace,
         policy=args.policy,

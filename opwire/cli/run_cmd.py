@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from opwire.cli.options import LOADING_HELP, add_device, add_loading
+from opwire.cli.options import LOADING_HELP, add_budget_flags, add_device, add_loading
 from opwire.cli.values import INPUTS_HELP, describe, read_inputs, text
 from opwire.errors import BindError, DecodeError, OpwireError
 from opwire.schema import models as m
@@ -39,6 +39,7 @@ def add_parser(sub: Any) -> None:
     add_device(p, "run")
     p.add_argument("--json", action="store_true", help="print the outputs' summary as JSON")
     add_loading(p)
+    add_budget_flags(p)
     _add_node_flags(p)
     p.set_defaults(func=run)
 
@@ -59,11 +60,11 @@ def _add_node_flags(p: Any) -> None:
     p.add_argument("--atol", type=float, default=1e-6, help="--compare-nodes absolute tolerance (default 1e-6)")
 
 
-def _load_program(path: str) -> Any:
+def _load_program(path: str, max_elements: int) -> Any:
     """The program or archive in `path`, read once; an extern-node file (AOTInductor's) is sent to `opwire exec`."""
     from opwire.serde.detect import load_any
 
-    obj = load_any(path)
+    obj = load_any(path, max_elements=max_elements)
     if isinstance(obj, m.ExternKernelNodes):
         raise DecodeError(
             f"{path} holds AOTInductor extern nodes (ExternKernelNodes), not a program; run it with "
@@ -124,10 +125,12 @@ def run(args: argparse.Namespace) -> int:
     from opwire.serde import objects as _values
     from opwire.serde.signature import program_signature
 
-    runner = ProgramRunner(_load_program(args.program), device=args.device)
+    runner = ProgramRunner(_load_program(args.program, args.max_elements), device=args.device)
     signature = program_signature(runner.program)
     dtypes = {p.name: p.dtype for p in signature.inputs if p.dtype is not None}
-    py = read_inputs(args.inputs, args.inputs_format, allow_pickle=args.allow_pickle, dtypes=dtypes)
+    py = read_inputs(
+        args.inputs, args.inputs_format, allow_pickle=args.allow_pickle, dtypes=dtypes, max_elements=args.max_elements
+    )
     if args.device is not None:
         py = pytree.tree_map(lambda v: v.to(args.device) if isinstance(v, torch.Tensor) else v, py)
     call_args, call_kwargs = _inputs(py, runner, signature)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import zipfile
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from opwire.errors import DecodeError
@@ -29,15 +28,21 @@ _SHOWN = 6  # values shown per tensor
 
 
 def read_inputs(
-    path: str, fmt: str | None, *, allow_pickle: bool = False, dtypes: Mapping[str, str] | None = None
+    path: str,
+    fmt: str | None,
+    *,
+    allow_pickle: bool = False,
+    dtypes: Mapping[str, str] | None = None,
+    max_elements: int | None = None,
 ) -> dict[str, Any]:
     """The Python values an inputs file holds, by name (`dtypes` gives plain-JSON tensors their dtype)."""
     import opwire
     from opwire.schema import models as m
     from opwire.serde import framing
+    from opwire.serde.files import read_input
 
     try:
-        data = Path(path).read_bytes()
+        data = read_input(path, what="--inputs file")  # within the input-size budget (/dev/zero is refused)
     except OSError as exc:
         raise DecodeError(f"cannot read --inputs {path}: {exc.strerror or exc}") from None
     if data.startswith(b"PK\x03\x04"):
@@ -46,7 +51,7 @@ def read_inputs(
         fmt = framing.read_header(data, path).codec
     if fmt in (None, "json") and not _is_values_json(data):
         return _plain_json(data, path, dtypes or {})
-    values = opwire.loads(data, m.Values, format=fmt or "json")  # type: ignore[call-overload]
+    values = opwire.loads(data, m.Values, format=fmt or "json", max_elements=max_elements)  # type: ignore[call-overload]
     return opwire.serde.python_values(values)
 
 

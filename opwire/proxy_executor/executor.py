@@ -26,29 +26,28 @@ __all__ = ["ProxyExecutor", "load_extern_nodes"]
 _AD_HOC_PLANS = 4096
 
 
-def load_extern_nodes(path: str | Path) -> m.ExternKernelNodes:
+def load_extern_nodes(path: str | Path, *, max_elements: int | None = None) -> m.ExternKernelNodes:
     """The extern-node JSON AOTInductor writes (`<hash>.wrapper.json`), or the one inside a `.pt2` package."""
-    import zipfile
-
-    from opwire.serde import loads
+    from opwire.serde import budgets
+    from opwire.serde import json as _json
+    from opwire.serde.archive import ZipArchive, is_zip
+    from opwire.serde.detect import aoti_wrapper
+    from opwire.serde.files import read_input
 
     p = Path(path)
-    if zipfile.is_zipfile(p):
-        with zipfile.ZipFile(p) as z:
-            names = [n for n in z.namelist() if "/data/aotinductor/" in n and n.endswith(".wrapper.json")]
-            if len(names) != 1:
+    limit = budgets.MAX_ELEMENTS if max_elements is None else max_elements
+    if is_zip(p):
+        with ZipArchive(p) as z:
+            name = aoti_wrapper(z)
+            if name is None:
                 raise DecodeError(
-                    f"{p}: expected exactly one data/aotinductor/**/*.wrapper.json in the package, found {len(names)}"
-                    + (
-                        f" ({', '.join(names)})"
-                        if names
-                        else "; was the model compiled with extern (fallback) kernels?"
-                    )
+                    f"{p}: expected exactly one data/aotinductor/**/*.wrapper.json in the package, found 0; "
+                    "was the model compiled with extern (fallback) kernels?"
                 )
-            data = z.read(names[0])
-    else:
-        data = p.read_bytes()
-    return loads(data, m.ExternKernelNodes)
+            return _json.decode(z.read(name), m.ExternKernelNodes, source=f"{p}:{name}", max_elements=limit)
+    from opwire.serde import loads
+
+    return loads(read_input(p, what="extern-node file"), m.ExternKernelNodes, max_elements=limit)
 
 
 class ProxyExecutor:

@@ -232,6 +232,8 @@ def _specs(gm: m.GraphModule) -> tuple[Any, Any]:
     Whichever parser reads the spec strings, a failure is explained here, in one place: a class the
     spec names that no imported module registered is reported by name with the import that fixes it.
     """
+    from opwire.serde.pytree_spec import loads_spec
+
     if not gm.module_call_graph or gm.module_call_graph[0].signature is None:
         return None, None
     sig = gm.module_call_graph[0].signature
@@ -239,8 +241,8 @@ def _specs(gm: m.GraphModule) -> tuple[Any, Any]:
     specs = []
     for field, text in (("in_spec", sig.in_spec), ("out_spec", sig.out_spec)):
         try:
-            specs.append(pytree.treespec_loads(text))
-        except Exception as exc:  # torch raises several types on a malformed spec string
+            specs.append(loads_spec(text, f"{where}.{field}"))  # opwire's own reader: imports nothing
+        except DecodeError:
             unknown = unregistered_pytree_types(text)
             if unknown:
                 module = unknown[0].rpartition(".")[0] or unknown[0]
@@ -250,11 +252,7 @@ def _specs(gm: m.GraphModule) -> tuple[Any, Any]:
                     f"`import {module}` in Python) - at `{where}.{field}`",
                     f"{where}.{field}",
                 ) from None
-            if isinstance(exc, DecodeError):
-                raise
-            raise DecodeError(
-                f"Expected pytree specs torch can read, got an unreadable one ({type(exc).__name__}: {exc})", where
-            ) from None
+            raise
     return specs[0], specs[1]
 
 

@@ -78,29 +78,41 @@ class Trace:
         Path(path).write_bytes(self.dumps(format))
 
     @classmethod
-    def loads(cls, data: bytes, source: str = "") -> Trace:
+    def loads(cls, data: bytes, source: str = "", *, max_elements: int | None = None) -> Trace:
         """Read a trace from bytes: JSON or Thrift with opwire's header (the codec is taken from it)."""
-        return cls(_decode(data, source or "trace"))
+        return cls(_decode(data, source or "trace", max_elements))
 
 
-def _decode(data: bytes, source: str) -> m.CallTrace:
-    from opwire.serde import framing, thrift
+def _decode(data: bytes, source: str, max_elements: int | None = None) -> m.CallTrace:
+    from opwire.serde import budgets, framing, thrift
     from opwire.serde import json as _json
 
+    limit = budgets.MAX_ELEMENTS if max_elements is None else max_elements
+    _check_kind(data, source)
     if framing.has_header(data):
         header = framing.read_header(data, source)
-        return thrift.decode(data, m.CallTrace, header.codec, source=source)  # type: ignore[arg-type]
-    if data.lstrip()[:1] == b"{":
-        return _json.decode(data, m.CallTrace, source=source)
+        return thrift.decode(data, m.CallTrace, header.codec, source=source, max_elements=limit)  # type: ignore[arg-type]
+    return _json.decode(data, m.CallTrace, source=source, max_elements=limit)
+
+
+def _check_kind(data: bytes, source: str) -> None:
+    """DecodeError unless `data` (or its first bytes) starts like a trace: opwire's header or a JSON object."""
+    from opwire.serde import framing
+
+    if framing.has_header(data) or data.lstrip()[:1] == b"{":
+        return
     raise DecodeError(
         f"{source}: Expected a trace (JSON, or Thrift with opwire's header), got {len(data)} bytes starting "
         f"{bytes(data[:8])!r}; write traces with Trace.save or `opwire record`"
     )
 
 
-def load_trace(path: str | Path) -> Trace:
-    """Read a trace file that `Trace.save` or `opwire record` wrote (any format)."""
-    return Trace.loads(Path(path).read_bytes(), str(path))
+def load_trace(path: str | Path, *, max_elements: int | None = None) -> Trace:
+    """Read a trace file that `Trace.save` or `opwire record` wrote (any format), within the decoding budgets."""
+    from opwire.serde.files import read_head, read_input
+
+    _check_kind(read_head(path), str(path))  # a device or a stranger's file is refused before it is read
+    return Trace.loads(read_input(path, what="trace"), str(path), max_elements=max_elements)
 
 
 @contextlib.contextmanager

@@ -22,6 +22,7 @@ from functools import cache
 from typing import Annotated, Any, ClassVar, Self, TypeVar
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -36,6 +37,8 @@ from pydantic import (
 from pydantic_core import CoreSchema
 from pydantic_core import core_schema as cs
 
+from opwire.schema.symexpr import check_expr
+
 __all__ = [
     "F64",
     "I8",
@@ -45,6 +48,7 @@ __all__ = [
     "Binary",
     "EnumOf",
     "ListOf",
+    "SymExprStr",
     "ThriftEnum",
     "ThriftStruct",
     "ThriftUnion",
@@ -100,6 +104,8 @@ I32 = Annotated[int, _int_range(32)]
 I64 = Annotated[int, _int_range(64)]
 F64 = Annotated[float, BeforeValidator(_float_in), PlainSerializer(float_out, when_used="json")]
 Binary = Annotated[bytes, BeforeValidator(_binary_in), PlainSerializer(binary_out, when_used="json")]
+SymExprStr = Annotated[str, AfterValidator(check_expr)]
+"""`SymExpr.expr_str`: only what opwire's strict expression grammar accepts (schema/symexpr.py)."""
 
 
 class ThriftEnum(IntEnum):

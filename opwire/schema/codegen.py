@@ -28,6 +28,11 @@ _PY_PRIMITIVE = {
 }
 
 
+# Fields whose values carry rules the IDL cannot state, checked by a validating alias of base.py: an
+# expression string goes to sympy's eval in torch's deserializer, so only opwire's strict grammar passes.
+_CHECKED_FIELDS = {("SymExpr", "expr_str"): "SymExprStr"}
+
+
 def _py_type(t: TypeRef) -> str:
     """The Python annotation for an IDL type."""
     if t.kind in _PY_PRIMITIVE:
@@ -63,8 +68,8 @@ def _default_expr(f: FieldDef, union: bool) -> str:
     return f" = {f.default!r}"
 
 
-def _field_line(f: FieldDef, union: bool) -> str:
-    ann = _py_type(f.type)
+def _field_line(f: FieldDef, union: bool, struct: str = "") -> str:
+    ann = _CHECKED_FIELDS.get((struct, f.name)) or _py_type(f.type)
     if union or f.optional:
         ann = f"{ann} | None"
     return f"    {f.name}: {ann}{_default_expr(f, union)}"
@@ -76,7 +81,7 @@ def _struct_lines(s: StructDef) -> list[str]:
     lines += _doc(s.doc or f"{s.kind} {s.name}.", "    ")
     lines.append("")
     for f in s.fields:
-        lines.append(_field_line(f, s.kind == "union"))
+        lines.append(_field_line(f, s.kind == "union", s.name))
         lines += _doc(f.doc, "    ")
     return lines
 
@@ -103,6 +108,7 @@ def generate(schema: Schema | None = None, checksum: str | None = None) -> str:
         "    Binary,",
         "    EnumOf,",
         "    ListOf,",
+        "    SymExprStr,",
         "    ThriftEnum,",
         "    ThriftStruct,",
         "    ThriftUnion,",
@@ -110,7 +116,7 @@ def generate(schema: Schema | None = None, checksum: str | None = None) -> str:
         "from opwire.schema.idl import EnumDef, FieldDef, Schema, StructDef, TypeRef",
         "",
         "# Silence unused-import warnings for aliases only some IDLs use.",
-        "_ALIASES = (F64, I8, I16, I32, I64, Binary, EnumOf, ListOf)",
+        "_ALIASES = (F64, I8, I16, I32, I64, Binary, EnumOf, ListOf, SymExprStr)",
         "",
     ]
     names = sorted(schema.enums) + list(schema.structs)

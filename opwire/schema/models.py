@@ -15,6 +15,7 @@ from opwire.schema.base import (
     Binary,
     EnumOf,
     ListOf,
+    SymExprStr,
     ThriftEnum,
     ThriftStruct,
     ThriftUnion,
@@ -22,7 +23,7 @@ from opwire.schema.base import (
 from opwire.schema.idl import EnumDef, FieldDef, Schema, StructDef, TypeRef
 
 # Silence unused-import warnings for aliases only some IDLs use.
-_ALIASES = (F64, I8, I16, I32, I64, Binary, EnumOf, ListOf)
+_ALIASES = (F64, I8, I16, I32, I64, Binary, EnumOf, ListOf, SymExprStr)
 
 __all__ = [
     "MODELS",
@@ -179,7 +180,7 @@ class SymExprHint(ThriftUnion):
 class SymExpr(ThriftStruct):
     """A symbolic expression such as 's0 + s1', with an optional hint."""
 
-    expr_str: str
+    expr_str: SymExprStr
     hint: SymExprHint | None = None
 
 

@@ -29,7 +29,20 @@ Format = Literal["json", "binary", "compact"]
 FORMATS: tuple[str, ...] = ("json", "binary", "compact")
 
 
-_SUBMODULES = ("json", "thrift", "framing", "pt2", "torch_bridge", "detect", "tensors", "objects", "bindings")
+_SUBMODULES = (
+    "json",
+    "thrift",
+    "framing",
+    "pt2",
+    "torch_bridge",
+    "detect",
+    "tensors",
+    "objects",
+    "bindings",
+    "archive",
+    "budgets",
+    "pytree_spec",
+)
 
 
 def __getattr__(name: str) -> Any:
@@ -59,17 +72,34 @@ def dumps(obj: BaseModel, format: Format = "json") -> bytes:
 
 
 @overload
-def loads(data: bytes | str, cls: type[M], format: Format | None = None, *, max_depth: int | None = None) -> M: ...
+def loads(
+    data: bytes | str,
+    cls: type[M],
+    format: Format | None = None,
+    *,
+    max_depth: int | None = None,
+    max_elements: int | None = None,
+) -> M: ...
 
 
 @overload
 def loads(
-    data: bytes | str, cls: None = None, format: Format | None = None, *, max_depth: int | None = None
+    data: bytes | str,
+    cls: None = None,
+    format: Format | None = None,
+    *,
+    max_depth: int | None = None,
+    max_elements: int | None = None,
 ) -> Any: ...
 
 
 def loads(
-    data: bytes | str, cls: type[M] | None = None, format: Format | None = None, *, max_depth: int | None = None
+    data: bytes | str,
+    cls: type[M] | None = None,
+    format: Format | None = None,
+    *,
+    max_depth: int | None = None,
+    max_elements: int | None = None,
 ) -> Any:
     """Deserialize bytes into a validated model of type `cls` (None: the type the data holds).
 
@@ -77,13 +107,16 @@ def loads(
     takes JSON otherwise; a `format` the header contradicts is a DecodeError naming the file's format. With
     `cls` None the root type comes from the header, or for JSON from its top-level keys (as `opwire inspect`
     tells it); raw Thrift has neither, so it needs both `cls` and `format`. `max_depth` bounds nesting
-    (structs, lists, maps; default `opwire.serde.framing.MAX_DEPTH`) the same way in every codec.
+    (structs, lists, maps; default `opwire.serde.framing.MAX_DEPTH`) and `max_elements` the number of
+    containers (default `opwire.serde.budgets.MAX_ELEMENTS`), the same way in every codec.
     """
     if format is not None:
         _check_format(format)
     from opwire.serde import framing
+    from opwire.serde.budgets import MAX_ELEMENTS
 
     depth = framing.MAX_DEPTH if max_depth is None else max_depth
+    elements = MAX_ELEMENTS if max_elements is None else max_elements
     if isinstance(data, bytes | bytearray | memoryview) and (header := framing.sniff(data)) is not None:
         codec, root, _version = header
         if format is not None and format != codec:
@@ -93,17 +126,17 @@ def loads(
             )
         format = codec  # type: ignore[assignment]
     if cls is None:
-        return _loads_any(data, format, depth)
+        return _loads_any(data, format, depth, elements)
     if format in (None, "json"):
         from opwire.serde import json as _json
 
-        return _json.decode(data, cls, max_depth=depth)
+        return _json.decode(data, cls, max_depth=depth, max_elements=elements)
     from opwire.serde import thrift as _thrift
 
     if isinstance(data, str):
         raise DecodeError(f"Expected bytes for format {format!r}, got str")
     try:
-        return _thrift.decode(data, cls, format, max_depth=depth)  # type: ignore[arg-type]
+        return _thrift.decode(data, cls, format, max_depth=depth, max_elements=elements)  # type: ignore[arg-type]
     except DecodeError as exc:
         raise _json_not_thrift(data, format) or exc from None
 
@@ -123,12 +156,12 @@ def _json_not_thrift(data: bytes | bytearray | memoryview, format: str) -> Decod
     return DecodeError(f"the data is JSON, not Thrift {format}; read it with format='json', or leave format out")
 
 
-def _loads_any(data: bytes | str, format: str | None, max_depth: int) -> Any:
+def _loads_any(data: bytes | str, format: str | None, max_depth: int, max_elements: int) -> Any:
     """`loads` without a type: the header's root type, or the JSON root its keys show."""
     from opwire.serde import detect, framing
 
     if format in (None, "json") or (not isinstance(data, str) and framing.has_header(data)):
-        return detect.decode_bytes(data, max_depth=max_depth)
+        return detect.decode_bytes(data, max_depth=max_depth, max_elements=max_elements)
     raise DecodeError(
         f"raw Thrift {format} (no opwire header) does not say what type it holds; pass the type: "
         f"opwire.loads(data, m.ExportedProgram, format={format!r}) (models: opwire.schema.models)"

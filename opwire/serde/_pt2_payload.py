@@ -8,30 +8,12 @@ its PayloadMeta; pickled entries (tensor subclasses, custom objects, the legacy 
 from __future__ import annotations
 
 import io
-import zipfile
 from typing import Any
 
 from opwire.errors import DecodeError
 from opwire.schema import models as m
 
-__all__ = ["COMPRESSION_LIMIT", "check_entry_size", "pickle_refused", "raw_tensor_value", "unpickle"]
-
-# A deflated entry may not claim more than this many bytes per compressed byte (zip-bomb guard).
-COMPRESSION_LIMIT = 1000
-
-
-def check_entry_size(info: zipfile.ZipInfo, archive: str) -> None:
-    """Refuse entries whose declared size could not come from the bytes stored for them."""
-    if info.compress_type == zipfile.ZIP_STORED:
-        ok = info.file_size == info.compress_size
-    else:
-        ok = info.file_size <= COMPRESSION_LIMIT * max(info.compress_size, 1)
-    if not ok:
-        raise DecodeError(
-            f"{archive}: entry `{info.filename}` claims {info.file_size} bytes from {info.compress_size} stored "
-            f"bytes; the archive is corrupt or hostile",
-            info.filename,
-        )
+__all__ = ["pickle_refused", "raw_tensor_value", "unpickle"]
 
 
 def pickle_refused(archive: str, entry: str, what: str) -> DecodeError:
@@ -76,14 +58,18 @@ def raw_tensor_value(meta: m.PayloadMeta, storage: bytes, where: str) -> m.Tenso
     sizes = _as_ints(tm.sizes, f"{where}.tensor_meta.sizes")
     strides = _as_ints(tm.strides, f"{where}.tensor_meta.strides")
     offset = _as_ints([tm.storage_offset], f"{where}.tensor_meta.storage_offset")[0]
-    if len(strides) != len(sizes) or min([*sizes, *strides, offset], default=0) < 0:
-        raise DecodeError(f"Expected matching non-negative sizes and strides, got {sizes} / {strides} - at `{where}`")
+    if len(strides) != len(sizes):
+        raise DecodeError(f"Expected as many strides as sizes, got {sizes} / {strides} - at `{where}`", where)
     if tm.layout not in (m.Layout.Strided, None):
         raise DecodeError(f"Expected a strided tensor, got layout {m.Layout(tm.layout).name} - at `{where}`", where)
+    if tm.device.type == "meta":
+        raise DecodeError(
+            f"device 'meta' holds no data, but the entry stores {len(storage)} bytes for it - at `{where}`; "
+            "the archive is corrupt or hostile",
+            where,
+        )
     es = dtype.itemsize
-    numel = 1
-    for n in sizes:
-        numel *= n
+    numel = _tensors.check_numel(sizes, strides, offset, es, where)
     extent = _tensors.storage_extent(sizes, strides, offset)
     if len(storage) % es or extent * es > len(storage):
         raise DecodeError(
@@ -93,6 +79,14 @@ def raw_tensor_value(meta: m.PayloadMeta, storage: bytes, where: str) -> m.Tenso
         )
     if numel and not storage:
         raise DecodeError(f"Expected element bytes, got an empty entry (a fake tensor?) - at `{where}`", where)
+    # Zero or overlapping strides make a view read storage bytes many times; opwire materializes the view,
+    # so the elements may exceed the storage only within the slack that restoring a layout allows too.
+    if numel * es > _tensors.MAX_STORAGE_SLACK * len(storage) + _tensors.SLACK_BYTES:
+        raise DecodeError(
+            f"Expected a view its storage covers, got {dtype}{sizes} with strides {strides}: it materializes "
+            f"{numel * es} bytes from a storage of {len(storage)} - at `{where}`; refusing to allocate it",
+            where,
+        )
     data = _gather(storage, dtype, sizes, strides, offset, numel)
     return m.TensorValue(
         dtype=m.ScalarType(tm.dtype),

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json as _json
-import zipfile
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
 from opwire.errors import DecodeError
 from opwire.schema import models as m
-from opwire.serde.framing import MAX_DEPTH, has_header, read_header
+from opwire.serde import budgets
+from opwire.serde.archive import ZipArchive, is_zip
+from opwire.serde.files import read_head, read_input
 
-__all__ = ["JSON_ROOTS", "decode_bytes", "detect_json_root", "load_any", "looks_like_json"]
+__all__ = ["JSON_ROOTS", "aoti_wrapper", "decode_bytes", "detect_json_root", "load_any", "looks_like_json"]
 
 # top-level JSON keys that identify each root type opwire reads as JSON
 JSON_ROOTS: tuple[tuple[str, frozenset[str]], ...] = (
@@ -31,6 +33,10 @@ def detect_json_root(data: bytes, source: str = "") -> type[BaseModel]:
         top = _json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
         raise DecodeError(f"{source or 'input'}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise DecodeError(
+            f"{source or 'input'}: JSON nesting deeper than Python's parser reads; opwire's JSON nesting stops at 200"
+        ) from None
     if not isinstance(top, dict):
         raise DecodeError(f"{source or 'input'}: expected a JSON object at the top level, got {type(top).__name__}")
     for name, keys in JSON_ROOTS:
@@ -42,26 +48,113 @@ def detect_json_root(data: bytes, source: str = "") -> type[BaseModel]:
     )
 
 
+def load_any(
+    path: str | Path,
+    *,
+    allow_pickle: bool = False,
+    lazy_archive: bool = False,
+    max_elements: int = budgets.MAX_ELEMENTS,
+    max_bytes: int | None = None,
+) -> BaseModel:
+    """Decode a file whatever it holds: .pt2 archive, framed Thrift, or JSON.
+
+    With `lazy_archive=True` a .pt2 export archive yields only its program (no weight is read), and an
+    AOTInductor package yields its extern-kernel nodes. The format is judged from the first bytes, so a
+    file that is none of them (`/dev/zero`) is refused before it is read.
+    """
+    p = Path(path)
+    if is_zip(p):
+        return _load_zip(p, allow_pickle, lazy_archive, max_elements, max_bytes)
+    head = read_head(p)
+    from opwire.serde import framing
+
+    is_json = head.lstrip()[:1] in (b"{", b"[")
+    if not is_json and not framing.has_header(head):
+        raise DecodeError(
+            f"{p}: neither a .pt2 zip archive, JSON, nor a file opwire wrote in Thrift form (no opwire header); "
+            "raw Thrift needs its codec and type: opwire.loads(data, cls, format=...)"
+        )
+    data = read_input(p, max_bytes=budgets.MAX_INPUT_BYTES if max_bytes is None else max_bytes)
+    if is_json:
+        from opwire.serde import json as _json_codec
+
+        _json_codec.check_elements(data, max_elements, str(p))  # before detection parses it
+        return _json_codec.decode(data, detect_json_root(data, str(p)), source=str(p), max_elements=max_elements)
+    from opwire.serde import thrift
+
+    header = framing.read_header(data, str(p))
+    codec, root = header.codec, header.root
+    cls = m.MODELS.get(root)
+    if cls is None:
+        raise DecodeError(f"{p}: the header names root type {root!r}, which this opwire does not know")
+    return thrift.decode(data, cls, codec, framed=True, source=str(p), max_elements=max_elements)  # type: ignore[arg-type]
+
+
+def aoti_wrapper(archive: ZipArchive) -> str | None:
+    """The one extern-node entry (`data/aotinductor/**/*.wrapper.json`) of an AOTInductor package, None if none.
+
+    A package with several is a DecodeError naming them."""
+    names = [n for n in archive.names() if "/data/aotinductor/" in n and n.endswith(".wrapper.json")]
+    if len(names) > 1:
+        raise DecodeError(
+            f"{archive.src}: AOTInductor package with {len(names)} extern-node files ({', '.join(names)}); expected one"
+        )
+    return names[0] if names else None
+
+
+def _load_zip(p: Path, allow_pickle: bool, lazy: bool, max_elements: int, max_bytes: int | None) -> BaseModel:
+    """A .pt2 export archive (whole or program only), or the extern nodes of an AOTInductor package."""
+    limits: budgets.ArchiveLimits = {"max_elements": max_elements}
+    if max_bytes is not None:
+        limits["max_bytes"] = max_bytes
+    with ZipArchive(p, max_bytes=limits.get("max_bytes", budgets.MAX_ARCHIVE_BYTES)) as z:
+        names = z.names()
+        has_program = any("/models/" in n and n.endswith(".json") for n in names) or any(
+            n.endswith("serialized_exported_program.json") for n in names
+        )
+        wrapper = None if has_program else aoti_wrapper(z)
+        if wrapper is not None:
+            from opwire.serde import json as _json_codec
+
+            return _json_codec.decode(
+                z.read(wrapper), m.ExternKernelNodes, source=f"{p}:{wrapper}", max_elements=max_elements
+            )
+    from opwire.serde import pt2
+
+    with pt2.open(p, allow_pickle=allow_pickle, **limits) as archive:
+        return archive.program if lazy else archive.materialize()
+
+
 def looks_like_json(data: bytes | bytearray | memoryview | str) -> bool:
     """Whether `data` starts (after whitespace) like a JSON object or array."""
     if isinstance(data, str):
         return data.lstrip()[:1] in ("{", "[")
-    return bytes(data).lstrip()[:1] in (b"{", b"[")
+    return bytes(data[:4096]).lstrip()[:1] in (b"{", b"[")
 
 
 def decode_bytes(
-    data: bytes | bytearray | memoryview | str, *, source: str = "", max_depth: int = MAX_DEPTH
+    data: bytes | bytearray | memoryview | str,
+    *,
+    source: str = "",
+    max_depth: int | None = None,
+    max_elements: int = budgets.MAX_ELEMENTS,
 ) -> BaseModel:
     """Decode opwire's framed Thrift (codec and root type from the header) or JSON (root type from its keys)."""
+    from opwire.serde import framing
+
     where = source or "input"
-    if not isinstance(data, str) and has_header(data):
-        h = read_header(data, source)
+    depth = framing.MAX_DEPTH if max_depth is None else max_depth
+    if not isinstance(data, str) and framing.has_header(data):
+        h = framing.read_header(data, source)
         cls = m.MODELS.get(h.root)
         if cls is None:
             raise DecodeError(f"{where}: the header names root type {h.root!r}, which this opwire does not know")
         from opwire.serde import thrift
 
-        return thrift.decode(data, cls, h.codec, framed=True, max_depth=max_depth, source=source)  # type: ignore[arg-type]
+        codec: Any = h.codec
+        return thrift.decode(
+            bytes(data), cls, codec, framed=True, max_depth=depth, source=source, max_elements=max_elements
+        )
     if not looks_like_json(data):
         raise DecodeError(
             f"{where}: neither JSON nor Thrift with opwire's header; raw Thrift needs its codec and type: "
@@ -70,46 +163,7 @@ def decode_bytes(
     from opwire.serde import json as _json_codec
 
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
-    return _json_codec.decode(raw, detect_json_root(raw, source), source=source, max_depth=max_depth)
-
-
-def load_any(path: str | Path, *, allow_pickle: bool = False, lazy_archive: bool = False) -> BaseModel:
-    """Decode a file whatever it holds: .pt2 archive, framed Thrift, or JSON.
-
-    With `lazy_archive=True` a .pt2 export archive yields only its program (no weight is read), and an
-    AOTInductor package yields its extern-kernel nodes.
-    """
-    p = Path(path)
-    if zipfile.is_zipfile(p):
-        return _load_zip(p, allow_pickle, lazy_archive)
-    data = p.read_bytes()
-    if not has_header(data) and not looks_like_json(data):
-        raise DecodeError(
-            f"{p}: neither a .pt2 zip archive, JSON, nor a file opwire wrote in Thrift form (no opwire header); "
-            "raw Thrift needs its codec and type: opwire.loads(data, cls, format=...)"
-        )
-    return decode_bytes(data, source=str(p))
-
-
-def _load_zip(p: Path, allow_pickle: bool, lazy: bool) -> BaseModel:
-    """A .pt2 export archive (whole or program only), or the extern nodes of an AOTInductor package."""
-    with zipfile.ZipFile(p) as z:
-        names = z.namelist()
-    wrappers = [n for n in names if "/data/aotinductor/" in n and n.endswith(".wrapper.json")]
-    has_program = any("/models/" in n and n.endswith(".json") for n in names) or any(
-        n.endswith("serialized_exported_program.json") for n in names
+    _json_codec.check_elements(raw, max_elements, where)  # before detection parses it
+    return _json_codec.decode(
+        raw, detect_json_root(raw, source), source=source, max_depth=depth, max_elements=max_elements
     )
-    if wrappers and not has_program:
-        if len(wrappers) != 1:
-            raise DecodeError(f"{p}: AOTInductor package with {len(wrappers)} extern-node files; expected one")
-        from opwire.serde import json as _json_codec
-
-        with zipfile.ZipFile(p) as z:
-            data = z.read(wrappers[0])
-        return _json_codec.decode(data, m.ExternKernelNodes, source=f"{p}:{wrappers[0]}")
-    from opwire.serde import pt2
-
-    if lazy:
-        with pt2.open(p, allow_pickle=allow_pickle) as archive:
-            return archive.program
-    return pt2.read(p, allow_pickle=allow_pickle)

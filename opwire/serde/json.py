@@ -9,6 +9,7 @@ serializer's, whatever its whitespace and key order) into validated models.
 from __future__ import annotations
 
 import json as _json
+import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -18,12 +19,13 @@ from opwire.errors import DecodeError, EncodeError
 from opwire.schema.base import binary_out, float_out
 from opwire.schema.idl import TypeRef
 from opwire.schema.models import MODELS, SCHEMA
+from opwire.serde import budgets
 from opwire.serde._depth import check_depth
 from opwire.serde._gc import paused_gc
 from opwire.serde._paths import decode_error_from_validation, format_path
 from opwire.serde.framing import MAX_DEPTH, schema_version_error
 
-__all__ = ["JSON_PARSER_DEPTH", "decode", "encode", "to_jsonable"]
+__all__ = ["JSON_PARSER_DEPTH", "check_elements", "decode", "encode", "to_jsonable"]
 
 JSON_PARSER_DEPTH = 200
 """Deepest nesting pydantic's JSON parser reads (fixed in pydantic-core); deeper JSON is refused."""
@@ -132,11 +134,19 @@ def _locate_encode_error(obj: BaseModel, exc: Exception) -> EncodeError:
     return EncodeError(f"cannot encode {type(obj).__name__}: {problem} - at `{format_path(path)}`", format_path(path))
 
 
-def decode(data: bytes | str, cls: type[M], *, source: str = "", max_depth: int = MAX_DEPTH) -> M:
+def decode(
+    data: bytes | str,
+    cls: type[M],
+    *,
+    source: str = "",
+    max_depth: int = MAX_DEPTH,
+    max_elements: int = budgets.MAX_ELEMENTS,
+) -> M:
     """Parse JSON into a validated model of type `cls`; any problem is a DecodeError with its path.
 
     Nesting deeper than `max_depth` containers (objects and arrays, counted as the Thrift codecs count
-    structs, lists and maps) is refused; JSON's parser itself stops at 200.
+    structs, lists and maps) is refused; JSON's parser itself stops at 200. More than `max_elements`
+    containers in all is refused before any is built.
     """
     name = getattr(cls, "__name__", repr(cls))
     if MODELS.get(name) is not cls:
@@ -145,6 +155,7 @@ def decode(data: bytes | str, cls: type[M], *, source: str = "", max_depth: int 
         data = data.encode("utf-8", "surrogatepass")
     if not isinstance(data, bytes | bytearray | memoryview):
         raise DecodeError(f"Expected bytes or str to decode, got {type(data).__name__}")
+    check_elements(bytes(data) if not isinstance(data, bytes) else data, max_elements, source)
     with paused_gc():
         try:
             obj = cls.model_validate_json(data)
@@ -153,6 +164,23 @@ def decode(data: bytes | str, cls: type[M], *, source: str = "", max_depth: int 
         check_depth(obj, max_depth, source, bytes(data))
     _check_version(obj, source)
     return obj
+
+
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+
+
+def check_elements(data: bytes, max_elements: int, source: str = "") -> None:
+    """DecodeError when the JSON holds more than `max_elements` objects and arrays (counted outside strings)."""
+    if len(data) // 2 <= max_elements:  # every container takes two bytes at least
+        return
+    bound = data.count(b"{") + data.count(b"[")
+    if bound <= max_elements:
+        return
+    count = sum(len(m) for m in re.findall(rb"[{\[]+", _STRING.sub(b"", data)))
+    if count > max_elements:
+        raise budgets.exceeded(
+            f"{source or 'input'}: JSON objects and arrays", count, "max_elements", max_elements, cli="--max-elements"
+        )
 
 
 def _decode_failure(

@@ -10,17 +10,16 @@ DecodeError naming the entry unless `allow_pickle=True`.
 
 from __future__ import annotations
 
-import zipfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from opwire.errors import DecodeError
 from opwire.schema import models as m
 from opwire.serde import _pt2_payload as _payload
+from opwire.serde import budgets
 from opwire.serde._pt2_write import write
+from opwire.serde.archive import ZipArchive
 
 __all__ = ["Pt2Archive", "open", "read", "read_program", "write"]
 
@@ -31,19 +30,30 @@ _LEGACY_PICKLES = {"weights": "serialized_state_dict.pt", "constants": "serializ
 class Pt2Archive:
     """A torch .pt2 archive opened lazily: the program, then each tensor on demand."""
 
-    def __init__(self, path: str | Path, model: str | None = None, allow_pickle: bool = False) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        model: str | None = None,
+        allow_pickle: bool = False,
+        *,
+        max_bytes: int = budgets.MAX_ARCHIVE_BYTES,
+        max_ratio: int = budgets.MAX_COMPRESSION_RATIO,
+        max_elements: int = budgets.MAX_ELEMENTS,
+    ) -> None:
         self.path = Path(path)
         self.allow_pickle = allow_pickle
+        self.max_elements = max_elements
         self._src = str(self.path)
-        try:
-            self._zip = zipfile.ZipFile(self.path)
-        except (zipfile.BadZipFile, ValueError, EOFError) as exc:
-            raise DecodeError(f"{self._src}: not a readable zip archive ({exc})") from None
-        self._infos = {i.filename: i for i in self._zip.infolist()}
-        self.layout, self._root = self._detect_layout()
-        self.model = self._pick_model(model)
+        self._zip = ZipArchive(self.path, max_bytes=max_bytes, max_ratio=max_ratio)
+        self._infos = self._zip.infos
         #: entries stored pickled, as (kind, name, entry) - reported, loaded only with allow_pickle
         self.pickled: list[tuple[str, str, str]] = []
+        try:
+            self.layout, self._root = self._detect_layout()
+            self.model = self._pick_model(model)
+        except BaseException:
+            self._zip.close()
+            raise
 
     # -- layout -----------------------------------------------------------------------------
     def _detect_layout(self) -> tuple[str, str]:
@@ -90,14 +100,10 @@ class Pt2Archive:
 
     # -- entries ----------------------------------------------------------------------------
     def _bytes(self, name: str) -> bytes:
-        info = self._infos.get(name)
-        if info is None:
-            raise DecodeError(f"{self._src}: missing entry `{name}`", name)
-        _payload.check_entry_size(info, self._src)
         try:
-            return self._zip.read(info)
-        except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
-            raise DecodeError(f"{self._src}: cannot read entry `{name}` ({exc})", name) from None
+            return self._zip.read(name)
+        except OSError as exc:
+            raise DecodeError(f"{self._src}: cannot read entry `{name}` ({exc.strerror or exc})", name) from None
 
     def entries(self) -> list[str]:
         """Names of every entry in the zip."""
@@ -114,7 +120,7 @@ class Pt2Archive:
         """The exported program (parses only its JSON entry)."""
         from opwire.serde import json as _json
 
-        return _json.decode(self.program_json, m.ExportedProgram, source=f"{self._src}")
+        return _json.decode(self.program_json, m.ExportedProgram, source=f"{self._src}", max_elements=self.max_elements)
 
     def _config(self, kind: str) -> dict[str, m.PayloadMeta]:
         from opwire.serde import json as _json
@@ -171,10 +177,11 @@ class Pt2Archive:
         """Everything: the program, every weight and constant, and the example inputs if allowed."""
         from opwire._version import __version__
 
+        program = self.program  # first: a bad program is reported before any weight is read
         weights, constants = self._tensors("weights"), self._tensors("constants")
         args, kwargs = self._example_inputs()
         return m.OpwireArchive(
-            program=self.program,
+            program=program,
             weights=weights,
             constants=constants,
             example_args=args,
@@ -258,27 +265,26 @@ def _to_value(obj: Any, archive: str, entry: str, where: str) -> m.TensorValue:
         raise DecodeError(f"{archive}: {exc}", entry) from None
 
 
-def open(path: str | Path, *, model: str | None = None, allow_pickle: bool = False) -> Pt2Archive:
-    """Open a .pt2 archive lazily (only the zip directory is read now)."""
-    return Pt2Archive(path, model, allow_pickle)
+def open(
+    path: str | Path, *, model: str | None = None, allow_pickle: bool = False, **limits: Unpack[budgets.ArchiveLimits]
+) -> Pt2Archive:
+    """Open a .pt2 archive lazily (only the zip directory is read now).
+
+    `limits`: `max_bytes`, `max_ratio`, `max_elements` (defaults in opwire.serde.budgets)."""
+    return Pt2Archive(path, model, allow_pickle, **limits)
 
 
-def read_program(path: str | Path, *, model: str | None = None) -> m.ExportedProgram:
+def read_program(
+    path: str | Path, *, model: str | None = None, **limits: Unpack[budgets.ArchiveLimits]
+) -> m.ExportedProgram:
     """Only the exported program of a .pt2 archive (reads its JSON entry, no weights)."""
-    with open(path, model=model) as archive:
+    with open(path, model=model, **limits) as archive:
         return archive.program
 
 
-def read(path: str | Path, *, allow_pickle: bool = False, model: str | None = None) -> m.OpwireArchive:
-    """The whole archive as an OpwireArchive: program, weights and constants as TensorValues."""
-    with _opened(path, model, allow_pickle) as archive:
+def read(
+    path: str | Path, *, allow_pickle: bool = False, model: str | None = None, **limits: Unpack[budgets.ArchiveLimits]
+) -> m.OpwireArchive:
+    """The whole archive as an OpwireArchive: program, weights and constants as TensorValues (limits as `open`)."""
+    with open(path, model=model, allow_pickle=allow_pickle, **limits) as archive:
         return archive.materialize()
-
-
-@contextmanager
-def _opened(path: str | Path, model: str | None, allow_pickle: bool) -> Iterator[Pt2Archive]:
-    archive = Pt2Archive(path, model, allow_pickle)
-    try:
-        yield archive
-    finally:
-        archive.close()

@@ -19,8 +19,11 @@ from opwire.serde import torch_enums
 
 __all__ = [
     "MAX_STORAGE_SLACK",
+    "SLACK_BYTES",
     "TORCH_DTYPES",
+    "check_device",
     "check_layout",
+    "check_numel",
     "contiguous_strides",
     "device_of",
     "element_size",
@@ -34,7 +37,10 @@ __all__ = [
 # Restoring strides/storage_offset may need a storage larger than the elements; beyond this factor
 # (plus 64 MiB) the layout is refused rather than allocated from a hostile offset or stride.
 MAX_STORAGE_SLACK = 16
-_SLACK_BYTES = 64 << 20
+SLACK_BYTES = 64 << 20
+_I64_MAX = (1 << 63) - 1
+_DATALESS = frozenset({"meta"})  # devices whose tensors have no elements to fill
+_AVAILABLE: dict[str, bool] = {}
 
 
 TORCH_DTYPES: dict[m.ScalarType, torch.dtype] = {
@@ -125,6 +131,26 @@ def storage_extent(sizes: list[int], strides: list[int], storage_offset: int) ->
     return storage_offset + sum((n - 1) * s for n, s in zip(sizes, strides)) + 1
 
 
+def check_numel(sizes: list[int], strides: list[int], offset: int, itemsize: int, where: str) -> int:
+    """numel of a layout, after checking every size, stride, the offset, numel and byte count fit torch's i64."""
+    bad = [x for x in (*sizes, *strides, offset) if x < 0]
+    if bad:
+        raise DecodeError(
+            f"Expected non-negative sizes, strides and storage_offset, got {bad[0]} - at `{where}`", where
+        )
+    numel = 1
+    for n in sizes:
+        numel *= n
+    extent = storage_extent(sizes, strides, offset)
+    if max((*sizes, *strides, offset, numel * itemsize, extent * itemsize), default=0) > _I64_MAX:
+        raise DecodeError(
+            f"Expected sizes whose numel and byte span fit in 64 bits, got sizes {sizes} strides {strides} "
+            f"({numel} elements) - at `{where}`; the file is corrupt or hostile",
+            where,
+        )
+    return numel
+
+
 def check_layout(tv: m.TensorValue, dtype: torch.dtype, where: str = "tensor") -> int:
     """Validate sizes/strides/offset/data length; return the storage extent in elements."""
     sizes, strides, offset = list(tv.sizes), list(tv.strides), tv.storage_offset
@@ -133,16 +159,9 @@ def check_layout(tv: m.TensorValue, dtype: torch.dtype, where: str = "tensor") -
             f"Expected as many strides as sizes ({len(sizes)}), got {len(strides)} - at `{where}.strides`",
             f"{where}.strides",
         )
-    bad = [x for x in (*sizes, *strides, offset) if x < 0]
-    if bad:
-        raise DecodeError(
-            f"Expected non-negative sizes, strides and storage_offset, got {bad[0]} - at `{where}`", where
-        )
+    numel = check_numel(sizes, strides, offset, dtype.itemsize, where)
     if tv.layout is not None and tv.layout != m.Layout.Strided:
         raise DecodeError(f"Expected a strided tensor, got layout {m.Layout(tv.layout).name} - at `{where}`", where)
-    numel = 1
-    for n in sizes:
-        numel *= n
     nbytes = numel * dtype.itemsize
     if len(tv.data) != nbytes:
         if not tv.data and tv.digest is not None and numel:
@@ -156,7 +175,7 @@ def check_layout(tv: m.TensorValue, dtype: torch.dtype, where: str = "tensor") -
             f"{where}.data",
         )
     extent = storage_extent(sizes, strides, offset)
-    if extent * dtype.itemsize > MAX_STORAGE_SLACK * nbytes + _SLACK_BYTES:
+    if extent * dtype.itemsize > MAX_STORAGE_SLACK * nbytes + SLACK_BYTES:
         raise DecodeError(
             f"Expected strides/storage_offset that fit the data, got a layout needing a storage of "
             f"{extent * dtype.itemsize} bytes for {nbytes} bytes of elements - at `{where}`; refusing to allocate it",
@@ -169,15 +188,15 @@ def to_tensor(tv: m.TensorValue, device: str | torch.device | None = None, where
     """Rebuild the torch.Tensor a TensorValue describes (dtype, sizes, strides, storage_offset, grad)."""
     dtype = torch_dtype(tv.dtype, f"{where}.dtype")
     extent = check_layout(tv, dtype, where)
+    target = check_device(device if device is not None else device_of(tv.device, where), where)
     flat = _flat_from_bytes(tv.data, dtype)
     sizes, strides, offset = list(tv.sizes), list(tv.strides), tv.storage_offset
     if offset == 0 and strides == contiguous_strides(sizes):
         out = flat.reshape(sizes)
     else:
         out = _restrided(flat, dtype, extent, sizes, strides, offset)
-    target = device if device is not None else device_of(tv.device, where)
     try:
-        if torch.device(target) != out.device:
+        if target != out.device:
             out = out.to(target)
         if tv.requires_grad:
             out.requires_grad_(True)
@@ -227,3 +246,37 @@ def device_of(d: m.Device, where: str = "device") -> torch.device:
             f"Expected a device torch knows, got {d.type!r} - at `{where}.device`; pass device= to load elsewhere",
             f"{where}.device",
         ) from None
+
+
+def check_device(device: str | torch.device, where: str = "device") -> torch.device:
+    """The torch.device `device` names, if tensors with data can live there in this torch build.
+
+    Checked before any tensor is built: an unknown device type, a backend this build lacks (cuda, xpu,
+    mtia, hpu, privateuseone on a CPU-only torch), an index past the devices present, or a device
+    without storage (meta) is a one-line DecodeError."""
+    try:
+        dev = device if isinstance(device, torch.device) else torch.device(device)
+    except (RuntimeError, ValueError, TypeError):
+        raise DecodeError(
+            f"Expected a device torch knows (cpu, cuda, mps, xpu, ...), got {str(device)!r} - at `{where}`", where
+        ) from None
+    name = str(dev)
+    if dev.type in _DATALESS:
+        raise DecodeError(
+            f"device {name!r} holds no data: a tensor with elements cannot be placed there - at `{where}`; "
+            "load it on cpu (device='cpu', CLI: --device cpu)",
+            where,
+        )
+    if name not in _AVAILABLE:
+        try:  # the backend's own check: raises AssertionError, RuntimeError, ModuleNotFoundError, ... when absent
+            torch.empty(0, device=dev)
+            _AVAILABLE[name] = True
+        except Exception:
+            _AVAILABLE[name] = False
+    if not _AVAILABLE[name]:
+        raise DecodeError(
+            f"device {name!r} is not available in this torch build (torch {torch.__version__}) - at `{where}`; "
+            "pass device='cpu' (CLI: --device cpu) or use a torch built for it",
+            where,
+        )
+    return dev

@@ -15,10 +15,11 @@ from pydantic import BaseModel
 
 from opwire.errors import DecodeError, EncodeError
 from opwire.schema.models import MODELS, SCHEMA_VERSION
+from opwire.serde import budgets
 from opwire.serde._gc import paused_gc
 from opwire.serde._paths import format_path
 from opwire.serde._thrift import fast as _thrift_fast
-from opwire.serde._thrift.decode import Located, decode_payload
+from opwire.serde._thrift.decode import Located, budget_message, count_payload, decode_payload
 from opwire.serde._thrift.encode import encode_payload
 from opwire.serde._thrift.spec import container_depth_bound
 from opwire.serde.framing import CODECS, MAX_DEPTH, has_header, read_header, schema_version_error, write_header
@@ -57,6 +58,8 @@ def _encode_payload(obj: BaseModel, name: str, codec: str) -> bytes:
             raise problem from None
         try:
             return encode_payload(obj, codec)
+        except Located as exc2:
+            raise EncodeError(f"cannot encode {name}: {exc2.message}") from None
         except Exception as exc2:  # struct.error, AttributeError, RecursionError, Located
             raise _locate_encode_error(obj, exc2) from None
     if not _thrift_fast.verify(payload, name, codec):
@@ -67,7 +70,10 @@ def _encode_payload(obj: BaseModel, name: str, codec: str) -> bytes:
 def _find_invalid(obj: BaseModel) -> EncodeError | None:
     from opwire.serde._walk import find_invalid
 
-    found = find_invalid(obj)
+    try:
+        found = find_invalid(obj)
+    except RecursionError:  # deeper than the stack: the encoder names that itself
+        return None
     if found is None:
         return None
     loc, problem = found
@@ -91,8 +97,11 @@ def decode(
     framed: bool | None = None,
     max_depth: int = MAX_DEPTH,
     source: str = "",
+    max_elements: int = budgets.MAX_ELEMENTS,
 ) -> M:
-    """Read a `cls` model from Thrift `format` bytes: with opwire's header, or raw when framed=False (None: detect)."""
+    """Read a `cls` model from Thrift `format` bytes: with opwire's header, or raw when framed=False (None: detect).
+
+    More than `max_elements` containers (structs, unions, lists, maps) is refused before any is built."""
     codec = _codec(format)
     name = getattr(cls, "__name__", repr(cls))
     if MODELS.get(name) is not cls:
@@ -110,18 +119,36 @@ def decode(
             raise DecodeError(f"{where}the file holds a {h.root}, not a {name}; read it as {h.root}")
         start = h.offset
         newer = f"a newer schema (the file says {h.version[0]}.{h.version[1]})"
+    fast_ok = max_depth >= container_depth_bound()
+    if len(data) - start > max_elements:  # every container takes a byte at least: only then can there be too many
+        _check_elements(data, start, name, codec, max_depth, max_elements, fast_ok, where)
     with paused_gc():
         obj = None
-        if max_depth >= container_depth_bound():
+        if fast_ok:
             obj = _thrift_fast.decode(data, start, name, codec)
         if obj is None:
             try:
-                obj = decode_payload(data, start, name, codec, max_depth, newer)
+                obj = decode_payload(data, start, name, codec, max_depth, newer, max_elements)
             except Located as exc:
                 path = format_path(exc.loc)
                 raise DecodeError(f"{where}{exc.message} - at `{path}` in {name}", path) from None
     _check_program_version(obj, where)
     return obj  # type: ignore[return-value]
+
+
+def _check_elements(
+    data: bytes, start: int, name: str, codec: str, max_depth: int, max_elements: int, fast_ok: bool, where: str
+) -> None:
+    """DecodeError if the value holds more than `max_elements` containers, found before any model is built:
+    fastbinary counts structs (about a microsecond each), else the checking decoder walks without building."""
+    count = _thrift_fast.count_structs(data, start, name, codec, max_elements) if fast_ok else None
+    if count is not None:
+        if count > max_elements:
+            raise DecodeError(f"{where}{name}: {budget_message(max_elements)}")
+        return
+    problem = count_payload(data, start, codec, max_depth, max_elements)
+    if problem is not None:
+        raise DecodeError(f"{where}{name}: {problem}")
 
 
 def _check_program_version(obj: Any, where: str) -> None:

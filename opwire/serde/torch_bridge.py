@@ -8,6 +8,7 @@ the tensors it binds.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -86,6 +87,29 @@ def _tensors_of(
     return out
 
 
+_EXPR = re.compile(rb'"expr_str": ("(?:[^"\\]|\\.)*")')
+
+
+def _check_evaluated_strings(program: m.ExportedProgram, program_json: bytes) -> None:
+    """Run opwire's own parsers over what torch's deserializer would eval or import, before it sees any.
+
+    Decoding already checked every `expr_str` (a model built with `model_construct` skips that, so they
+    are checked again here, from the JSON torch will read); every pytree spec is parsed by opwire's
+    reader, which accepts only registered types, so torch's `treespec_loads` then imports nothing."""
+    import json
+
+    from opwire.schema.symexpr import check_expr
+    from opwire.serde.pytree_spec import loads_spec, program_specs
+
+    for i, raw in enumerate(_EXPR.findall(program_json)):
+        try:
+            check_expr(json.loads(raw))
+        except ValueError as exc:
+            raise DecodeError(f"{exc} - at expression {i} of the program", "expr_str") from None
+    for spec, where in program_specs(program):
+        loads_spec(spec, where)
+
+
 def to_exported_program(
     archive_or_program: m.OpwireArchive | m.ExportedProgram,
     *,
@@ -125,11 +149,13 @@ def to_exported_program(
             f"(opwire.serde.pt2.read) or state_dict=/constants=",
             "graph_module.signature.input_specs",
         )
+    program_json = _json.encode(program)
+    _check_evaluated_strings(program, program_json)
     params = _param_names(program)
     sd = _tensors_of(sd_in, "weights", params, device)
     consts = _tensors_of(c_in, "constants", set(), device)
     try:
-        torch_program = _bytes_to_dataclass(torch_schema.ExportedProgram, _json.encode(program))
+        torch_program = _bytes_to_dataclass(torch_schema.ExportedProgram, program_json)
         return ExportedProgramDeserializer(expected_opset_version).deserialize(
             torch_program, sd, consts, example_inputs
         )

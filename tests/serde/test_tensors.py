@@ -159,3 +159,79 @@ def test_values_round_trip() -> None:
     assert torch.equal(back[0], obj[0]) and back[1:] == obj[1:]
     with pytest.raises(EncodeError, match=r"got object - at `value\[1\]`"):
         _values.from_python([1, object()])
+
+
+# ---- issue 10: payloads checked before any allocation; devices validated up front ----------------------------
+def _tv(**kw: object) -> m.TensorValue:
+    fields: dict[str, object] = {
+        "dtype": m.ScalarType.FLOAT,
+        "sizes": [2, 2],
+        "strides": [2, 1],
+        "storage_offset": 0,
+        "device": m.Device(type="cpu"),
+        "requires_grad": False,
+        "data": b"\0" * 16,
+    }
+    fields.update(kw)
+    return m.TensorValue(**fields)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        ({"sizes": [-1, 2]}, "Expected non-negative sizes"),
+        ({"strides": [2, -1]}, "Expected non-negative sizes, strides"),
+        ({"sizes": [1 << 62, 1 << 62], "strides": [0, 0]}, "numel and byte span fit in 64 bits"),
+        ({"sizes": [1 << 40], "strides": [1 << 40]}, "fit in 64 bits"),
+        ({"device": m.Device(type="meta")}, "device 'meta' holds no data"),
+        ({"device": m.Device(type="cuda")}, "device 'cuda' is not available in this torch build"),
+        ({"device": m.Device(type="banana")}, "Expected a device torch knows"),
+    ],
+)
+def test_hostile_payloads_are_refused_before_allocation(kw: dict[str, object], message: str) -> None:
+    with pytest.raises(DecodeError, match=message):
+        _tensors.to_tensor(_tv(**kw), where="weights['w']")
+
+
+@pytest.mark.parametrize("device", ["cuda", "xpu", "mtia", "hpu", "privateuseone", "cuda:3", "mps"])
+def test_unavailable_devices_are_one_line_errors(device: str) -> None:
+    from opwire.serde.tensors import check_device
+
+    if torch.device(device).type == "cuda" and torch.cuda.is_available():
+        pytest.skip("this torch has CUDA")
+    with pytest.raises(DecodeError, match=rf"^device '{device}' is not available in this torch build \(torch "):
+        check_device(device, "--device")
+
+
+def test_an_explicit_device_overrides_the_recorded_one() -> None:
+    t = _tensors.to_tensor(_tv(device=m.Device(type="cuda")), device="cpu")
+    assert t.device.type == "cpu"
+
+
+def test_pt2_zero_strides_past_the_storage_are_refused() -> None:
+    from opwire.serde._pt2_payload import raw_tensor_value
+
+    def meta(sizes: list[int], strides: list[int], device: str = "cpu") -> m.PayloadMeta:
+        return m.PayloadMeta(
+            path_name="w",
+            is_param=True,
+            use_pickle=False,
+            tensor_meta=m.TensorMeta(
+                dtype=m.ScalarType.FLOAT,
+                sizes=[m.SymInt(as_int=n) for n in sizes],
+                strides=[m.SymInt(as_int=n) for n in strides],
+                requires_grad=False,
+                device=m.Device(type=device),
+                storage_offset=m.SymInt(as_int=0),
+                layout=m.Layout.Strided,
+            ),
+        )
+
+    with pytest.raises(DecodeError, match=r"materializes 1073741824 bytes from a storage of 48"):
+        raw_tensor_value(meta([1 << 26, 4], [0, 0]), b"\0" * 48, "weights['w']")
+    with pytest.raises(DecodeError, match="64 bits"):
+        raw_tensor_value(meta([1 << 62, 1 << 62], [0, 0]), b"\0" * 48, "weights['w']")
+    with pytest.raises(DecodeError, match="device 'meta' holds no data"):
+        raw_tensor_value(meta([2], [1], "meta"), b"\0" * 8, "weights['w']")
+    small = raw_tensor_value(meta([1000], [0]), b"\1\0\0\0", "weights['w']")  # a legit expanded weight
+    assert len(small.data) == 4000

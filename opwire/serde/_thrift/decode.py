@@ -34,7 +34,7 @@ from opwire.serde._thrift.spec import (
     plan,
 )
 
-__all__ = ["Located", "decode_payload"]
+__all__ = ["Located", "budget_message", "count_payload", "decode_payload"]
 
 Loc = tuple[str | int, ...]
 Reader = BinaryReader | CompactReader
@@ -50,10 +50,12 @@ class Located(Exception):
 
 
 class _Decoder:
-    def __init__(self, reader: Reader, max_depth: int, newer: str) -> None:
+    def __init__(self, reader: Reader, max_depth: int, newer: str, max_elements: int) -> None:
         self.r = reader
         self.max_depth = max_depth
         self.newer = newer  # how to name a newer writer in messages
+        self.max_elements = max_elements
+        self.elements = max_elements  # containers still allowed
 
     def enter(self, depth: int, loc: Loc) -> int:
         depth += 1
@@ -62,6 +64,9 @@ class _Decoder:
                 f"nesting deeper than max_depth={self.max_depth}; pass a larger max_depth if the input is trusted",
                 loc,
             )
+        self.elements -= 1
+        if self.elements < 0:
+            raise Located(budget_message(self.max_elements), loc)
         return depth
 
     def value(self, t: TypeRef, wire: int, loc: Loc, depth: int) -> Any:
@@ -234,21 +239,50 @@ class _Decoder:
             raise Located(f"invalid wire type code {wire}", loc)
 
 
-def decode_payload(data: bytes, start: int, root: str, codec: str, max_depth: int, newer: str) -> BaseModel:
-    """Decode exactly one `root` value from `data[start:]`; Located on any problem."""
+def budget_message(max_elements: int) -> str:
+    """The message for a value holding more than `max_elements` containers."""
+    return (
+        f"more than {max_elements} containers (structs, unions, lists, maps) exceeds the budget "
+        f"max_elements={max_elements}; pass a larger max_elements= (CLI: --max-elements) if the input is trusted"
+    )
+
+
+def count_payload(data: bytes, start: int, codec: str, max_depth: int, max_elements: int) -> str | None:
+    """Walk one struct in `data[start:]` building nothing: the budget message if it holds more than
+    `max_elements` containers, else None (also when the bytes are malformed: the decoder reports that)."""
     reader: Reader = BinaryReader(data, start) if codec == "binary" else CompactReader(data, start)
-    dec = _Decoder(reader, max_depth, newer)
+    dec = _Decoder(reader, max_depth, "", max_elements)
+    try:
+        dec.skip(STRUCT, (), 0)
+    except Located as exc:
+        return exc.message if dec.elements < 0 else None
+    except (WireError, RecursionError):
+        return None
+    return None
+
+
+def decode_payload(
+    data: bytes, start: int, root: str, codec: str, max_depth: int, newer: str, max_elements: int
+) -> BaseModel:
+    """Decode exactly one `root` value from `data[start:]`; Located on any problem.
+
+    Recursive, and it never touches the process-wide recursion limit (other threads rely on it): nesting
+    that `max_depth` allows but the interpreter's limit does not is refused with a message saying so.
+    """
+    reader: Reader = BinaryReader(data, start) if codec == "binary" else CompactReader(data, start)
+    dec = _Decoder(reader, max_depth, newer, max_elements)
     loc: Loc = ()
-    old_limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old_limit, 5 * max_depth + 200))
     try:
         obj = dec.struct(root, loc, 0)
     except WireError as exc:
         raise Located(str(exc), loc) from None
     except RecursionError:
-        raise Located(f"nesting too deep for this Python stack (max_depth={max_depth})", loc) from None
-    finally:
-        sys.setrecursionlimit(old_limit)
+        raise Located(
+            f"nesting deeper than this Python stack allows (sys.getrecursionlimit() is {sys.getrecursionlimit()}, "
+            f"max_depth={max_depth}); opwire does not change the process-wide limit: raise it yourself for "
+            "trusted input this deep",
+            loc,
+        ) from None
     if reader.pos != reader.end:
         raise Located(
             f"{reader.end - reader.pos} trailing bytes after the {root} value (offset {reader.pos} of {reader.end}); "

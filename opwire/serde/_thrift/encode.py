@@ -1,5 +1,5 @@
 """The pure-Python Thrift encoder, driven by the IDL: writes what Apache Thrift's C codec writes (fields in
-id order, None fields left out), at any nesting depth the C codec refuses."""
+id order, None fields left out), at nesting depths the C codec refuses (up to Python's recursion limit)."""
 
 from __future__ import annotations
 
@@ -78,10 +78,12 @@ def _struct(w: Writer, name: str, obj: Any) -> None:
 def encode_payload(obj: Any, codec: str) -> bytes:
     """The Thrift `codec` encoding of model `obj` (no header); exceptions mean an unwritable value."""
     w: Writer = BinaryWriter() if codec == "binary" else CompactWriter()
-    old_limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old_limit, 100_000))
     try:
         _struct(w, type(obj).__name__, obj)
-    finally:
-        sys.setrecursionlimit(old_limit)
+    except RecursionError:  # the process-wide limit is the caller's to set, never changed here
+        raise Located(
+            f"the model nests deeper than this Python stack allows (sys.getrecursionlimit() is "
+            f"{sys.getrecursionlimit()}); raise the limit yourself to write a model this deep",
+            (),
+        ) from None
     return bytes(w.out)

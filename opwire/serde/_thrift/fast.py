@@ -9,6 +9,7 @@ the error). Models are built through pydantic (unions, required fields) with enu
 
 from __future__ import annotations
 
+import threading
 from functools import cache
 from typing import Any
 
@@ -18,7 +19,7 @@ from thrift.transport.TTransport import TMemoryBuffer
 
 from opwire.serde._thrift.spec import build_specs, plan
 
-__all__ = ["decode", "encode", "verify"]
+__all__ = ["count_structs", "decode", "encode", "verify"]
 
 _DECODERS = {"binary": fastbinary.decode_binary, "compact": fastbinary.decode_compact}
 _ENCODERS = {"binary": fastbinary.encode_binary, "compact": fastbinary.encode_compact}
@@ -100,6 +101,31 @@ def _checker(name: str) -> type:
     return type(f"_Check{name}", (TFrozenBase,), {"__new__": new, "__slots__": ()})
 
 
+class _TooMany(Exception):
+    """More structs than the caller's budget (raised inside fastbinary's callbacks to stop early)."""
+
+
+_COUNTING = threading.local()
+
+
+def _counter(name: str) -> type:
+    """A TFrozenBase subclass whose construction only counts (against the budget of the current thread)."""
+    del name
+
+    def new(_cls: type, **kw: Any) -> None:
+        state = _COUNTING.state
+        state[0] += 1
+        if state[0] > state[1]:
+            raise _TooMany
+
+    return type("_Count", (TFrozenBase,), {"__new__": new, "__slots__": ()})
+
+
+@cache
+def _count_specs() -> dict[str, list[Any]]:
+    return build_specs(_counter)
+
+
 @cache
 def _build_specs() -> dict[str, list[Any]]:
     return build_specs(_builder)
@@ -142,3 +168,21 @@ def verify(payload: bytes, root: str, codec: str) -> bool:
     except _Invalid:
         return False
     return bool(trans.cstringio_buf.tell() == len(payload))
+
+
+def count_structs(data: bytes, start: int, root: str, codec: str, limit: int) -> int | None:
+    """Structs and unions the `root` value in `data[start:]` holds, building none: `limit + 1` as soon as
+    the count passes `limit`; None when fastbinary cannot read the bytes (the checking decoder counts then)."""
+    trans = TMemoryBuffer(data)
+    trans.cstringio_buf.seek(start)
+    _COUNTING.state = [0, limit]
+    try:
+        _DECODERS[codec](None, _Protocol(trans, len(data) - start), _count_specs()[root])
+    except _TooMany:
+        return limit + 1
+    except Exception:  # malformed or too deep for fastbinary
+        return None
+    finally:
+        count: int = _COUNTING.state[0]
+        del _COUNTING.state
+    return count

@@ -1,0 +1,96 @@
+"""Every subcommand over the shared table of hostile inputs (tests/hostile.py), each run as its own process.
+
+For every command of every case: the documented exit code, exactly one line on stderr naming the
+command and matching the case's pattern, no traceback, nothing on stdout, no file created or changed
+beside the inputs (the side effect an attack is after), no signal, no hang, and under 10 s of CPU,
+all under RLIMIT_AS (tests/hostile_driver.py forks each command from one process that imported torch).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hostile import CASES, Case, Work
+
+_DRIVER = Path(__file__).parent.parent / "hostile_driver.py"
+CPU_SECONDS = 10.0
+
+JOBS = [(case, command) for case in CASES for command in case.commands]
+
+
+def _snapshot(d: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(d)): (p.stat().st_size, p.stat().st_mtime_ns) for p in d.rglob("*")}
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], dict[str, Any]]:
+    """Build every case, run every command in the driver once, and collect what each left behind."""
+    root = tmp_path_factory.mktemp("hostile")
+    jobs: list[dict[str, Any]] = []
+    meta: list[tuple[Case, str, Path, dict[str, tuple[int, int]]]] = []
+    for case in CASES:
+        for j, command in enumerate(case.commands):
+            d = root / f"{case.name}-{j}"
+            d.mkdir()
+            work = Work(d)
+            hostile = case.build(work)
+            fill = {
+                "file": hostile,
+                "out": d / "out",
+                **{
+                    name: getattr(work, name)()
+                    for name in ("inputs", "program", "nodes", "trace")
+                    if "{" + name + "}" in command
+                },
+            }
+            argv = command.format(**fill).split()
+            (d / "_stdout").touch()
+            (d / "_stderr").touch()
+            meta.append((case, command, d, _snapshot(d)))
+            jobs.append({"argv": argv, "cwd": str(d), "out": str(d / "_stdout"), "err": str(d / "_stderr")})
+    jobs_file, results_file = root / "jobs.json", root / "results.json"
+    jobs_file.write_text(json.dumps(jobs))
+    subprocess.run([sys.executable, str(_DRIVER), str(jobs_file), str(results_file)], check=True, timeout=1800)
+    results = json.loads(results_file.read_text())
+    out = {}
+    for (case, command, d, before), result in zip(meta, results, strict=True):
+        after = _snapshot(d)
+        for name in ("_stdout", "_stderr"):
+            before.pop(name)
+            after.pop(name)
+        result.update(
+            stdout=(d / "_stdout").read_text(errors="replace"),
+            stderr=(d / "_stderr").read_text(errors="replace"),
+            changed=sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k)),
+        )
+        out[(case.name, command)] = result
+    return out
+
+
+@pytest.mark.parametrize(("case", "command"), JOBS, ids=[f"{c.name}:{cmd.split()[0]}" for c, cmd in JOBS])
+def test_hostile_input_is_one_line_error(
+    case: Case, command: str, outcomes: dict[tuple[str, str], dict[str, Any]]
+) -> None:
+    got = outcomes[(case.name, command)]
+    sub = command.split()[0]
+    assert not got["hung"], f"{case.name}: `opwire {command}` hung"
+    assert "signal" not in got, f"{case.name}: `opwire {command}` died of signal {got.get('signal')}"
+    assert "Traceback" not in got["stderr"], got["stderr"][-2000:]
+    assert got["exit"] == case.exit_code, got["stderr"]
+    lines = got["stderr"].splitlines()
+    assert len(lines) == 1, got["stderr"]
+    assert lines[0].startswith(f"opwire {sub}: error: "), lines[0]
+    assert re.search(case.message, lines[0]), lines[0]
+    assert got["stdout"] == ""
+    assert got["changed"] == [], f"{case.name}: files created or changed: {got['changed']}"
+    assert got["cpu"] < CPU_SECONDS, f"{case.name}: {got['cpu']:.1f}s of CPU"
+
+
+def test_every_attack_class_of_the_decode_side_has_cases() -> None:
+    assert {2, 3, 5, 6, 7, 9} <= {c.attack for c in CASES}

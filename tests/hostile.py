@@ -1,0 +1,532 @@
+"""The shared table of hostile inputs (issue 10): each attack file rebuilt from its description, one entry each.
+
+A `Case` says how to build the file (`build(work) -> Path`, writing only inside `work.dir`), which
+subcommands to run over it (argv templates; `{file}` is the hostile file, `{inputs}` a good Values file
+for the base program, `{program}` the good base program, `{out}` a path that must not be written),
+the exit code and the pattern the one stderr line must match. tests/cli/test_hostile.py runs every
+command of every case as a user would (a subprocess under RLIMIT_AS, with a time limit) and checks: that
+exit code, one line on stderr matching the pattern, no traceback, nothing on stdout, and no file
+created or changed in the case's directory (the side effect an attack aims for).
+
+Adding a case is one `Case(...)` in `CASES` (the execution-side cases append theirs the same way).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import struct
+import zipfile
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["CASES", "Case", "Work", "base_program_json", "patch_zip_entry"]
+
+# argv templates by what the hostile file is
+PROGRAM_COMMANDS = (
+    "inspect {file}",
+    "convert {file} {out}.json",
+    "convert {file} {out}.pt2",
+    "run {file} --inputs {inputs}",
+)
+ARCHIVE_COMMANDS = ("inspect {file}", "convert {file} {out}.json", "run {file} --inputs {inputs}")
+NODES_COMMANDS = ("inspect {file}", "exec {file} --inputs {inputs}")
+VALUES_COMMANDS = ("run {program} --inputs {file}", "exec {nodes} --inputs {file}")
+DEVICE_COMMANDS = ("run {program} --inputs {inputs} --device {file}", "replay {trace} --device {file}")
+
+
+@dataclass
+class Work:
+    """Where a case builds its file, and the good files its commands may need beside it."""
+
+    dir: Path
+
+    def path(self, name: str) -> Path:
+        return self.dir / name
+
+    def program(self) -> Path:
+        p = self.dir / "program.json"
+        p.write_bytes(base_program_json())
+        return p
+
+    def inputs(self) -> Path:
+        p = self.dir / "inputs.json"
+        p.write_bytes(_base_inputs_json())
+        return p
+
+    def nodes(self) -> Path:
+        p = self.dir / "nodes.json"
+        p.write_text(json.dumps({"nodes": []}))
+        return p
+
+    def trace(self) -> Path:
+        p = self.dir / "trace.json"
+        p.write_bytes(_base_trace())
+        return p
+
+
+@dataclass(frozen=True)
+class Case:
+    """One hostile input and what every subcommand must answer to it."""
+
+    name: str
+    attack: int  # the attack class of issue 10 (1-9)
+    build: Callable[[Work], Path | str]  # the file (or, for device cases, the device string)
+    commands: tuple[str, ...]
+    message: str  # regex the one stderr line must match (after "opwire CMD: error: ")
+    exit_code: int = 2
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------------------------------ base files
+@functools.cache
+def _base_export() -> Any:
+    import torch
+
+    class AddOne(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x + 1
+
+    batch = torch.export.Dim("batch", min=2, max=64)
+    return torch.export.export(AddOne(), (torch.randn(3, 4),), dynamic_shapes=({0: batch},))
+
+
+@functools.cache
+def base_program_json() -> bytes:
+    """torch's JSON of a one-node program with a dynamic batch size (so its sizes carry `expr_str`)."""
+    import opwire
+
+    return opwire.dumps(opwire.serde.from_exported_program(_base_export()))
+
+
+@functools.cache
+def _base_inputs_json() -> bytes:
+    import torch
+
+    import opwire
+    from opwire.schema import models as m
+    from opwire.serde import objects
+
+    return opwire.dumps(m.Values(values={"x": objects.from_python(torch.ones(3, 4), "x")}))
+
+
+@functools.cache
+def _base_trace() -> bytes:
+    import torch
+
+    import opwire
+
+    with opwire.record() as trace:
+        torch.ones(2) + 1
+    return opwire.dumps(trace.model)
+
+
+@functools.cache
+def _base_pt2() -> bytes:
+    import tempfile
+
+    from opwire.serde import pt2
+    from opwire.serde.torch_bridge import archive_from_exported_program
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "base.pt2"
+        pt2.write(archive_from_exported_program(_base_export()), path)
+        return path.read_bytes()
+
+
+def _program_with(edit: Callable[[dict[str, Any]], None]) -> bytes:
+    doc = json.loads(base_program_json())
+    edit(doc)
+    return json.dumps(doc).encode()
+
+
+def _write(work: Work, name: str, data: bytes) -> Path:
+    p = work.path(name)
+    p.write_bytes(data)
+    return p
+
+
+# -------------------------------------------------------------------------------- attack 2: expr_str
+def _set_first_expr(expr: str) -> Callable[[dict[str, Any]], None]:
+    def edit(doc: dict[str, Any]) -> None:
+        for meta in doc["graph_module"]["graph"]["tensor_values"].values():
+            for size in meta["sizes"]:
+                if "as_expr" in size:
+                    size["as_expr"]["expr_str"] = expr
+                    return
+        raise AssertionError("the base program has no symbolic size")
+
+    return edit
+
+
+def _expr_program(expr: str) -> Callable[[Work], Path]:
+    def build(work: Work) -> Path:
+        text = expr.replace("{dir}", str(work.dir))
+        return _write(work, "evil.json", _program_with(_set_first_expr(text)))
+
+    return build
+
+
+# ---------------------------------------------------------------------------- attack 3: pytree specs
+def _spec_program(out_spec: str) -> Callable[[Work], Path]:
+    def build(work: Work) -> Path:
+        def edit(doc: dict[str, Any]) -> None:
+            doc["graph_module"]["module_call_graph"][0]["signature"]["out_spec"] = out_spec
+
+        return _write(work, "evil.json", _program_with(edit))
+
+    return build
+
+
+def _dict_spec(keys: list[Any]) -> str:
+    leaf = {"type": None, "context": None, "children_spec": []}
+    node = {"type": "builtins.dict", "context": json.dumps(keys), "children_spec": [leaf] * len(keys)}
+    return json.dumps([1, node])
+
+
+_DEFAULTDICT_ABORT = json.dumps(
+    [
+        1,
+        {
+            "type": "collections.defaultdict",
+            "context": {"default_factory_module": "os", "default_factory_name": "abort", "dict_context": ["a"]},
+            "children_spec": [{"type": None, "context": None, "children_spec": []}],
+        },
+    ]
+)
+
+
+# ------------------------------------------------------------------------------------ attack 5: zips
+def patch_zip_entry(
+    path: Path, name: str, *, method: int | None = None, flags: int | None = None, file_size: int | None = None
+) -> None:
+    """Rewrite fields of entry `name` in both its local header and its central-directory record."""
+    data = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as z:
+        info = z.getinfo(name)
+        cd_start = z.start_dir  # type: ignore[attr-defined]
+    local = info.header_offset
+    cd = data.index(b"PK\x01\x02" + data[cd_start + 4 : cd_start + 4], cd_start)
+    while True:  # find this entry's central record by its local header offset
+        (offset,) = struct.unpack_from("<I", data, cd + 42)
+        if offset == local:
+            break
+        name_len, extra_len, comment_len = struct.unpack_from("<HHH", data, cd + 28)
+        cd += 46 + name_len + extra_len + comment_len
+    if method is not None:
+        struct.pack_into("<H", data, local + 8, method)
+        struct.pack_into("<H", data, cd + 10, method)
+    if flags is not None:
+        struct.pack_into("<H", data, local + 6, flags)
+        struct.pack_into("<H", data, cd + 8, flags)
+    if file_size is not None:
+        struct.pack_into("<I", data, local + 22, file_size)
+        struct.pack_into("<I", data, cd + 24, file_size)
+    path.write_bytes(bytes(data))
+
+
+def _pt2_with_program(
+    compress: int = zipfile.ZIP_STORED, payload: bytes | None = None, **patch: int
+) -> Callable[[Work], Path]:
+    """The base .pt2 with its program entry rewritten (`payload` instead of the JSON, if given) and patched."""
+
+    def build(work: Work) -> Path:
+        src = work.path("base.pt2")
+        src.write_bytes(_base_pt2())
+        dst = work.path("evil.pt2")
+        with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+            for info in zin.infolist():
+                data = zin.read(info)
+                if info.filename.endswith("models/model.json"):
+                    target = info.filename
+                    zout.writestr(info.filename, payload if payload is not None else data, compress_type=compress)
+                else:
+                    zout.writestr(info, data)
+        src.unlink()
+        if patch:
+            patch_zip_entry(dst, target, **patch)
+        return dst
+
+    return build
+
+
+def _deflate_bomb(work: Work) -> Path:
+    """An entry declaring 1 GiB from about a megabyte of deflate (a ratio past the budget)."""
+    comp = zlib.compressobj(9, zlib.DEFLATED, -15)
+    chunk = b"\0" * (1 << 20)
+    raw = b"".join(comp.compress(chunk) for _ in range(1024)) + comp.flush()
+    dst = work.path("bomb.pt2")
+    crc = 0
+    for _ in range(1024):
+        crc = zlib.crc32(chunk, crc)
+    _raw_zip(dst, "archive/models/model.json", raw, 8, 1 << 30, crc)
+    return dst
+
+
+def _lying_size(work: Work) -> Path:
+    """A deflate entry declaring 1000 bytes that inflates to 10 MB (within the ratio, past its declared size)."""
+    data = b"{" + b" " * (10 << 20) + b"}"
+    raw = zlib.compress(data, 9)[2:-4]
+    dst = work.path("liar.pt2")
+    _raw_zip(dst, "archive/models/model.json", raw, 8, 1000, zlib.crc32(data))
+    return dst
+
+
+def _raw_zip(dst: Path, name: str, raw: bytes, method: int, file_size: int, crc: int) -> None:
+    """A one-entry zip (plus archive_format) written byte by byte, sizes and CRC as given."""
+    entries = [("archive/archive_format", b"pt2", 0, 3, zlib.crc32(b"pt2")), (name, raw, method, file_size, crc)]
+    out, central = bytearray(), bytearray()
+    for ename, body, meth, size, ecrc in entries:
+        n = ename.encode()
+        offset = len(out)
+        out += struct.pack("<4sHHHHHIIIHH", b"PK\x03\x04", 20, 0, meth, 0, 0, ecrc, len(body), size, len(n), 0)
+        out += n + body
+        central += struct.pack(
+            "<4sHHHHHHIIIHHHHHII", b"PK\x01\x02", 20, 20, 0, meth, 0, 0, ecrc, len(body), size, len(n), 0, 0, 0, 0, 0,
+            offset,
+        )  # fmt: skip
+        central += n
+    end = struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, len(entries), len(entries), len(central), len(out), 0)
+    dst.write_bytes(bytes(out + central + end))
+
+
+def _corrupt_deflate(work: Work) -> Path:
+    data = base_program_json()
+    raw = bytearray(zlib.compress(data, 9)[2:-4])
+    raw[0] = 0x07  # the first block: final, of type 3 (reserved): invalid deflate
+    dst = work.path("corrupt.pt2")
+    _raw_zip(dst, "archive/models/model.json", bytes(raw), 8, len(data), zlib.crc32(data))
+    return dst
+
+
+def _aoti_package(method: int) -> Callable[[Work], Path]:
+    def build(work: Work) -> Path:
+        dst = work.path("package.pt2")
+        with zipfile.ZipFile(dst, "w") as z:
+            z.writestr("package/data/aotinductor/model/abc.wrapper.json", json.dumps({"nodes": []}))
+        patch_zip_entry(dst, "package/data/aotinductor/model/abc.wrapper.json", method=method)
+        return dst
+
+    return build
+
+
+# -------------------------------------------------------------------------------- attack 6: weights
+def _archive_with_weight(**tensor: Any) -> Callable[[Work], Path]:
+    """An OpwireArchive JSON whose program binds weight `w` described by `tensor` (TensorValue fields)."""
+
+    def build(work: Work) -> Path:
+        import base64
+
+        doc = json.loads(base_program_json())
+        value = {
+            "dtype": 7,
+            "sizes": [2, 2],
+            "strides": [2, 1],
+            "storage_offset": 0,
+            "device": {"type": "cpu", "index": None},
+            "requires_grad": False,
+            "data": base64.b64encode(b"\0" * 16).decode(),
+            "digest": None,
+            "layout": None,
+        }
+        value.update(tensor)
+        archive = {"program": doc, "weights": {"w": value}, "constants": {}, "opwire_version": "0"}
+        return _write(work, "weights.json", json.dumps(archive).encode())
+
+    return build
+
+
+def _pt2_raw_weight(
+    sizes: list[int], strides: list[int], storage: bytes, device: str = "cpu"
+) -> Callable[[Work], Path]:
+    """A .pt2 whose one weight is stored raw (`storage`) with the given meta."""
+
+    def build(work: Work) -> Path:
+        import torch
+
+        from opwire.serde import pt2
+        from opwire.serde.torch_bridge import archive_from_exported_program
+
+        class Scale(torch.nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.w = torch.nn.Parameter(torch.ones(3, 4))
+
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                return x * self.w
+
+        ep = torch.export.export(Scale(), (torch.ones(3, 4),))
+        src = work.path("good.pt2")
+        pt2.write(archive_from_exported_program(ep), src)
+        dst = work.path("weights.pt2")
+        with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+            for info in zin.infolist():
+                data = zin.read(info)
+                if info.filename.endswith("_weights_config.json"):
+                    cfg = json.loads(data)
+                    for meta in cfg["config"].values():
+                        tm = meta["tensor_meta"]
+                        tm["sizes"] = [{"as_int": n} for n in sizes]
+                        tm["strides"] = [{"as_int": n} for n in strides]
+                        tm["device"] = {"type": device, "index": None}
+                    data = json.dumps(cfg).encode()
+                elif "/data/weights/" in info.filename and not info.filename.endswith(".json"):
+                    data = storage
+                zout.writestr(info.filename, data)
+        src.unlink()
+        return dst
+
+    return build
+
+
+# ---------------------------------------------------------------------- item 6: amplification budget
+def _as_none_node(work: Work) -> Path:
+    """A compact Node with 1M `as_none` outputs: 2 MB of bytes that decode into a million models."""
+    from opwire.serde import framing
+
+    n = 1_000_000
+    body = bytearray()
+    body += b"\xa8\x06aten.x"  # field 10 (target): string "aten.x"
+    body += b"\xa9\x0c"  # field 20 (inputs): list of 0 structs
+    body += b"\xa9\xfc" + _varint(n)  # field 30 (outputs): list of n structs
+    body += b"\xa1\x00" * n  # each: Argument{as_none (10): true} then stop
+    body += b"\xab\x00"  # field 40 (metadata): empty map
+    body += b"\x00"
+    return _write(work, "node.bin", framing.write_header("compact", "Node") + bytes(body))
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _deep_json(work: Work) -> Path:
+    return _write(work, "deep.json", b"[" * 100_000 + b"]" * 100_000)
+
+
+def _deep_object(work: Work) -> Path:
+    return _write(work, "deep_obj.json", b'{"nodes": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
+
+
+# ------------------------------------------------------------------------------------------ the table
+CASES: list[Case] = [
+    # attack 2: nothing from a file reaches an evaluator (expr_str)
+    Case(
+        "expr_shell",
+        2,
+        _expr_program("__import__('os').system('touch {dir}/pwned')"),
+        PROGRAM_COMMANDS,
+        r"not a function torch's export writes.*graph_module\.graph\.tensor_values",
+    ),
+    Case("expr_attribute", 2, _expr_program("s0.__class__"), PROGRAM_COMMANDS, r"unexpected character '\.'"),
+    Case("expr_huge_power", 2, _expr_program("2**2**2**2**2**2"), PROGRAM_COMMANDS, r"an exponent of|a power of"),
+    Case("expr_lambda", 2, _expr_program("(lambda: 0)()"), PROGRAM_COMMANDS, r"unexpected character ':' at position 7"),
+    # attack 3: pytree specs never import
+    Case(
+        "spec_enum_import",
+        3,
+        _spec_program(_dict_spec([{"__enum__": True, "fqn": "this:s", "name": "x"}])),
+        ("run {file} --inputs {inputs}", "convert {file} {out}.pt2", "convert {file} {out}.json"),
+        r"not a member of an enum class of an imported module.*--import this",
+    ),
+    Case(
+        "spec_defaultdict_abort",
+        3,
+        _spec_program(_DEFAULTDICT_ABORT),
+        ("run {file} --inputs {inputs}", "convert {file} {out}.pt2"),
+        r"defaultdict factory os\.abort is not one opwire builds",
+    ),
+    Case(
+        "spec_unregistered_class",
+        3,
+        _spec_program(json.dumps([1, {"type": "evil.Thing", "context": "null", "children_spec": []}])),
+        ("run {file} --inputs {inputs}",),
+        r"'evil\.Thing' is not registered.*--import evil",
+    ),
+    # attack 5: one zip reader, bounded
+    Case(
+        "zip_bzip2",
+        5,
+        _pt2_with_program(zipfile.ZIP_BZIP2, b"{" + b" " * (10 << 20) + b"}"),
+        ARCHIVE_COMMANDS,
+        r"compression method 12 \(bzip2\)",
+    ),
+    Case("zip_method_99", 5, _pt2_with_program(method=99), ARCHIVE_COMMANDS, r"compression method 99"),
+    Case("zip_encrypted", 5, _pt2_with_program(flags=1), ARCHIVE_COMMANDS, r"it is encrypted"),
+    Case("zip_deflate_ratio", 5, _deflate_bomb, ARCHIVE_COMMANDS, r"exceeds the budget max_ratio=1000"),
+    Case("zip_lying_size", 5, _lying_size, ARCHIVE_COMMANDS, r"inflates past its declared size of 1000 bytes"),
+    Case("zip_corrupt_deflate", 5, _corrupt_deflate, ARCHIVE_COMMANDS, r"corrupt deflate data \(.*invalid block type"),
+    Case("aoti_method_12", 5, _aoti_package(12), NODES_COMMANDS, r"compression method 12"),
+    # attack 6: tensor payloads checked before any allocation
+    Case(
+        "weight_zero_strides",
+        6,
+        _pt2_raw_weight([1 << 26, 4], [0, 0], b"\0" * 48),
+        ("convert {file} {out}.pt2", "run {file} --inputs {inputs}"),
+        r"materializes 1073741824 bytes from a storage of 48 - at `weights\['w'\]`",
+    ),
+    Case(
+        "weight_numel_overflow",
+        6,
+        _pt2_raw_weight([1 << 62, 1 << 62], [0, 0], b"\0" * 48),
+        ("convert {file} {out}.pt2", "run {file} --inputs {inputs}"),
+        r"numel|elements",
+    ),
+    Case(
+        "weight_negative_size",
+        6,
+        _archive_with_weight(sizes=[-1, 2]),
+        ("convert {file} {out}.pt2", "run {file} --inputs {inputs}"),
+        r"non-negative",
+    ),
+    Case(
+        "weight_on_meta",
+        6,
+        _archive_with_weight(device={"type": "meta", "index": None}),
+        ("run {file} --inputs {inputs}",),
+        r"device 'meta' holds no data",
+    ),
+    Case(
+        "weight_on_cuda",
+        6,
+        _archive_with_weight(device={"type": "cuda", "index": None}),
+        ("run {file} --inputs {inputs}",),
+        r"device 'cuda' is not available in this torch build",
+    ),
+    *(
+        Case(
+            f"device_{dev}",
+            9,
+            (lambda work, dev=dev: dev),
+            DEVICE_COMMANDS,
+            rf"device '{dev}' is not available in this torch build",
+        )
+        for dev in ("cuda", "xpu", "mtia", "hpu", "privateuseone", "cuda:7")
+    ),
+    Case("device_unknown", 9, lambda work: "banana", DEVICE_COMMANDS, r"Expected a device torch knows"),
+    # item 6: decoded-elements budget
+    Case(
+        "as_none_amplification",
+        7,
+        _as_none_node,
+        ("inspect {file}",),
+        r"exceeds the budget max_elements=\d+.*--max-elements",
+    ),
+    # attack 9: tracebacks instead of errors
+    Case("deep_json", 9, _deep_json, ("inspect {file}", "convert {file} {out}.json"), r"nest|not valid JSON"),
+    Case("deep_json_nodes", 9, _deep_object, NODES_COMMANDS[:1], r"nest"),
+    Case("dev_zero", 9, lambda work: "/dev/zero", ("inspect {file}", "convert {file} {out}.json"), r"neither"),
+    Case("dev_zero_trace", 9, lambda work: "/dev/zero", ("replay {file}",), r"/dev/zero: Expected a trace"),
+    Case("deep_json_trace", 9, _deep_object, ("replay {file}",), r"Expected a trace|nest"),
+    Case("dev_zero_inputs", 9, lambda work: "/dev/zero", VALUES_COMMANDS, r"/dev/zero: not a Values JSON object"),
+]

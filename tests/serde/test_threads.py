@@ -1,0 +1,96 @@
+"""Decoders share no process-wide state: 4 threads decoding while a fifth decodes deep input, results
+checked, and `sys.getrecursionlimit()` never changes (the checking decoder counts depth itself)."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any
+
+import pytest
+
+import opwire
+from opwire.schema import models as m
+from opwire.serde import DecodeError
+
+
+def _nested(levels: int) -> m.Value:
+    value = m.Value(as_list=[])
+    for _ in range(levels):
+        value = m.Value(as_list=[value])
+    return value
+
+
+def _deep_bytes(levels: int, fmt: str) -> bytes:
+    """A compact/binary Value nesting `levels` lists, built by repetition (no deep model needed)."""
+    one = opwire.dumps(m.Value(as_list=[m.Value(as_int=7)]), format=fmt)  # type: ignore[arg-type]
+    zero = opwire.dumps(m.Value(as_int=7), format=fmt)  # type: ignore[arg-type]
+    from opwire.serde import framing
+
+    h = len(framing.write_header(fmt, "Value"))
+    prefix, suffix = one[h:].split(zero[h:])
+    return one[:h] + prefix * levels + zero[h:] + suffix * levels
+
+
+@pytest.mark.parametrize("fmt", ["binary", "compact"])
+def test_four_threads_and_a_deep_decode(fmt: str, corpus_programs: list[Any]) -> None:
+    limit = sys.getrecursionlimit()
+    programs = [
+        (p.json_bytes, opwire.dumps(opwire.loads(p.json_bytes, m.ExportedProgram), format=fmt))
+        for p in corpus_programs[:6]
+    ]
+    deep = _deep_bytes(3000, fmt)
+    errors: list[BaseException] = []
+    seen_limits: set[int] = set()
+    stop = threading.Event()
+
+    def work() -> None:
+        try:
+            for _ in range(3):
+                for json_bytes, data in programs:
+                    obj = opwire.loads(data, m.ExportedProgram, format=fmt)  # type: ignore[arg-type]
+                    assert opwire.dumps(obj) == json_bytes
+                    seen_limits.add(sys.getrecursionlimit())
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    def deep_decode() -> None:
+        try:
+            while not stop.is_set():
+                with pytest.raises(DecodeError, match="nesting deeper than this Python stack allows"):
+                    opwire.loads(deep, m.Value, format=fmt, max_depth=100_000)  # type: ignore[arg-type]
+                seen_limits.add(sys.getrecursionlimit())
+        except BaseException as exc:
+            errors.append(exc)
+
+    workers = [threading.Thread(target=work) for _ in range(4)]
+    deep_thread = threading.Thread(target=deep_decode)
+    deep_thread.start()
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join()
+    stop.set()
+    deep_thread.join()
+    assert not errors, errors[0]
+    assert seen_limits == {limit}
+    assert sys.getrecursionlimit() == limit
+
+
+@pytest.mark.parametrize("fmt", ["binary", "compact"])
+def test_deep_input_within_the_stack_still_decodes(fmt: str) -> None:
+    value = _nested(100)
+    data = opwire.dumps(value, format=fmt)  # type: ignore[arg-type]
+    limit = sys.getrecursionlimit()
+    assert opwire.loads(data, m.Value, format=fmt, max_depth=400) == value  # type: ignore[arg-type]
+    assert sys.getrecursionlimit() == limit
+
+
+def test_no_module_changes_the_recursion_limit() -> None:
+    from pathlib import Path
+
+    import opwire as pkg
+
+    root = Path(pkg.__file__).parent
+    offenders = [str(p) for p in root.rglob("*.py") if "setrecursionlimit" in p.read_text()]
+    assert offenders == []
