@@ -114,6 +114,8 @@ def _element_bytes(t: torch.Tensor) -> bytes:
     flat = t.detach().resolve_conj().resolve_neg().to("cpu").contiguous().reshape(-1)
     if flat.numel() == 0:
         return b""
+    if flat.stride(0) != 1:  # one element counts as contiguous whatever its stride; viewing bytes needs stride 1
+        flat = flat.as_strided((flat.numel(),), (1,))
     u8 = _to_little_endian(flat.view(torch.uint8), t.dtype).contiguous()
     return ctypes.string_at(u8.data_ptr(), u8.numel())
 
