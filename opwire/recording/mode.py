@@ -135,6 +135,7 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
         """The next call writes to `t`'s storage: later reads of every value on it get new names."""
         key = _storage_key(t)
         self._generation[key] = self._generation.get(key, 0) + 1
+        self.sink.before_write(t)
 
     def _append(self, rec: m.CallRecord) -> None:
         if self._dead:
@@ -161,6 +162,8 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
         if not self._records(func):
+            if func._schema.is_mutable:
+                self.sink.before_write(None)  # an unrecorded write: pending values must be out first
             return func(*args, **kwargs)
         schema = self._schemas.get(func)
         if schema is None:

@@ -261,10 +261,19 @@ class _Replayer:
         if self.mode == "chained":
             live = self.live.get(object_of(name))
             if live is None:
-                live = self.live[object_of(name)] = _copy(self._payload(name))
+                live = self.live[object_of(name)] = self._fresh(name)
             return live
         t = self._payload(name)
         return _copy(t) if written else t
+
+    def _fresh(self, name: str) -> torch.Tensor:
+        """A tensor of its own holding the recorded value (no cached copy kept beside it)."""
+        cached = self._payloads.get(name)
+        if cached is not None:
+            return _copy(cached)
+        if self.src.meta(name) is None:
+            raise BindError(f"the trace names tensor {name!r} but its tensor table has no entry for it")
+        return self.src.load(name, self.device)
 
     def run(self, i: int, rec: m.CallRecord) -> list[Mismatch]:
         """Replay record `i`; its mismatches (self.errors: the largest differences seen in it)."""
@@ -315,7 +324,7 @@ class _Replayer:
             return  # digest traces keep no bytes: the replayed value has to do
         recorded = self._payload(name)
         if live is None:
-            self.live[object_of(name)] = _copy(recorded)
+            self.live[object_of(name)] = _copy(recorded)  # `recorded` is cached: the live value needs its own
         elif live.shape == recorded.shape and live.dtype == recorded.dtype:
             live.copy_(recorded)
 

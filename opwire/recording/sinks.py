@@ -27,6 +27,9 @@ class Sink(Protocol):
     def freed(self, objects: list[str]) -> None:
         """Tensor objects that no later record names."""
 
+    def before_write(self, t: torch.Tensor | None) -> None:
+        """A call is about to write to `t`'s storage (None: to some storage): finish reading it first."""
+
 
 class MemorySink:
     """Builds the in-memory trace: records in a list, each value copied into a TensorValue when it is seen."""
@@ -50,3 +53,6 @@ class MemorySink:
 
     def freed(self, objects: list[str]) -> None:
         """Nothing to do: an in-memory trace keeps every value."""
+
+    def before_write(self, t: torch.Tensor | None) -> None:
+        """Nothing to do: values were copied when seen."""

@@ -153,7 +153,10 @@ class StreamSource(TraceSource):
         t = self._replaced.get(name)
         if t is None:
             return self.reader.load(name, device)
-        return t.to(device) if device is not None else t
+        t = t.to(device) if device is not None else t
+        out = torch.empty(0, dtype=t.dtype, device=t.device)  # a copy with the same strides and offset
+        out.set_(t.untyped_storage().clone(), t.storage_offset(), t.shape, t.stride())  # type: ignore[no-untyped-call]
+        return out
 
     def nbytes(self, name: str) -> int:
         t = self._replaced.get(name)
