@@ -53,10 +53,9 @@ def tensor_value(t: torch.Tensor, full: bool, where: str = "tensor") -> m.Tensor
         tv = _tensors.from_tensor(t.detach(), where)
     except RuntimeError as exc:  # torch refusing a layout must not lose the recording: the call is skipped
         raise EncodeError(f"cannot serialize the tensor: {exc} - at `{where}`", where) from None
-    tv.requires_grad = bool(t.requires_grad)
     if full:
-        return tv
-    return tv.model_copy(update={"data": b"", "digest": digest_of(t, tv.data)})
+        return tv.model_copy(update={"requires_grad": bool(t.requires_grad)})
+    return tv.model_copy(update={"requires_grad": bool(t.requires_grad), "data": b"", "digest": digest_of(t, tv.data)})
 
 
 class Span:

@@ -56,7 +56,7 @@ def test_a_tampered_value_is_one_first_divergence_with_its_source(form: str, tmp
                             f"aten::addmm.default ({trace.records[i - 1].metadata['source']})",)  # fmt: skip
     text = str(report)
     assert text.splitlines()[1] == f"first divergence: call {i} aten::tanh.default output 0"
-    assert "differs beyond rtol=1e-05, atol=1e-06" in text
+    assert "elements differ beyond rtol=1e-05, atol=1e-06" in text
     assert "in module _Net.act" in text
     assert re.search(r"aten::tanh.default\s+1\s+1\s+0.5\s+0.531", text)
 
