@@ -39,7 +39,7 @@ def test_a_changed_op_is_found(tmp_path: Path) -> None:
     assert any(o.op == "aten::sigmoid.default" for o in d.only_b)
     first = d.first_divergence
     assert first is not None and first.op in ("aten::relu.default", "aten::sigmoid.default")
-    assert "test_diff.py:" in first.source
+    assert "test_trace_diff.py:" in first.source
     assert "first divergence: only in" in str(d)
 
 
