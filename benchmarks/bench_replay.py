@@ -137,6 +137,10 @@ def _child(phase: str, folder: str) -> None:
     else:
         run()
     result.update(seconds=time.perf_counter() - start, growth=_status("VmHWM") - base)
+    if phase == "isolated2":  # the workers are child processes: their own peak RSS (absolute, torch included)
+        import resource
+
+        result["worker_peak"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
     print(json.dumps(result))
 
 
@@ -175,6 +179,8 @@ def model_scale(where: str) -> None:
     for label, r in (("isolated replay", iso), ("isolated replay, 2 workers", iso2), ("chained replay", chained)):
         t, g = float(r["seconds"]), int(r["growth"])
         target = "; target <= 2x" if label == "isolated replay" else ""
+        if "worker_peak" in r:
+            target += f"; each worker's own peak RSS {int(r['worker_peak']) / mb:.0f} MB, torch included"
         print(
             f"  {label}: {t:.2f} s ({t / e_t:.2f}x eager), +{g / mb:.0f} MB peak RSS ({g / e_m:.2f}x eager{target}); "
             f"{r['mismatches']} mismatches in {r['calls']} calls"
