@@ -1,17 +1,32 @@
-"""Recording, replay and the graph runner against plain eager torch, measured in one process.
+"""Recording, replay and the graph runner against plain eager torch.
 
-Targets (issue 6): on ops over 256x256 tensors, recording takes at most 5x the time of the same
-eager code (`record` = the `with opwire.record()` block, payloads included); isolated replay with
-comparison reaches at least 1/3 of the throughput of calling the same ops directly; `run_program`
-on a transformer layer stays within 1.5x of `ep.module()(*inputs)`.
+Targets (issue 6), measured in one process: on ops over 256x256 tensors, recording takes at most 5x the
+time of the same eager code (`record` = the `with opwire.record()` block, payloads included); isolated
+replay with comparison reaches at least 1/3 of the throughput of calling the same ops directly;
+`run_program` on a transformer layer stays within 1.5x of `ep.module()(*inputs)`.
 
-    python benchmarks/bench_replay.py [--repeat N] [--steps S]
+Model scale (issue 11), each phase in its own child process (peak RSS growth = VmHWM during the phase
+minus VmRSS before it): forward + backward of an 8-block MLP (1024 -> 4096 -> 1024, batch 64, 270 MB of
+weights) eager, streamed to disk by `opwire.record(path=...)`, replayed isolated (1 and 2 workers) and
+chained. Targets: record <= 5x eager time and <= 2x eager's peak RSS growth; isolated replay <= 2x
+eager's peak RSS growth; no mismatch.
+
+    python benchmarks/bench_replay.py [--repeat N] [--steps S] [--only small|model]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
 
 import torch
 from _timing import best_of
@@ -60,12 +75,134 @@ def _direct_calls(trace: opwire.Trace) -> Callable[[], None]:
     return run
 
 
+def _status(key: str) -> int:
+    """A /proc/self/status figure in bytes (VmRSS, VmHWM)."""
+    with open("/proc/self/status") as f:
+        return int(re.search(rf"{key}:\s+(\d+) kB", f.read()).group(1)) * 1024  # type: ignore[union-attr]
+
+
+def _mlp() -> tuple[torch.nn.Module, torch.Tensor]:
+    torch.manual_seed(0)
+    blocks = [
+        torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 1024)) for _ in range(8)
+    ]
+    return torch.nn.Sequential(*blocks), torch.randn(64, 1024)
+
+
+def _child(phase: str, folder: str) -> None:
+    """Run one model-scale phase and print {"seconds", "growth", ...} as JSON (RSS measured in this process)."""
+    import gc
+
+    import opwire.recording  # imported before the clock starts, as a user's `import opwire` would have
+
+    torch.set_num_threads(1)
+    trace = Path(folder) / "mlp.trace"
+    result: dict[str, Any] = {}
+    if phase == "write":  # the disk's floor: writing as many bytes with plain file writes
+        block = os.urandom(16 << 20)
+        size = int(json.loads((Path(folder) / "size.json").read_text()))
+        start = time.perf_counter()
+        with open(Path(folder) / "floor.bin", "wb") as f:
+            for _ in range(max(size // len(block), 1)):
+                f.write(block)
+        print(json.dumps({"seconds": time.perf_counter() - start, "growth": 0}))
+        return
+    if phase in ("eager", "record"):
+        model, x = _mlp()
+        model(x).sum().backward()  # warm-up: torch's lazy initialization is not billed to either side
+        model.zero_grad(set_to_none=True)
+
+        def run() -> None:
+            model(x).sum().backward()
+
+    else:
+        loaded = opwire.load_trace(trace)
+        mode: Literal["isolated", "chained"] = "chained" if phase == "chained" else "isolated"
+        workers = 2 if phase == "isolated2" else 1
+
+        def run() -> None:
+            report = opwire.replay(loaded, mode=mode, workers=workers, progress=False)
+            result.update(ok=report.ok, calls=report.calls, mismatches=len(report.mismatches))
+
+    gc.collect()
+    with open("/proc/self/clear_refs", "w") as status:
+        status.write("5")  # reset VmHWM to the current RSS
+    base = _status("VmRSS")
+    start = time.perf_counter()
+    if phase == "record":
+        with opwire.record(path=trace, progress=False) as t:
+            run()
+        result.update(calls=len(t), bytes=trace.stat().st_size)
+        (Path(folder) / "size.json").write_text(str(trace.stat().st_size))
+    else:
+        run()
+    result.update(seconds=time.perf_counter() - start, growth=_status("VmHWM") - base)
+    if phase == "isolated2":  # the workers are child processes: their own peak RSS (absolute, torch included)
+        import resource
+
+        result["worker_peak"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+    print(json.dumps(result))
+
+
+def _phase(phase: str, folder: str) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", phase, folder], capture_output=True, text=True, check=False
+    )
+    if out.returncode != 0:
+        raise SystemExit(f"model-scale phase {phase} failed:\n{out.stderr}")
+    return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def model_scale(where: str) -> None:
+    """The issue-11 case: eager vs streamed record vs isolated and chained replay, one child per phase."""
+    mb = 1 << 20
+    with tempfile.TemporaryDirectory(prefix="opwire-bench-", dir=where) as folder:
+        eager = _phase("eager", folder)
+        rec = _phase("record", folder)
+        floor = _phase("write", folder)
+        iso = _phase("isolated", folder)
+        iso2 = _phase("isolated2", folder)
+        chained = _phase("chained", folder)
+    e_t, e_m = float(eager["seconds"]), int(eager["growth"])
+    r_t, r_m = float(rec["seconds"]), int(rec["growth"])
+    print(
+        f"model scale (8-block MLP 1024->4096->1024, batch 64, fwd+bwd): eager {e_t:.2f} s, +{e_m / mb:.0f} MB peak RSS"
+    )
+    print(
+        f"  streamed record: {r_t:.2f} s ({r_t / e_t:.2f}x eager; target <= 5x), +{r_m / mb:.0f} MB peak RSS "
+        f"({r_m / e_m:.2f}x eager; target <= 2x); {rec['calls']} calls, trace {int(rec['bytes']) / mb:.0f} MB"
+    )
+    w_t = float(floor["seconds"])
+    print(
+        f"  (the disk's floor in this run: plain file writes of the trace's bytes: {w_t:.2f} s, {w_t / e_t:.2f}x eager)"
+    )
+    for label, r in (("isolated replay", iso), ("isolated replay, 2 workers", iso2), ("chained replay", chained)):
+        t, g = float(r["seconds"]), int(r["growth"])
+        target = "; target <= 2x" if label == "isolated replay" else ""
+        if "worker_peak" in r:
+            target += f"; each worker's own peak RSS {int(r['worker_peak']) / mb:.0f} MB, torch included"
+        print(
+            f"  {label}: {t:.2f} s ({t / e_t:.2f}x eager), +{g / mb:.0f} MB peak RSS ({g / e_m:.2f}x eager{target}); "
+            f"{r['mismatches']} mismatches in {r['calls']} calls"
+        )
+
+
 def main() -> None:
-    torch.set_num_threads(1)  # 2 shared cores: OpenMP spin-waits would swamp every figure; all sides single-threaded
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--only", choices=("small", "model"), default=None)
+    parser.add_argument("--dir", default=".", help="where the model-scale trace (~550 MB) is written (default: .)")
+    parser.add_argument("--child", nargs=2, metavar=("PHASE", "DIR"), help=argparse.SUPPRESS)
     ns = parser.parse_args()
+    if ns.child:
+        _child(*ns.child)
+        return
+    if ns.only != "small":
+        model_scale(ns.dir)
+    if ns.only == "model":
+        return
+    torch.set_num_threads(1)  # 2 shared cores: OpenMP spin-waits would swamp every figure; all sides single-threaded
     torch.manual_seed(0)
     a, b = torch.randn(256, 256), torch.randn(256, 256)
 

@@ -33,6 +33,8 @@ _LAZY = {
     "load_trace": "opwire.recording",
     "replay": "opwire.recording",
     "ReplayReport": "opwire.recording",
+    "diff_traces": "opwire.recording",
+    "TraceDiff": "opwire.recording",
     "validate_op": "opwire.validation",
     "OpReport": "opwire.validation",
     "snapshot_ops": "opwire.validation",
@@ -43,7 +45,7 @@ _LAZY = {
 
 if TYPE_CHECKING:  # what mypy and IDEs see for the lazy names: the real objects and signatures
     from opwire.proxy_executor import DefaultPolicy, ProxyExecutor, run_program
-    from opwire.recording import ReplayReport, Trace, load_trace, record, replay
+    from opwire.recording import ReplayReport, Trace, TraceDiff, diff_traces, load_trace, record, replay
     from opwire.schema.diff import schema_diff
     from opwire.validation import BcReport, OpReport, bc_check, snapshot_ops, validate_op
     from opwire.view import view
@@ -62,9 +64,11 @@ __all__ = [
     "ProxyExecutor",
     "ReplayReport",
     "Trace",
+    "TraceDiff",
     "UnknownTargetError",
     "__version__",
     "bc_check",
+    "diff_traces",
     "dumps",
     "load_trace",
     "loads",

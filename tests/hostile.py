@@ -451,7 +451,7 @@ CASES: list[Case] = [
         3,
         _spec_program(json.dumps([1, {"type": "evil.Thing", "context": "null", "children_spec": []}])),
         ("run {file} --inputs {inputs}",),
-        r"'evil\.Thing' is not registered.*--import evil",
+        r"pytree class 'evil\.Thing', which no imported module has registered.*--import evil",
     ),
     # attack 5: one zip reader, bounded
     Case(
@@ -513,7 +513,7 @@ CASES: list[Case] = [
         )
         for dev in ("cuda", "xpu", "mtia", "hpu", "privateuseone", "cuda:7")
     ),
-    Case("device_unknown", 9, lambda work: "banana", DEVICE_COMMANDS, r"Expected a device torch knows"),
+    Case("device_unknown", 9, lambda work: "banana", DEVICE_COMMANDS, r"--device 'banana': expected a device"),
     # item 6: decoded-elements budget
     Case(
         "as_none_amplification",

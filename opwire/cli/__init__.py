@@ -24,6 +24,7 @@ COMMANDS = {
     "run": "opwire.cli.run_cmd",
     "record": "opwire.cli.record_cmd",
     "replay": "opwire.cli.replay_cmd",
+    "diff": "opwire.cli.diff_cmd",
     "ops": "opwire.cli.ops_cmd",
     "view": "opwire.cli.view_cmd",
 }

@@ -43,12 +43,43 @@ def run(args: argparse.Namespace) -> int:
     """Print the summary; exit 0, or 2 when the file is unreadable."""
     path = Path(args.file)
     limit = args.max_elements
-    summary = _summarize_zip(path, limit) if is_zip(path) else summarize(load_any(path, max_elements=limit))
+    if _is_streamed_trace(path):
+        summary = _summarize_stream(path)
+    else:
+        summary = _summarize_zip(path, limit) if is_zip(path) else summarize(load_any(path, max_elements=limit))
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
         print(_render(summary))
     return 0
+
+
+def _is_streamed_trace(path: Path) -> bool:
+    from opwire.recording.stream import is_stream
+
+    with open(path, "rb") as f:
+        return is_stream(f.read(256))
+
+
+def _summarize_stream(path: Path) -> dict[str, Any]:
+    """Summarize a streamed trace from its frame index (records are decoded, payloads are not read)."""
+    import opwire
+
+    trace = opwire.load_trace(path)
+    h = trace.header
+    summary: dict[str, Any] = {
+        "kind": "streamed CallTrace",
+        "torch_version": h.torch_version,
+        "opwire_version": h.opwire_version,
+        "outputs_mode": h.outputs_mode,
+        "records": len(trace),
+        "tensors": len(trace.names()),
+        "bytes": path.stat().st_size,
+    }
+    if trace.cut is not None:
+        summary["cut"] = trace.cut
+    summary["ops"] = dict(Counter(r.target for r in trace).most_common())
+    return summary
 
 
 def _summarize_zip(path: Path, max_elements: int) -> dict[str, Any]:

@@ -26,7 +26,14 @@ def add_parser(sub: Any) -> None:
         usage="opwire record --out TRACE [options] -- python SCRIPT.py [ARGS] | -- python -m MODULE [ARGS]",
     )
     p.add_argument("--out", required=True, help="where to write the trace (checked writable before the script runs)")
-    p.add_argument("--format", default="compact", choices=("json", "binary", "compact"), help="trace codec")
+    p.add_argument(
+        "--format",
+        default="stream",
+        choices=("stream", "compact", "binary", "json"),
+        help="stream (default): written to disk as the calls happen, memory stays bounded; "
+        "compact/binary/json: kept in memory and written at the end (small traces)",
+    )
+    p.add_argument("--no-locations", action="store_true", help="do not record each call's source line and module")
     p.add_argument("--include", action="append", default=None, help="record only ops matching (ns::op.overload glob)")
     p.add_argument("--exclude", action="append", default=[], help="do not record ops matching this glob")
     p.add_argument("--digest", action="store_true", help="keep digests instead of bytes for outputs nobody reads")
@@ -101,11 +108,14 @@ def run(args: argparse.Namespace) -> int:
     sys.argv = argv
     if kind == "path":
         sys.path.insert(0, os.path.dirname(os.path.abspath(what)))
+    streamed = args.format == "stream"
     with opwire.record(
         include=args.include,
         exclude=args.exclude,
         outputs="digest" if args.digest else "full",
         write_defaults=not args.no_defaults,
+        path=args.out if streamed else None,
+        locations=not args.no_locations,
     ) as trace:
         try:
             if kind == "path":
@@ -120,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
             status = 1
         finally:
             sys.argv, sys.path[:] = saved_argv, saved_path
-    trace.save(args.out, format=args.format)
-    print(f"recorded {len(trace)} calls, {len(trace.tensors)} tensors -> {args.out}", file=sys.stderr)
+    if not streamed:
+        trace.save(args.out, format=args.format)
+    print(f"recorded {len(trace)} calls, {len(trace.names())} tensors -> {args.out}", file=sys.stderr)
     return status

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from opwire.cli.options import LOADING_HELP, add_budget_flags, add_device, add_loading
@@ -25,8 +26,16 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("trace", help="a trace written by `opwire record` or Trace.save (any format)")
     p.add_argument("--chained", action="store_true", help="feed each call the replayed outputs of earlier calls")
-    p.add_argument("--rtol", type=float, default=1e-5, help="relative tolerance for floating outputs (default 1e-5)")
-    p.add_argument("--atol", type=float, default=1e-6, help="absolute tolerance for floating outputs (default 1e-6)")
+    p.add_argument(
+        "--rtol", type=float, default=None, help="relative tolerance for floating outputs (default: per dtype)"
+    )
+    p.add_argument(
+        "--atol", type=float, default=None, help="absolute tolerance for floating outputs (default: per dtype)"
+    )
+    p.add_argument("--workers", type=_positive, default=1, help="isolated replay over N processes (default 1)")
+    p.add_argument(
+        "--max-mismatches", type=int, default=10, help="mismatches listed in the text report (default 10; --json: all)"
+    )
     add_device(p, "replay")
     p.add_argument(
         "--policy",
@@ -40,13 +49,25 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive number of workers, got {text!r}")
+    return n
+
+
 def run(args: argparse.Namespace) -> int:
     """Replay; exit 0 without mismatches, 1 with mismatches, 2 when the trace is unreadable."""
     import opwire
-    from opwire.serde.tensors import check_device
 
-    if args.device is not None:
-        check_device(args.device, "--device")
+    if args.workers > 1 and args.chained:
+        print(
+            "opwire replay: error: --workers applies to isolated replay; drop --chained or --workers", file=sys.stderr
+        )
+        return 2
     trace = opwire.load_trace(args.trace, max_elements=args.max_elements)
     report = opwire.replay(
         trace,
@@ -55,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
         rtol=args.rtol,
         atol=args.atol,
         device=args.device,
+        workers=args.workers,
+        max_mismatches=args.max_mismatches,
     )
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))

@@ -39,10 +39,18 @@ def read_inputs(
     import opwire
     from opwire.schema import models as m
     from opwire.serde import framing
-    from opwire.serde.files import read_input
+    from opwire.serde.files import read_head, read_input
 
     try:
-        data = read_input(path, what="--inputs file")  # within the input-size budget (/dev/zero is refused)
+        head = read_head(path)  # the first bytes decide before the rest is read (/dev/zero is refused here)
+        if not (head.startswith(b"PK\x03\x04") or framing.has_header(head) or head.lstrip()[:1] == b"{"):
+            if fmt in (None, "json"):
+                raise DecodeError(
+                    f"{path}: not a Values JSON object (it starts with {head[:8]!r}), a plain JSON object, a "
+                    "torch.save file nor a file opwire wrote in Thrift form; pass --inputs-format binary|compact "
+                    "for raw Thrift"
+                )
+        data = read_input(path, what="--inputs file")  # within the input-size budget
     except OSError as exc:
         raise DecodeError(f"cannot read --inputs {path}: {exc.strerror or exc}") from None
     if data.startswith(b"PK\x03\x04"):

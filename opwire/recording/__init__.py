@@ -2,12 +2,26 @@
 
 `recorder` (record, Trace, load_trace), `mode` (the dispatch mode that sees each call), `arguments`
 (Python values -> serialized arguments), `payloads` (tensor bytes and digests of a trace), `replayer`
-(replay and its report), `compare` (tensor and scalar comparison), `replay_nodes` (trace records as nodes).
+(replay), `report` (ReplayReport and its text), `compare` (tensor and scalar comparison), `replay_nodes`
+(trace records as nodes), `stream` (the streamed trace format), `source` (one read interface over both
+trace forms), `sinks` (where the recorder writes), `locate` (source lines and module names), `diff`
+(trace against trace), `progress` (the terminal progress bar), `replay_worker` (a parallel replay process).
 """
 
 from __future__ import annotations
 
+from opwire.recording.diff import TraceDiff, diff_traces
 from opwire.recording.recorder import Trace, load_trace, record
 from opwire.recording.replayer import Mismatch, ReplayReport, SchemaDrift, replay
 
-__all__ = ["Mismatch", "ReplayReport", "SchemaDrift", "Trace", "load_trace", "record", "replay"]
+__all__ = [
+    "Mismatch",
+    "ReplayReport",
+    "SchemaDrift",
+    "Trace",
+    "TraceDiff",
+    "diff_traces",
+    "load_trace",
+    "record",
+    "replay",
+]

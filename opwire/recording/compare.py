@@ -13,7 +13,26 @@ from opwire.recording.payloads import digest_of
 from opwire.schema import models as m
 from opwire.serde import tensors as _tensors
 
-__all__ = ["Difference", "compare_scalar", "compare_tensor"]
+__all__ = ["DEFAULT_TOLERANCES", "Difference", "Errors", "compare_scalar", "compare_tensor", "tolerance"]
+
+DEFAULT_TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
+    torch.float64: (1e-7, 1e-7),
+    torch.complex128: (1e-7, 1e-7),
+    torch.float32: (1e-5, 1e-6),
+    torch.complex64: (1e-5, 1e-6),
+    torch.float16: (1e-3, 1e-5),
+    torch.complex32: (1e-3, 1e-5),
+    torch.bfloat16: (1.6e-2, 1e-5),
+}
+"""(rtol, atol) per floating dtype when the caller gives none; float8 types and unknown ones use (0.125, 1e-3)."""
+
+_LOOSEST = (0.125, 1e-3)
+
+
+def tolerance(dtype: torch.dtype, rtol: float | None, atol: float | None) -> tuple[float, float]:
+    """The (rtol, atol) to compare values of `dtype`: the caller's, else the dtype's default."""
+    d_rtol, d_atol = DEFAULT_TOLERANCES.get(dtype, _LOOSEST)
+    return (d_rtol if rtol is None else rtol), (d_atol if atol is None else atol)
 
 
 @dataclass(frozen=True)
@@ -24,19 +43,34 @@ class Difference:
     detail: str
     max_diff: float | None = None
     where: tuple[int, ...] | None = None
+    max_rel: float | None = None
+
+
+@dataclass
+class Errors:
+    """Largest absolute and relative differences seen, also where values agree within tolerance."""
+
+    abs: float = 0.0
+    rel: float = 0.0
+
+    def add(self, a: float, r: float) -> None:
+        """Keep the larger of each."""
+        self.abs, self.rel = max(self.abs, a), max(self.rel, r)
 
 
 def compare_tensor(
     got: Any,
     want: m.TensorValue,
-    rtol: float,
-    atol: float,
+    rtol: float | None,
+    atol: float | None,
     values: bool = True,
     load: Callable[[], torch.Tensor] | None = None,
+    errors: Errors | None = None,
 ) -> Difference | None:
     """The first difference between replayed `got` and recorded `want` (None when they agree).
 
     `load` rebuilds the recorded tensor (e.g. from a cache); by default it is rebuilt from `want`.
+    `rtol`/`atol` of None take the dtype's default (`tolerance`); `errors` collects the largest differences.
     """
     if not isinstance(got, torch.Tensor):
         return Difference("missing", f"expected a tensor, the replay gave {type(got).__name__}")
@@ -53,43 +87,67 @@ def compare_tensor(
         )
     if not values or got.numel() == 0:
         return None
+    rtol, atol = tolerance(got.dtype, rtol, atol)
     if not want.data and want.digest is not None:
         return _compare_digest(got, want.digest, rtol, atol)
     if load is None:
         expected = _tensors.to_tensor(want.model_copy(update={"requires_grad": False}), got.device, "recorded")
     else:
         expected = load()
-    return _compare_values(got.detach(), expected.detach().to(got.device), rtol, atol)
+    return _compare_values(got.detach(), expected.detach().to(got.device), rtol, atol, errors)
 
 
-def _compare_values(got: torch.Tensor, want: torch.Tensor, rtol: float, atol: float) -> Difference | None:
+def _compare_values(
+    got: torch.Tensor, want: torch.Tensor, rtol: float, atol: float, errors: Errors | None = None
+) -> Difference | None:
     exact = not (got.dtype.is_floating_point or got.dtype.is_complex)
     if torch.equal(got, want):  # the usual case on the same build, and much cheaper than allclose
         return None
+    wide = torch.complex128 if got.dtype.is_complex else torch.float64
+    g64, w64 = got.to(wide), want.to(wide)
+    diff = (g64 - w64).abs()
     if exact:
         bad = got != want
     else:
-        if torch.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True):
-            return None
         bad = ~torch.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
-    diff = (
-        got.to(torch.float64 if not got.dtype.is_complex else torch.complex128)
-        - want.to(torch.float64 if not want.dtype.is_complex else torch.complex128)
-    ).abs()
+    finite = torch.isfinite(diff)
+    worst_abs = float(diff[finite].max()) if bool(finite.any()) else 0.0
+    rel = diff / w64.abs()
+    rel_ok = torch.isfinite(rel)
+    worst_rel = float(rel[rel_ok].max()) if bool(rel_ok.any()) else 0.0
+    if errors is not None:
+        errors.add(worst_abs, worst_rel)
+    count = int(bad.sum())
+    if not count:
+        return None
     diff = torch.where(bad, diff.nan_to_num(nan=math.inf), torch.zeros_like(diff))
     flat = int(diff.reshape(-1).argmax())
     where = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), got.shape)) if got.dim() else ()
     largest = float(diff.reshape(-1)[flat])
-    count = int(bad.sum())
-    rule = "exactly" if exact else f"within rtol={rtol}, atol={atol}"
+    rule = "exactly" if exact else f"beyond rtol={rtol:g}, atol={atol:g}"
+    special = "" if exact else _non_finite(got, want)
+    expected, actual = (want[where].item(), got[where].item()) if got.dim() else (want.item(), got.item())
     return Difference(
         "value",
-        f"{count} of {got.numel()} elements differ ({rule}); largest difference {largest:g} at {list(where)}: "
-        f"expected {want[where].item() if got.dim() else want.item()!r}, "
-        f"got {got[where].item() if got.dim() else got.item()!r}",
+        f"{count} of {got.numel()} elements differ {rule}{special}; largest difference {largest:g} at "
+        f"{list(where)}: expected {expected!r}, got {actual!r}",
         largest,
         where,
+        worst_rel,
     )
+
+
+def _non_finite(got: torch.Tensor, want: torch.Tensor) -> str:
+    """Names NaN and infinity differences: ", 3 NaN where finite values were recorded" (empty when none)."""
+    parts = []
+    for label, test in (("NaN", torch.isnan), ("inf", torch.isinf)):
+        g, w = test(got), test(want)
+        new, lost = int((g & ~w).sum()), int((w & ~g).sum())
+        if new:
+            parts.append(f"{new} {label} where the recording had none")
+        if lost:
+            parts.append(f"{lost} recorded {label} replayed as other values")
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def _compare_digest(got: torch.Tensor, want: m.TensorDigest, rtol: float, atol: float) -> Difference | None:
@@ -116,8 +174,9 @@ def _compare_digest(got: torch.Tensor, want: m.TensorDigest, rtol: float, atol: 
     return Difference("value", f"digest differs (recorded with outputs='digest'): {stats}", largest)
 
 
-def compare_scalar(got: Any, want: Any, rtol: float, atol: float) -> Difference | None:
-    """Compare a replayed number (or None) with the recorded one."""
+def compare_scalar(got: Any, want: Any, rtol: float | None, atol: float | None) -> Difference | None:
+    """Compare a replayed number (or None) with the recorded one (None tolerances: float64's defaults)."""
+    rtol, atol = tolerance(torch.float64, rtol, atol)
     if isinstance(got, torch.Tensor) and got.dim() == 0:
         got = got.item()
     if isinstance(want, float) and isinstance(got, int | float) and not isinstance(got, bool):

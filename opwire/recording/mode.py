@@ -4,8 +4,9 @@ A tensor's trace name is `t<N>` for the N-th tensor object seen, `t<N>.<k>` for 
 (after a recorded call wrote to its storage: an in-place op, or a write through a view), so a name says
 both which object and which value: chained replay
 maps `t<N>` to one live tensor (views and in-place writes keep their aliasing), isolated replay
-rebuilds each value from its own payload. Payloads are taken lazily: a value is copied only before a
-call writes to its storage, and the rest when recording ends.
+rebuilds each value from its own payload. A value goes to the sink when it is first seen (the stream sink
+writes it to disk then), so nothing is kept alive for the trace; a tensor object that the program frees
+is reported to the sink, so a chained replay can let go of it too.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from opwire.errors import EncodeError, OpwireWarning
 from opwire.recording.arguments import default_value, to_argument
-from opwire.recording.payloads import tensor_value
+from opwire.recording.locate import Locator
+from opwire.recording.progress import Progress
+from opwire.recording.sinks import Sink
 from opwire.schema import models as m
 from opwire.schema.ops import OpSchema, op_schema
 
@@ -45,22 +48,6 @@ def target_name(func: Any) -> str:
 
 
 @dataclass
-class _Slot:
-    """One recorded tensor value: the live tensor (until copied) and what to keep of it."""
-
-    tensor: torch.Tensor
-    full: bool  # keep the bytes (else a digest only)
-    value: m.TensorValue | None = None  # taken before a write, or when recording ends
-
-    def materialize(self) -> m.TensorValue:
-        """The TensorValue of this slot (taken now unless taken before a write)."""
-        if self.value is None:
-            self.value = tensor_value(self.tensor, self.full)
-            del self.tensor
-        return self.value
-
-
-@dataclass
 class _Obj:
     ref: weakref.ref[torch.Tensor]
     number: int
@@ -68,25 +55,35 @@ class _Obj:
 
 
 class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
-    """Records every dispatcher call it sees (filtered by include/exclude patterns)."""
+    """Records every dispatcher call it sees (filtered by include/exclude patterns) into a sink."""
 
     def __init__(
-        self, include: Sequence[str] | None, exclude: Sequence[str], digest: bool, write_defaults: bool
+        self,
+        include: Sequence[str] | None,
+        exclude: Sequence[str],
+        digest: bool,
+        write_defaults: bool,
+        sink: Sink,
+        progress: Progress | None = None,
+        locator: Locator | None = None,
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         self.include = list(include) if include is not None else None
         self.exclude = [*DEFAULT_EXCLUDE, *exclude]
         self.digest = digest
         self.write_defaults = write_defaults
-        self.records: list[m.CallRecord] = []
-        self.op_schemas: dict[str, str] = {}
-        self.slots: dict[str, _Slot] = {}
+        self.sink = sink
+        self.progress = progress
+        self.locator = locator
+        self.calls = 0
+        self._full: dict[str, bool] = {}  # name -> whether its bytes were kept (else a digest)
         self._objs: dict[int, _Obj] = {}
+        self._count = 0
         self._schemas: dict[Any, OpSchema] = {}
         self._wanted: dict[Any, bool] = {}
-        self._by_storage: dict[int, list[str]] = {}
         # storage -> how many recorded calls wrote to it (torch's _version is bumped above the dispatch mode)
         self._generation: dict[int, int] = {}
+        self._dead: list[str] = []  # objects freed since the last record
         self._warned: set[str] = set()  # ops already warned about as skipped
 
     # -------------------------------------------------------------------------------- filtering
@@ -102,10 +99,11 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
 
     # ----------------------------------------------------------------------------------- naming
     def _name(self, t: torch.Tensor, produced: bool) -> str:
-        """The trace name of `t`'s current value, adding it to the table when new."""
+        """The trace name of `t`'s current value; a new value is handed to the sink now (bytes or digest)."""
         obj = self._objs.get(id(t))
         if obj is None or obj.ref() is not t:
-            obj = _Obj(weakref.ref(t), len(self._objs) + 1)
+            self._count += 1
+            obj = _Obj(weakref.ref(t, self._freed_callback(id(t), self._count)), self._count)
             self._objs[id(t)] = obj
         key = _storage_key(t)
         version = self._generation.get(key, 0)
@@ -113,29 +111,64 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
         if name is None:
             k = len(obj.versions)
             name = f"t{obj.number}" if k == 0 else f"t{obj.number}.{k}"
+            full = not (produced and self.digest)
+            self.sink.tensor(name, t, full, (key, version))
             obj.versions[version] = name
-            self.slots[name] = _Slot(t, full=not (produced and self.digest))
-            self._by_storage.setdefault(key, []).append(name)
-        elif not produced and not self.slots[name].full:
-            self.slots[name].full = True  # a value read again must be rebuildable for isolated replay
+            self._full[name] = full
+        elif not produced and not self._full[name]:
+            self.sink.tensor(name, t, True, (key, version))  # a value read again must be rebuildable
+            self._full[name] = True
         return name
 
-    def _copy_before_write(self, t: torch.Tensor) -> None:
-        """Copy every pending value sharing `t`'s storage, since the next call writes to it."""
+    def _freed_callback(self, ident: int, number: int) -> Any:
+        dead, objs = self._dead, self._objs
+
+        def freed(ref: weakref.ref[torch.Tensor]) -> None:
+            dead.append(f"t{number}")
+            obj = objs.get(ident)
+            if obj is not None and obj.ref is ref:
+                del objs[ident]
+
+        return freed
+
+    def _bump(self, t: torch.Tensor) -> None:
+        """The next call writes to `t`'s storage: later reads of every value on it get new names."""
         key = _storage_key(t)
         self._generation[key] = self._generation.get(key, 0) + 1
-        for name in self._by_storage.pop(key, ()):
-            self.slots[name].materialize()
+        self.sink.before_write(t)
+
+    def _append(self, rec: m.CallRecord) -> None:
+        if self._dead:
+            dead, self._dead[:] = list(self._dead), []
+            self.sink.freed(dead)
+        if self.locator is not None:
+            where, module = self.locator.source(), self.locator.module()
+            if where:
+                rec.metadata["source"] = where
+            if module:
+                rec.metadata["module"] = module
+        self.sink.record(rec)
+        self.calls += 1
+        if self.progress is not None:
+            self.progress.update()
+
+    def finish(self) -> None:
+        """Hand the last freed objects to the sink."""
+        if self._dead:
+            dead, self._dead[:] = list(self._dead), []
+            self.sink.freed(dead)
 
     # --------------------------------------------------------------------------------- dispatch
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
         if not self._records(func):
+            if func._schema.is_mutable:
+                self.sink.before_write(None)  # an unrecorded write: pending values must be out first
             return func(*args, **kwargs)
         schema = self._schemas.get(func)
         if schema is None:
             schema = self._schemas[func] = op_schema(func)
-            self.op_schemas[target_name(func)] = schema.schema
+            self.sink.op_schema(target_name(func), schema.schema)
         target = target_name(func)
         try:
             bound = _bind(schema, args, kwargs)
@@ -145,7 +178,7 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
         written = [(a.name, bound[a.name]) for a in schema.arguments if a.is_write and a.name in bound]
         for _, value in written:
             for t in _tensors_in(value):
-                self._copy_before_write(t)
+                self._bump(t)
         out = func(*args, **kwargs)
         try:
             outputs = self._outputs(schema, out, target)
@@ -155,7 +188,7 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
         mutated = {n: [self._name(t, True) for t in _tensors_in(v)] for n, v in written}
         if mutated:
             metadata["mutated"] = json.dumps(mutated, separators=(",", ":"))
-        self.records.append(m.CallRecord(target=target, inputs=inputs, outputs=outputs, metadata=metadata))
+        self._append(m.CallRecord(target=target, inputs=inputs, outputs=outputs, metadata=metadata))
         return out
 
     def _skip(self, target: str, reason: str, out: Any) -> Any:
@@ -170,7 +203,7 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
                 OpwireWarning,
                 stacklevel=2,
             )
-        self.records.append(m.CallRecord(target=target, inputs=[], outputs=[], metadata={"skipped": reason}))
+        self._append(m.CallRecord(target=target, inputs=[], outputs=[], metadata={"skipped": reason}))
         return out
 
     def _inputs(self, schema: OpSchema, bound: dict[str, Any], target: str) -> list[m.NamedArgument]:

@@ -1,16 +1,29 @@
-"""Tensor payloads of a trace: full TensorValues or digests (checksum and summary statistics)."""
+"""Tensor payloads of a trace: full TensorValues, digests, and the storage spans of streamed traces.
+
+A streamed trace stores a tensor's bytes as the *storage span* its layout reaches: the elements from
+`storage_offset` to the last one its sizes and strides touch, in storage order. A transposed view and
+its base then share one span (and one payload), and the bytes move from the tensor's memory to the file
+without a copy or per-element Python work.
+"""
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import math
+import sys
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
+from opwire.errors import DecodeError, EncodeError
 from opwire.schema import models as m
 from opwire.serde import tensors as _tensors
 
-__all__ = ["digest_of", "tensor_value"]
+__all__ = ["Span", "check_span", "digest_of", "rebuild_span", "span_of", "tensor_value"]
+
+_SLACK_BYTES = 64 << 20
 
 
 def digest_of(t: torch.Tensor, data: bytes | None = None) -> m.TensorDigest:
@@ -36,8 +49,127 @@ def digest_of(t: torch.Tensor, data: bytes | None = None) -> m.TensorDigest:
 
 def tensor_value(t: torch.Tensor, full: bool, where: str = "tensor") -> m.TensorValue:
     """The TensorValue of `t`: with its bytes when `full`, else with a digest and empty data."""
-    tv = _tensors.from_tensor(t.detach(), where)
-    tv.requires_grad = bool(t.requires_grad)
+    try:
+        tv = _tensors.from_tensor(t.detach(), where)
+    except RuntimeError as exc:  # torch refusing a layout must not lose the recording: the call is skipped
+        raise EncodeError(f"cannot serialize the tensor: {exc} - at `{where}`", where) from None
     if full:
-        return tv
-    return tv.model_copy(update={"data": b"", "digest": digest_of(t, tv.data)})
+        return tv.model_copy(update={"requires_grad": bool(t.requires_grad)})
+    return tv.model_copy(update={"requires_grad": bool(t.requires_grad), "data": b"", "digest": digest_of(t, tv.data)})
+
+
+class Span:
+    """The storage span of a tensor: its metadata (data empty) and a zero-copy view of the span's bytes."""
+
+    __slots__ = ("buffer", "key", "meta", "nbytes", "owner")
+
+    def __init__(self, meta: m.TensorValue, owner: torch.Tensor, nbytes: int) -> None:
+        self.meta, self.owner, self.nbytes = meta, owner, nbytes
+        start = int(owner.storage_offset()) * owner.element_size()
+        ptr = int(owner.untyped_storage().data_ptr()) + start if nbytes else 0
+        self.key = (ptr, nbytes, owner.dtype)
+        self.buffer: memoryview = (
+            memoryview((ctypes.c_char * nbytes).from_address(ptr)).cast("B") if nbytes else memoryview(b"")
+        )
+
+
+def span_of(t: torch.Tensor, where: str = "tensor") -> Span:
+    """The span of `t` (a copy only when `t` is not a plain CPU tensor: another device, conj or neg bit)."""
+    if not isinstance(t, torch.Tensor):
+        raise EncodeError(f"Expected a torch.Tensor, got {type(t).__name__} - at `{where}`", where)
+    if t.layout != torch.strided:
+        raise EncodeError(f"Expected a strided tensor, got layout {t.layout} - at `{where}`", where)
+    if t.device.type == "meta" or type(t).__name__ == "FakeTensor":
+        raise EncodeError(f"Expected a tensor with data, got a {t.device.type} tensor without it - at `{where}`", where)
+    if sys.byteorder != "little":
+        raise EncodeError(f"streamed traces are written on little-endian hosts - at `{where}`", where)
+    st = _tensors.scalar_type_of(t.dtype, where)
+    meta = m.TensorValue(
+        dtype=st,
+        sizes=list(t.shape),
+        strides=list(t.stride()),
+        storage_offset=int(t.storage_offset()),
+        device=m.Device(type=t.device.type, index=t.device.index),
+        requires_grad=bool(t.requires_grad),
+        data=b"",
+    )
+    try:
+        owner = t.detach()
+        if owner.device.type != "cpu" or owner.is_conj() or owner.is_neg():
+            owner = _cpu_like(owner)
+        offset = int(owner.storage_offset())
+        count = max(_tensors.storage_extent(list(owner.shape), list(owner.stride()), offset) - offset, 0)
+        return Span(meta, owner, count * owner.element_size())
+    except RuntimeError as exc:
+        raise EncodeError(f"cannot serialize the tensor: {exc} - at `{where}`", where) from None
+
+
+def _cpu_like(t: torch.Tensor) -> torch.Tensor:
+    """A plain CPU tensor with `t`'s values and layout (sizes, strides, storage offset)."""
+    values = t.resolve_conj().resolve_neg().to("cpu")
+    extent = _tensors.storage_extent(list(t.shape), list(t.stride()), int(t.storage_offset()))
+    base = torch.zeros(max(extent, 1), dtype=t.dtype)
+    view = base.as_strided(t.shape, t.stride(), t.storage_offset())
+    if t.numel() and torch._debug_has_internal_overlap(view) == 0:
+        view.copy_(values)
+    elif t.numel():  # overlapping layout (expanded): write each storage position once
+        positions = torch.arange(max(extent, 1)).as_strided(t.shape, t.stride(), t.storage_offset()).reshape(-1)
+        base[positions] = values.reshape(-1)
+    return view
+
+
+def check_span(meta: m.TensorValue, payload_bytes: int, where: str) -> tuple[torch.dtype, int]:
+    """Validate a streamed tensor's layout against its payload length; (dtype, span elements)."""
+    dtype = _tensors.torch_dtype(meta.dtype, f"{where}.dtype")
+    sizes, strides, offset = list(meta.sizes), list(meta.strides), meta.storage_offset
+    if len(strides) != len(sizes):
+        raise DecodeError(
+            f"Expected as many strides as sizes ({len(sizes)}), got {len(strides)} - at `{where}.strides`",
+            f"{where}.strides",
+        )
+    bad = [x for x in (*sizes, *strides, offset) if x < 0]
+    if bad:
+        raise DecodeError(
+            f"Expected non-negative sizes, strides and storage_offset, got {bad[0]} - at `{where}`", where
+        )
+    if meta.layout is not None and meta.layout != m.Layout.Strided:
+        raise DecodeError(f"Expected a strided tensor, got layout {m.Layout(meta.layout).name} - at `{where}`", where)
+    extent = _tensors.storage_extent(sizes, strides, offset)
+    count = max(extent - offset, 0)
+    if count * dtype.itemsize != payload_bytes:
+        raise DecodeError(
+            f"Expected a payload of {count * dtype.itemsize} bytes for this layout ({count} elements of {dtype}), "
+            f"got {payload_bytes} - at `{where}`; the trace is corrupt",
+            where,
+        )
+    if offset * dtype.itemsize > _tensors.MAX_STORAGE_SLACK * payload_bytes + _SLACK_BYTES:
+        raise DecodeError(
+            f"Expected a storage_offset that fits the payload, got {offset} elements before a payload of "
+            f"{payload_bytes} bytes - at `{where}`; refusing to allocate it",
+            where,
+        )
+    return dtype, count
+
+
+def rebuild_span(
+    meta: m.TensorValue, payload_bytes: int, fill: Callable[[memoryview], None], device: Any, where: str
+) -> torch.Tensor:
+    """The tensor `meta` describes, its span filled in place by `fill(buffer)` (one copy from the file)."""
+    dtype, count = check_span(meta, payload_bytes, where)
+    offset = meta.storage_offset
+    base = torch.empty(offset + count, dtype=dtype)
+    if offset:
+        base[:offset].zero_()
+    if count:
+        ptr = base.data_ptr() + offset * dtype.itemsize
+        fill(memoryview((ctypes.c_char * payload_bytes).from_address(ptr)).cast("B"))
+    out = base.as_strided(list(meta.sizes), list(meta.strides), offset)
+    target = device if device is not None else _tensors.device_of(meta.device, where)
+    try:
+        if torch.device(target) != out.device:
+            out = out.to(target)
+        if meta.requires_grad:
+            out.requires_grad_(True)
+    except (RuntimeError, ValueError) as exc:
+        raise DecodeError(f"cannot rebuild tensor: {exc} - at `{where}`", where) from None
+    return out

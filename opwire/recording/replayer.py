@@ -2,17 +2,19 @@
 
 isolated: each call gets its inputs from the recorded payloads (a difference stays with the call that
 made it); chained: inputs come from earlier replayed outputs, with the recorded aliasing (a difference
-propagates, as it would in the program). Outputs and in-place-written arguments are compared: integer
-and bool tensors exactly, floating ones within rtol/atol, dtype, shape and strides always.
+propagates, as it would in the program), and an object is let go when the program let go of it.
+Outputs and in-place-written arguments are compared: integer and bool tensors exactly, floating ones
+within rtol/atol (per dtype by default), dtype, shape and strides always. Records are read one at a
+time, so a streamed trace is never loaded whole.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import sys
 import time
-from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -22,82 +24,17 @@ from opwire.errors import BindError, OpwireError
 from opwire.proxy_executor.executor import ProxyExecutor
 from opwire.proxy_executor.policy import DefaultPolicy
 from opwire.proxy_executor.targets import resolve
-from opwire.recording.compare import Difference, compare_scalar, compare_tensor
+from opwire.recording.compare import Difference, Errors, compare_scalar, compare_tensor
 from opwire.recording.mode import object_of
+from opwire.recording.progress import Progress
 from opwire.recording.recorder import Trace, load_trace
 from opwire.recording.replay_nodes import NodeShapes
+from opwire.recording.report import Mismatch, OpStats, ReplayReport, SchemaDrift
+from opwire.recording.source import TraceSource
 from opwire.schema import models as m
 from opwire.schema.refs import tensor_names
-from opwire.serde import tensors as _tensors
 
 __all__ = ["Mismatch", "ReplayReport", "SchemaDrift", "replay", "schema_drift"]
-
-
-@dataclass(frozen=True)
-class Mismatch:
-    """One difference: call index, op, which output, kind, largest difference and where."""
-
-    index: int
-    op: str
-    output: str  # "output 0" or "argument self (written in place)"
-    kind: str  # "shape" | "dtype" | "stride" | "value" | "missing" | "error"
-    detail: str
-    max_diff: float | None = None
-    where: tuple[int, ...] | None = None
-
-    def __str__(self) -> str:
-        return f"call {self.index} {self.op} {self.output}: {self.kind} mismatch: {self.detail}"
-
-
-@dataclass(frozen=True)
-class SchemaDrift:
-    """An op whose schema in the running torch differs from the one recorded (current None: not loaded)."""
-
-    op: str
-    recorded: str
-    current: str | None
-
-    def __str__(self) -> str:
-        now = self.current if self.current is not None else "not registered in this process"
-        return f"{self.op}: recorded {self.recorded!r}, now {now!r}"
-
-
-@dataclass
-class ReplayReport:
-    """What a replay found: mismatches, skipped calls and op-schema drift."""
-
-    mode: str
-    calls: int
-    replayed: int = 0
-    mismatches: list[Mismatch] = field(default_factory=list)
-    skipped: list[tuple[int, str, str]] = field(default_factory=list)
-    schema_drift: list[SchemaDrift] = field(default_factory=list)
-    recorded_torch: str = ""
-    seconds: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        """True when every replayed call matched."""
-        return not self.mismatches
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form of the report."""
-        d = asdict(self)
-        d["ok"] = self.ok
-        d["torch_version"] = str(torch.__version__)
-        return d
-
-    def __str__(self) -> str:
-        lines = [
-            f"replayed {self.replayed} of {self.calls} calls ({self.mode}) in {self.seconds:.2f}s: "
-            f"{len(self.mismatches)} mismatch(es), {len(self.skipped)} skipped, "
-            f"{len(self.schema_drift)} op schema(s) drifted (recorded with torch {self.recorded_torch}, "
-            f"running {torch.__version__})"
-        ]
-        lines += [f"  drift: {d}" for d in self.schema_drift]
-        lines += [f"  {x}" for x in self.mismatches]
-        lines += [f"  skipped call {i} {op}: {why}" for i, op, why in self.skipped]
-        return "\n".join(lines)
 
 
 def schema_drift(header: m.TraceHeader) -> list[SchemaDrift]:
@@ -118,76 +55,205 @@ def replay(
     trace: Trace | m.CallTrace | str | Path,
     policy: DefaultPolicy | str = DefaultPolicy.FROM_SCHEMA,
     mode: Literal["isolated", "chained"] = "isolated",
-    rtol: float = 1e-5,
-    atol: float = 1e-6,
+    rtol: float | None = None,
+    atol: float | None = None,
     device: str | torch.device | None = None,
     progress: bool | None = None,
+    workers: int = 1,
+    max_mismatches: int = 10,
 ) -> ReplayReport:
-    """Replay every recorded call and compare its outputs with the recorded ones."""
+    """Replay every recorded call and compare its outputs with the recorded ones.
+
+    `rtol`/`atol` of None take each dtype's default (float16 and bfloat16 looser than float32);
+    `workers` > 1 splits an isolated replay over that many processes (the report is the same as with one);
+    `max_mismatches` is how many mismatches `str(report)` lists (the report keeps them all).
+    """
     if mode not in ("isolated", "chained"):
         raise ValueError(f"mode must be 'isolated' or 'chained', got {mode!r}")
-    model = _model(trace)
-    report = ReplayReport(mode, len(model.records), recorded_torch=model.header.torch_version)
-    report.schema_drift = schema_drift(model.header)
-    runner = _Replayer(model, ProxyExecutor(policy=policy), mode, rtol, atol, device)
+    if not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive int, got {workers!r}")
+    if workers > 1 and mode == "chained":
+        raise ValueError(
+            "a chained replay feeds each call from the ones before it and runs in one process; "
+            "use workers=1 or mode='isolated'"
+        )
+    if isinstance(policy, str):
+        policy = DefaultPolicy(policy)
+    tr = _trace(trace)
+    src = tr.source
+    report = ReplayReport(
+        mode,
+        len(src),
+        recorded_torch=src.header.torch_version,
+        cut=src.cut,
+        tolerance=_tolerance_text(rtol, atol),
+        max_mismatches=max_mismatches,
+        workers=min(workers, max(len(src), 1)),
+    )
+    report.schema_drift = schema_drift(src.header)
     start = time.perf_counter()
-    show = sys.stderr.isatty() and len(model.records) >= 200 if progress is None else progress
-    with torch.no_grad():
-        for i, rec in _progress(model.records, show):
-            if "skipped" in rec.metadata:
-                report.skipped.append((i, rec.target, rec.metadata["skipped"]))
-                continue
-            report.mismatches += runner.run(i, rec)
-            report.replayed += 1
+    bar = Progress("replaying", len(src), enabled=progress if progress is not None else None)
+    try:
+        if report.workers > 1:
+            _parallel(tr, report, policy, rtol, atol, device, bar)
+        else:
+            _run(src, report, _Options(policy, mode, rtol, atol, device), 0, len(src), bar)
+    finally:
+        bar.close()
+    _add_provenance(src, report)
     report.seconds = time.perf_counter() - start
     return report
 
 
-def _model(trace: Trace | m.CallTrace | str | Path) -> m.CallTrace:
+def _tolerance_text(rtol: float | None, atol: float | None) -> str:
+    if rtol is None and atol is None:
+        return "per dtype (float32 rtol=1e-05, atol=1e-06; float16 1e-03/1e-05; bfloat16 1.6e-02/1e-05)"
+    shown = ["dtype default" if x is None else f"{x:g}" for x in (rtol, atol)]
+    return f"rtol={shown[0]}, atol={shown[1]}"
+
+
+def _trace(trace: Trace | m.CallTrace | str | Path) -> Trace:
     if isinstance(trace, str | Path):
-        return load_trace(trace).model
+        return load_trace(trace)
     if isinstance(trace, Trace):
-        return trace.model
-    if isinstance(trace, m.CallTrace):
         return trace
+    if isinstance(trace, m.CallTrace):
+        return Trace(trace)
     raise TypeError(f"expected an opwire.Trace, a CallTrace model or a path, got {type(trace).__name__}")
 
 
-def _progress(records: list[m.CallRecord], show: bool) -> Iterator[tuple[int, m.CallRecord]]:
-    n = len(records)
-    step = max(n // 100, 1)
-    for i, rec in enumerate(records):
-        if show and i % step == 0:
-            print(f"\rreplaying {i}/{n} [{'#' * (30 * i // n):<30}]", end="", file=sys.stderr, flush=True)
-        yield i, rec
-    if show:
-        print(f"\rreplayed {n}/{n} [{'#' * 30}]", file=sys.stderr)
+@dataclass(frozen=True)
+class _Options:
+    policy: DefaultPolicy
+    mode: str
+    rtol: float | None
+    atol: float | None
+    device: Any
+
+
+def _run(src: TraceSource, report: ReplayReport, opts: _Options, start: int, stop: int, bar: Progress) -> None:
+    """Replay records start..stop of `src` into `report` (records are read one at a time)."""
+    runner = _Replayer(src, ProxyExecutor(policy=opts.policy), opts)
+    runner.free(-1)
+    with torch.no_grad():
+        for i, rec in enumerate(src.records(start, stop), start):
+            if "skipped" in rec.metadata:
+                report.skipped.append((i, rec.target, rec.metadata["skipped"]))
+            else:
+                stats = report.ops.setdefault(rec.target, OpStats())
+                found = runner.run(i, rec)
+                stats.calls += 1
+                stats.mismatches += bool(found)
+                stats.worst_abs = max(stats.worst_abs, runner.errors.abs)
+                stats.worst_rel = max(stats.worst_rel, runner.errors.rel)
+                report.mismatches += found
+                report.replayed += 1
+            runner.free(i)
+            bar.update()
+
+
+def _parallel(
+    tr: Trace, report: ReplayReport, policy: DefaultPolicy, rtol: float | None, atol: float | None, device: Any,
+    bar: Progress,
+) -> None:  # fmt: skip
+    """Isolated replay over `report.workers` fresh processes, each a contiguous range; merged in call order."""
+    import os
+    import subprocess
+    import sys
+
+    from opwire.recording.replay_worker import report_from_dict, spec
+
+    path, temporary = tr.stream_path()
+    n, k = report.calls, report.workers
+    bounds = [(n * j // k, n * (j + 1) // k) for j in range(k)]
+    threads = max(1, torch.get_num_threads() // k)
+    opts = {"policy": policy.value, "rtol": rtol, "atol": atol, "device": None if device is None else str(device)}
+    procs = []
+    try:
+        for a, b in bounds:
+            cmd = [sys.executable, "-m", "opwire.recording.replay_worker", spec(str(path), a, b, opts, threads)]
+            procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+        for (a, b), proc in zip(bounds, procs, strict=True):
+            out, err = proc.communicate()
+            if proc.returncode != 0:
+                last = err.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
+                raise OpwireError(f"replay worker for calls {a}..{b - 1} failed (exit {proc.returncode}): {last[0]}")
+            report.merge(report_from_dict(json.loads(out)))
+            bar.update(b - a)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        if temporary:
+            os.unlink(path)
+
+
+def _add_provenance(src: TraceSource, report: ReplayReport) -> None:
+    """Name, for each mismatching call's tensor inputs, the earlier call that produced them."""
+    if not report.mismatches:
+        return
+    wanted = {x.index for x in report.mismatches}
+    last = max(wanted)
+    producer: dict[str, str] = {}
+    lines: dict[int, tuple[str, ...]] = {}
+    for i, rec in enumerate(src.records(0, last + 1)):
+        if i in wanted:
+            lines[i] = tuple(
+                f"{na.name} = {n}: {producer.get(n, 'a recorded input (no recorded call produced it)')}"
+                for na in rec.inputs
+                for n in tensor_names(na.arg)
+            )
+        for j, arg in enumerate(rec.outputs):
+            for n in tensor_names(arg):
+                producer[n] = f"output {j} of call {i} {rec.target}" + _at(rec)
+        if "mutated" in rec.metadata:
+            for arg_name, names in json.loads(rec.metadata["mutated"]).items():
+                for n in names:
+                    producer[n] = f"argument {arg_name} written in place by call {i} {rec.target}" + _at(rec)
+    report.mismatches = [dataclasses.replace(x, inputs=lines.get(x.index, ())) for x in report.mismatches]
+
+
+def _at(rec: m.CallRecord) -> str:
+    where = rec.metadata.get("source", "")
+    return f" ({where})" if where else ""
 
 
 class _Replayer:
-    """Runs one record at a time, keeping the live tensors of a chained replay."""
+    """Runs one record at a time, keeping the live tensors of a chained replay (let go when freed)."""
 
-    def __init__(self, model: m.CallTrace, ex: ProxyExecutor, mode: str, rtol: float, atol: float, device: Any) -> None:
-        self.model, self.ex, self.mode, self.rtol, self.atol, self.device = model, ex, mode, rtol, atol, device
+    def __init__(self, src: TraceSource, ex: ProxyExecutor, opts: _Options) -> None:
+        self.src, self.ex, self.mode = src, ex, opts.mode
+        self.rtol, self.atol, self.device = opts.rtol, opts.atol, opts.device
         self.live: dict[str, torch.Tensor] = {}  # tensor object -> replayed tensor (chained)
         self._nondet: dict[str, bool] = {}
         self.shapes = NodeShapes()
-        self._payloads: dict[str, torch.Tensor] = {}
+        self._payloads: OrderedDict[str, torch.Tensor] = OrderedDict()
         self._cached_bytes = 0
+        self.errors = Errors()
+
+    def free(self, i: int) -> None:
+        """Chained replay: drop the objects the program let go of after record `i`."""
+        if self.mode == "chained":
+            for obj in self.src.freed_after(i):
+                self.live.pop(obj, None)
 
     def _payload(self, name: str) -> torch.Tensor:
-        """The recorded value of `name`, rebuilt once and shared by every read-only use (bounded cache)."""
+        """The recorded value of `name`, rebuilt once and shared by every read-only use (bounded LRU cache)."""
         t = self._payloads.get(name)
-        if t is None:
-            tv = self.model.tensors.get(name)
-            if tv is None:
-                raise BindError(f"the trace names tensor {name!r} but its tensor table has no entry for it")
-            t = _tensors.to_tensor(tv, self.device, f"tensors[{name!r}]")
-            self._cached_bytes += len(tv.data)
-            if self._cached_bytes > _CACHE_BYTES:
-                self._payloads.clear()
-                self._cached_bytes = len(tv.data)
+        if t is not None:
+            self._payloads.move_to_end(name)
+            return t
+        if self.src.meta(name) is None:
+            raise BindError(f"the trace names tensor {name!r} but its tensor table has no entry for it")
+        t = self.src.load(name, self.device)
+        size = self.src.nbytes(name)
+        while self._payloads and self._cached_bytes + size > _CACHE_BYTES:
+            _, old = self._payloads.popitem(last=False)
+            self._cached_bytes -= old.untyped_storage().nbytes()
+        if size <= _CACHE_BYTES:
             self._payloads[name] = t
+            self._cached_bytes += t.untyped_storage().nbytes()
         return t
 
     def _tensor(self, name: str, written: bool) -> torch.Tensor:
@@ -195,12 +261,23 @@ class _Replayer:
         if self.mode == "chained":
             live = self.live.get(object_of(name))
             if live is None:
-                live = self.live[object_of(name)] = _copy(self._payload(name))
+                live = self.live[object_of(name)] = self._fresh(name)
             return live
         t = self._payload(name)
         return _copy(t) if written else t
 
+    def _fresh(self, name: str) -> torch.Tensor:
+        """A tensor of its own holding the recorded value (no cached copy kept beside it)."""
+        cached = self._payloads.get(name)
+        if cached is not None:
+            return _copy(cached)
+        if self.src.meta(name) is None:
+            raise BindError(f"the trace names tensor {name!r} but its tensor table has no entry for it")
+        return self.src.load(name, self.device)
+
     def run(self, i: int, rec: m.CallRecord) -> list[Mismatch]:
+        """Replay record `i`; its mismatches (self.errors: the largest differences seen in it)."""
+        self.errors = Errors()
         shape = self.shapes.get(rec)
         in_names = [n for na in rec.inputs for n in tensor_names(na.arg)]
         written = json.loads(rec.metadata["mutated"]) if "mutated" in rec.metadata else {}
@@ -210,7 +287,7 @@ class _Replayer:
             given = {n: self._tensor(n, n in dirty) for n in in_names}
             out = self.ex.call(shape.node, {f"#i{k}": given[n] for k, n in enumerate(in_names)})
         except OpwireError as exc:
-            return [Mismatch(i, rec.target, "call", "error", f"{type(exc).__name__}: {exc}")]
+            return self._found(i, rec, "call", Difference("error", f"{type(exc).__name__}: {exc}"))
         found: list[Mismatch] = []
         compare_values = not self._nondeterministic(rec.target)
         k = 0
@@ -242,30 +319,35 @@ class _Replayer:
     def _adopt(self, name: str, live: torch.Tensor | None) -> None:
         """Chained replay: continue from the recorded value of a nondeterministic op (random numbers, fresh
         `empty` memory), which no replay reproduces; in place into `live` so its views see it too."""
-        want = self.model.tensors.get(name)
-        if want is None or want.digest is not None:
+        want = self.src.meta(name)
+        if want is None or (want.digest is not None and not self.src.nbytes(name) and not want.data):
             return  # digest traces keep no bytes: the replayed value has to do
         recorded = self._payload(name)
         if live is None:
-            self.live[object_of(name)] = _copy(recorded)
+            self.live[object_of(name)] = _copy(recorded)  # `recorded` is cached: the live value needs its own
         elif live.shape == recorded.shape and live.dtype == recorded.dtype:
             live.copy_(recorded)
 
     def _check(self, i: int, rec: m.CallRecord, label: str, got: Any, name: str, values: bool) -> list[Mismatch]:
-        want = self.model.tensors.get(name)
+        want = self.src.meta(name)
         if want is None:
-            return [Mismatch(i, rec.target, label, "missing", f"the trace has no payload for {name!r}")]
+            return self._found(i, rec, label, Difference("missing", f"the trace has no payload for {name!r}"))
         try:
-            diff = compare_tensor(got, want, self.rtol, self.atol, values, lambda: self._payload(name))
+            diff = compare_tensor(got, want, self.rtol, self.atol, values, lambda: self._payload(name), self.errors)
         except OpwireError as exc:
-            return [Mismatch(i, rec.target, label, "missing", f"the recorded payload is unreadable: {exc}")]
+            diff = Difference("missing", f"the recorded payload is unreadable: {exc}")
         return self._found(i, rec, label, diff)
 
     @staticmethod
     def _found(i: int, rec: m.CallRecord, label: str, diff: Difference | None) -> list[Mismatch]:
         if diff is None:
             return []
-        return [Mismatch(i, rec.target, label, diff.kind, diff.detail, diff.max_diff, diff.where)]
+        source, module = rec.metadata.get("source", ""), rec.metadata.get("module", "")
+        return [
+            Mismatch(
+                i, rec.target, label, diff.kind, diff.detail, diff.max_diff, diff.where, diff.max_rel, source, module
+            )
+        ]
 
     def _nondeterministic(self, target: str) -> bool:
         """Ops whose output values are not reproducible (random, uninitialized memory): compare metadata only."""
@@ -281,8 +363,8 @@ class _Replayer:
         return hit
 
 
-_CACHE_BYTES = 512 << 20
-"""Rebuilt payloads kept for reuse during one replay (cleared when they exceed this many bytes)."""
+_CACHE_BYTES = 96 << 20
+"""Rebuilt payloads kept for reuse during one replay (least recently used dropped beyond this many bytes)."""
 
 
 def _copy(t: torch.Tensor) -> torch.Tensor:

@@ -8,7 +8,7 @@ namespace py opwire.schema.opwire
 /** Major version of opwire's own records. */
 const i64 RECORDS_VERSION_MAJOR = 1
 /** Minor version of opwire's own records. */
-const i64 RECORDS_VERSION_MINOR = 0
+const i64 RECORDS_VERSION_MINOR = 1
 
 /** Summary of a tensor kept instead of its bytes (record with outputs="digest"). */
 struct TensorDigest {
@@ -134,6 +134,58 @@ struct CallTrace {
   20: list<CallRecord> records;
   /** Tensor table: every tensor a record names, stored once. */
   30: map<string, TensorValue> tensors;
+}
+
+/** One tensor value of a streamed trace: its layout, and which payload frame holds its elements. */
+struct TraceTensor {
+  /** Trace name (`t<N>` for the N-th tensor object, `t<N>.<k>` for its k-th later value). */
+  10: string name;
+  /** dtype, sizes, strides, storage_offset, device, requires_grad (and the digest when only one was kept); data is empty. */
+  20: TensorValue value;
+  /** SHA-256 (hex) of the payload: the storage elements from storage_offset to the last element the layout reaches; absent when the tensor is empty or only a digest was kept. */
+  30: optional string payload;
+}
+
+/** The schema string of an op, written before the first record that calls it. */
+struct TraceOpSchema {
+  /** Operator as "namespace::name.overload". */
+  10: string op;
+  /** Its schema string in the recording torch. */
+  20: string schema_str;
+}
+
+/** Tensor objects the recorded program let go of: no later record names them. */
+struct TraceFreed {
+  /** Object names (`t<N>`). */
+  10: list<string> objects;
+}
+
+/** The last frame of a complete streamed trace: what it holds, so a reader can tell a cut from the end. */
+struct TraceEnd {
+  /** Number of record frames. */
+  10: i64 records;
+  /** Number of tensor frames. */
+  20: i64 tensors;
+  /** Number of payload frames (each distinct content once). */
+  30: i64 payloads;
+  /** Bytes in payload frames, digests excluded. */
+  40: i64 payload_bytes;
+}
+
+/** One metadata frame of a streamed trace (docs/wire-format.md). Exactly one member is set. */
+union TraceFrame {
+  /** First frame: versions and outputs mode (op schemas follow as op_schema frames). */
+  10: TraceHeader header;
+  /** An op's schema string. */
+  20: TraceOpSchema op_schema;
+  /** A tensor value that later records name. */
+  30: TraceTensor tensor;
+  /** One recorded call. */
+  40: CallRecord record;
+  /** Tensor objects no later record names. */
+  50: TraceFreed freed;
+  /** The last frame of a complete trace. */
+  60: TraceEnd trailer;
 }
 
 /** One argument or return of an operator schema. */

@@ -104,14 +104,17 @@ def from_tensor(t: torch.Tensor, where: str = "tensor") -> m.TensorValue:
         raise EncodeError(f"Expected a tensor with data, got a {t.device.type} tensor without it - at `{where}`", where)
     st = scalar_type_of(t.dtype, where)
     data = _element_bytes(t)
-    return m.TensorValue(
+    # built from values this function just produced and checked: pydantic's validation would only re-walk them
+    return m.TensorValue.model_construct(
         dtype=st,
-        sizes=list(t.shape),
-        strides=list(t.stride()),
+        sizes=[int(n) for n in t.shape],
+        strides=[int(n) for n in t.stride()],
         storage_offset=int(t.storage_offset()),
-        device=m.Device(type=t.device.type, index=t.device.index),
+        device=m.Device.model_construct(type=t.device.type, index=t.device.index),
         requires_grad=bool(t.requires_grad),
         data=data,
+        digest=None,
+        layout=None,
     )
 
 
@@ -120,6 +123,8 @@ def _element_bytes(t: torch.Tensor) -> bytes:
     flat = t.detach().resolve_conj().resolve_neg().to("cpu").contiguous().reshape(-1)
     if flat.numel() == 0:
         return b""
+    if flat.stride(0) != 1:  # one element counts as contiguous whatever its stride; viewing bytes needs stride 1
+        flat = flat.as_strided((flat.numel(),), (1,))
     u8 = _to_little_endian(flat.view(torch.uint8), t.dtype).contiguous()
     return ctypes.string_at(u8.data_ptr(), u8.numel())
 

@@ -125,3 +125,22 @@ def test_inspect_random_bytes(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     path.write_bytes(bytes(range(7, 200)))
     assert main(["inspect", str(path)]) == 2
     assert "no opwire header" in capsys.readouterr().err
+
+
+def test_inspect_streamed_trace_and_a_cut_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import torch
+
+    path = tmp_path / "s.trace"
+    with opwire.record(path=path):
+        torch.ones(3).tanh()
+    assert main(["inspect", str(path), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["kind"] == "streamed CallTrace" and summary["ops"] == {
+        "aten::ones.default": 1,
+        "aten::tanh.default": 1,
+    }
+    assert "cut" not in summary
+    data = path.read_bytes()
+    (tmp_path / "cut.trace").write_bytes(data[: len(data) - 5])
+    assert main(["inspect", str(tmp_path / "cut.trace")]) == 0
+    assert "cut: the trace is cut at byte" in capsys.readouterr().out

@@ -13,7 +13,7 @@ from typed import MODEL_NAMES, assert_same_model, strategy_for
 
 import opwire
 from opwire.schema import models as m
-from opwire.serde import framing, thrift
+from opwire.serde import budgets, framing, thrift
 from opwire.serde._thrift import fast as _thrift_fast
 from opwire.serde._thrift.decode import decode_payload
 from opwire.serde._thrift.encode import encode_payload
@@ -38,7 +38,7 @@ def test_round_trip_every_type(name: str, codec: str, data: st.DataObject) -> No
     assert raw.endswith(payload) and framing.sniff(raw) is not None
     # the pure-Python engines agree byte for byte and value for value with Apache Thrift's C codec
     assert encode_payload(obj, codec) == payload
-    assert_same_model(decode_payload(payload, 0, name, codec, framing.MAX_DEPTH, ""), back)
+    assert_same_model(decode_payload(payload, 0, name, codec, framing.MAX_DEPTH, "", budgets.MAX_ELEMENTS), back)
     assert_same_model(thrift.decode(payload, m.MODELS[name], codec, framed=False), back)  # type: ignore[arg-type]
 
 

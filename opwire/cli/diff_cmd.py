@@ -1,0 +1,51 @@
+"""`opwire diff A.trace B.trace`: two recordings of the same code, aligned call by call, and what differs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from opwire.cli.options import LOADING_HELP, add_budget_flags, add_loading
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub: Any) -> None:
+    """Register `diff`."""
+    p = sub.add_parser(
+        "diff",
+        help="compare two traces call by call (exit 1 when they differ)",
+        description="Aligns the calls of two traces by op sequence (tolerating inserted or missing calls) and "
+        "reports the first divergence, per-op differences in values and arguments, and calls only one trace made. "
+        "A and B are traces from `opwire record --out A.trace -- python script.py` or `opwire.record(path=...)` "
+        "(streamed or in-memory, any codec), e.g. the same script on two torch versions or devices. "
+        "Exit 0 when they agree, 1 when they differ, 2 on an unreadable trace. " + LOADING_HELP,
+    )
+    add_loading(p)
+    add_budget_flags(p)
+    p.add_argument("a", help="the first trace (any format opwire writes)")
+    p.add_argument("b", help="the second trace")
+    p.add_argument(
+        "--rtol", type=float, default=None, help="relative tolerance for floating outputs (default: per dtype)"
+    )
+    p.add_argument(
+        "--atol", type=float, default=None, help="absolute tolerance for floating outputs (default: per dtype)"
+    )
+    p.add_argument("--max-mismatches", type=int, default=10, help="differences listed in the text (default 10)")
+    p.add_argument("--json", action="store_true", help="print every difference as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Diff; exit 0 when the traces agree, 1 when they differ, 2 when one is unreadable."""
+    import opwire
+
+    a = opwire.load_trace(args.a, max_elements=args.max_elements)
+    b = opwire.load_trace(args.b, max_elements=args.max_elements)
+    result = opwire.diff_traces(a, b, rtol=args.rtol, atol=args.atol, max_listed=args.max_mismatches)
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        print(result)
+    return 0 if result.ok else 1

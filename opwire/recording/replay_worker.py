@@ -1,0 +1,66 @@
+"""One process of `opwire.replay(..., workers=N)`: `python -m opwire.recording.replay_worker SPEC_JSON`.
+
+The parent starts each worker as a fresh interpreter (never re-running the caller's `__main__`), passes
+the streamed trace, the record range and the options as JSON, and reads the partial report back as JSON
+from stdout. Op libraries the parent loaded with `torch.ops.load_library` are loaded first.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict
+from typing import Any
+
+import torch
+
+from opwire.recording.report import Mismatch, OpStats, ReplayReport
+
+__all__ = ["main", "report_from_dict", "spec"]
+
+
+def spec(path: str, start: int, stop: int, opts: dict[str, Any], threads: int) -> str:
+    """The JSON a worker is started with."""
+    libraries = sorted(getattr(torch.ops, "loaded_libraries", ()))
+    return json.dumps(
+        {"path": path, "start": start, "stop": stop, "opts": opts, "threads": threads, "libraries": libraries}
+    )
+
+
+def report_from_dict(d: dict[str, Any]) -> ReplayReport:
+    """A partial report read back from a worker's JSON."""
+    part = ReplayReport(d["mode"], d["calls"], replayed=d["replayed"])
+    part.mismatches = [
+        Mismatch(**{**x, "where": tuple(x["where"]) if x["where"] is not None else None, "inputs": tuple(x["inputs"])})
+        for x in d["mismatches"]
+    ]
+    part.skipped = [(int(i), str(op), str(why)) for i, op, why in d["skipped"]]
+    part.ops = {op: OpStats(**s) for op, s in d["ops"].items()}
+    return part
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one worker: replay the range and print the partial report as JSON."""
+    from opwire.proxy_executor.policy import DefaultPolicy
+    from opwire.recording.progress import Progress
+    from opwire.recording.replayer import _Options, _run
+    from opwire.recording.source import StreamSource
+
+    args = json.loads((argv if argv is not None else sys.argv[1:])[0])
+    for lib in args["libraries"]:
+        torch.ops.load_library(lib)  # type: ignore[no-untyped-call]
+    torch.set_num_threads(int(args["threads"]))
+    o = args["opts"]
+    opts = _Options(DefaultPolicy(o["policy"]), "isolated", o["rtol"], o["atol"], o["device"])
+    src = StreamSource(args["path"])
+    part = ReplayReport("isolated", len(src))
+    try:
+        _run(src, part, opts, int(args["start"]), int(args["stop"]), Progress("", enabled=False))
+    finally:
+        src.close()
+    print(json.dumps(asdict(part)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
