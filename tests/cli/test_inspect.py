@@ -87,26 +87,25 @@ def test_inspect_missing_file(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().err == "opwire inspect: error: No such file or directory: /nonexistent/x.json\n"
 
 
-def test_inspect_pt2_reads_no_weights(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    import zipfile
-
+def test_inspect_pt2_reads_no_weights(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import torch
+
+    from opwire.serde.archive import ZipArchive
 
     prog = corpus.get_program("conv_bn/training")
     path = tmp_path / "model.pt2"
     torch.export.save(prog.ep, path)
     read: list[str] = []
-    original = zipfile.ZipFile.read
+    original = ZipArchive.read
 
-    def spy(self: zipfile.ZipFile, name: object, pwd: bytes | None = None) -> bytes:
-        read.append(getattr(name, "filename", str(name)))
-        return original(self, name, pwd)  # type: ignore[arg-type]
+    def spy(self: ZipArchive, name: str) -> bytes:
+        read.append(name)
+        return original(self, name)
 
-    zipfile.ZipFile.read = spy  # type: ignore[method-assign]
-    try:
-        assert main(["inspect", str(path), "--json"]) == 0
-    finally:
-        zipfile.ZipFile.read = original  # type: ignore[method-assign]
+    monkeypatch.setattr(ZipArchive, "read", spy)  # opwire's one zip reader (serde/archive.py)
+    assert main(["inspect", str(path), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["kind"] == "pt2 archive"
     assert summary["weights"] == len(prog.ep.state_dict)
