@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from opwire.cli.exec_flags import add_exec_flags
 from opwire.errors import DecodeError, OpwireError
 from opwire.proxy_executor.policy import DefaultPolicy
 from opwire.schema import models as m
@@ -28,6 +29,7 @@ def add_parser(sub: Any) -> None:
         help="who fills arguments the file omits (docs/policies.md)",
     )
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_exec_flags(p, timeout=False, loops=False)
     p.set_defaults(func=run)
 
 
@@ -50,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise DecodeError(f"cannot read --inputs {args.inputs}: {exc.strerror or exc}") from None
     env = opwire.serde.python_values(values_model)
-    ex = ProxyExecutor(args.nodes, policy=args.policy)
+    ex = ProxyExecutor(args.nodes, policy=args.policy, allow_ops=args.allow_op)
     report: list[dict[str, Any]] = []
     status = 0
     for i, ek in enumerate(ex.nodes.nodes):

@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import Any
 
+from opwire.cli.exec_flags import add_exec_flags
 from opwire.proxy_executor.policy import DefaultPolicy
 
 __all__ = ["add_parser", "run"]
@@ -26,6 +27,7 @@ def add_parser(sub: Any) -> None:
         help="who fills arguments the trace omits (docs/policies.md)",
     )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_exec_flags(p, loops=False)
     p.set_defaults(func=run)
 
 
@@ -41,6 +43,8 @@ def run(args: argparse.Namespace) -> int:
         rtol=args.rtol,
         atol=args.atol,
         device=args.device,
+        allow_ops=args.allow_op,
+        timeout=args.timeout,
     )
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from opwire.cli.exec_flags import add_exec_flags
 from opwire.errors import DecodeError, OpwireError
 from opwire.schema import models as m
 
@@ -29,6 +30,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--out", default=None, help="write the flattened outputs as a Values file (output[0], ...)")
     p.add_argument("--device", default=None, help="run on this device (weights and inputs are moved there)")
     p.add_argument("--json", action="store_true", help="print the outputs' summary as JSON")
+    add_exec_flags(p)
     p.set_defaults(func=run)
 
 
@@ -88,7 +90,13 @@ def run(args: argparse.Namespace) -> int:
     from opwire.proxy_executor.graph import ProgramRunner
     from opwire.serde import objects as _values
 
-    runner = ProgramRunner(args.program, device=args.device)
+    runner = ProgramRunner(
+        args.program,
+        device=args.device,
+        allow_ops=args.allow_op,
+        max_while_iterations=args.max_while_iterations,
+        timeout=args.timeout,
+    )
     call_args, call_kwargs = _inputs(_read_values(args.inputs, args.inputs_format), runner, args.device)
     try:
         result = runner(*call_args, **call_kwargs)

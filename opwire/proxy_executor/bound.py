@@ -12,9 +12,11 @@ runs: an edit is always seen, or binding the edited node raises the BindError sa
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from opwire.proxy_executor.budgets import current_deadline, timed_out
 from opwire.proxy_executor.context import BindContext
 from opwire.proxy_executor.plan import NodePlan, bind_node
 from opwire.proxy_executor.policy import DefaultPolicy
@@ -65,12 +67,19 @@ class BoundGraph:
 
     def run(self, env: dict[str, Any]) -> None:
         """Run every node on `env` (names -> values), adding each node's outputs to it."""
-        runs = self._runs
+        runs, plans = self._runs, self._plans
         if self._edits != edit_count():
             with self._lock:
                 self._refresh()
-                runs = self._runs
-        for run in runs:
+                runs, plans = self._runs, self._plans
+        deadline = current_deadline()
+        if deadline is None:
+            for run in runs:
+                env.update(run(env))
+            return
+        for i, run in enumerate(runs):
+            if time.monotonic() > deadline:
+                raise timed_out(plans[i].where)
             env.update(run(env))
 
     @property

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -19,8 +19,10 @@ from typing import Any, Literal
 import torch
 
 from opwire.errors import BindError, OpwireError
+from opwire.proxy_executor.budgets import check_time, time_limit
 from opwire.proxy_executor.executor import ProxyExecutor
 from opwire.proxy_executor.policy import DefaultPolicy
+from opwire.proxy_executor.safety import ExecPolicy
 from opwire.proxy_executor.targets import resolve
 from opwire.recording.compare import Difference, compare_scalar, compare_tensor
 from opwire.recording.mode import object_of
@@ -122,18 +124,28 @@ def replay(
     atol: float = 1e-6,
     device: str | torch.device | None = None,
     progress: bool | None = None,
+    *,
+    allow_ops: Iterable[str] = (),
+    timeout: float | None = None,
 ) -> ReplayReport:
-    """Replay every recorded call and compare its outputs with the recorded ones."""
+    """Replay every recorded call and compare its outputs with the recorded ones.
+
+    Ops the execution policy refuses (docs/executor.md) are a BindError before any call runs, unless
+    `allow_ops` names them; `timeout` (seconds, checked between calls) is a BudgetError past it.
+    """
     if mode not in ("isolated", "chained"):
         raise ValueError(f"mode must be 'isolated' or 'chained', got {mode!r}")
     model = _model(trace)
+    exec_policy = ExecPolicy(allow_ops, timeout=timeout)
+    _check_policy(model, exec_policy)
     report = ReplayReport(mode, len(model.records), recorded_torch=model.header.torch_version)
     report.schema_drift = schema_drift(model.header)
-    runner = _Replayer(model, ProxyExecutor(policy=policy), mode, rtol, atol, device)
+    runner = _Replayer(model, ProxyExecutor(policy=policy, exec_policy=exec_policy), mode, rtol, atol, device)
     start = time.perf_counter()
     show = sys.stderr.isatty() and len(model.records) >= 200 if progress is None else progress
-    with torch.no_grad():
+    with torch.no_grad(), time_limit(timeout):
         for i, rec in _progress(model.records, show):
+            check_time(f"call {i} ({rec.target})")
             if "skipped" in rec.metadata:
                 report.skipped.append((i, rec.target, rec.metadata["skipped"]))
                 continue
@@ -141,6 +153,17 @@ def replay(
             report.replayed += 1
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _check_policy(model: m.CallTrace, exec_policy: ExecPolicy) -> None:
+    """Refuse the trace before anything runs when a call (or an `as_operator` argument) names a refused op."""
+    seen: set[str] = set()
+    for i, rec in enumerate(model.records):
+        names = [rec.target, *(na.arg.value for na in rec.inputs if na.arg.type == "as_operator")]
+        for name in names:
+            if name not in seen:
+                exec_policy.check_name(name, f"call {i} ({rec.target})")
+                seen.add(name)
 
 
 def _model(trace: Trace | m.CallTrace | str | Path) -> m.CallTrace:
