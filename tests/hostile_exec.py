@@ -62,7 +62,9 @@ def from_file_nodes(path: str, shared: bool, size: int = 16) -> list[m.Node]:
             },
             "mapped",
         ),
-        node("aten::select.int", {"self": t("mapped"), "dim": m.Argument(as_int=0), "index": m.Argument(as_int=0)}, "b0"),
+        node(
+            "aten::select.int", {"self": t("mapped"), "dim": m.Argument(as_int=0), "index": m.Argument(as_int=0)}, "b0"
+        ),
         node("aten::fill_.Scalar", {"self": t("b0"), "value": m.Argument(as_int=65)}, "filled"),
         node("aten::add.Tensor", {"self": t("mapped"), "other": t("x")}, "out"),
     ]
@@ -96,7 +98,9 @@ def sym_node(fn: str, a: int, b: int) -> list[m.Node]:
     out = m.Argument(as_sym_int=m.SymIntArgument(as_name="s"))
     return [
         node(fn, {"a": m.Argument(as_int=a), "b": m.Argument(as_int=b)}, out),
-        node("aten::add.Tensor", {"self": t("x"), "other": m.Argument(as_sym_int=m.SymIntArgument(as_name="s"))}, "out"),
+        node(
+            "aten::add.Tensor", {"self": t("x"), "other": m.Argument(as_sym_int=m.SymIntArgument(as_name="s"))}, "out"
+        ),
     ]
 
 
@@ -220,7 +224,11 @@ CASES: list[Case] = [
     Case(
         "from_file reading /etc/hostname into run --out",
         "run",
-        lambda d: [*run_case(lambda _: from_file_nodes("/etc/hostname", shared=False, size=4))(d), "--out", str(d / "o")],
+        lambda d: [
+            *run_case(lambda _: from_file_nodes("/etc/hostname", shared=False, size=4))(d),
+            "--out",
+            str(d / "o"),
+        ],
         1,
         REFUSED,
         "o",
