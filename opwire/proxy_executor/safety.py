@@ -226,15 +226,6 @@ class ExecPolicy:
         self.max_while_iterations = max_while_iterations
         self.timeout = None if timeout is None else float(timeout)
 
-    @classmethod
-    def of(cls, policy: ExecPolicy | None = None, **kwargs: Any) -> ExecPolicy:
-        """`policy` itself, or one built from keywords (allow_ops, max_while_iterations, timeout)."""
-        if policy is not None:
-            if any(v is not None for v in kwargs.values()):
-                raise BindError("pass either exec_policy= or allow_ops/max_while_iterations/timeout, not both")
-            return policy
-        return cls(**{k: v for k, v in kwargs.items() if v is not None})
-
     def key(self) -> tuple[Any, ...]:
         """A hashable identity (runners built for one policy are not reused for another)."""
         return (self.allow_ops, self.max_while_iterations, self.timeout)
