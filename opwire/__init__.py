@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from opwire._version import __version__
 from opwire.errors import (
     BindError,
+    BudgetError,
     DecodeError,
     EncodeError,
     KernelError,
@@ -53,6 +54,7 @@ if TYPE_CHECKING:  # what mypy and IDEs see for the lazy names: the real objects
 __all__ = [
     "BcReport",
     "BindError",
+    "BudgetError",
     "DecodeError",
     "DefaultPolicy",
     "EncodeError",

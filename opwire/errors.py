@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = [
     "BindError",
+    "BudgetError",
     "DecodeError",
     "EncodeError",
     "KernelError",
@@ -50,6 +51,17 @@ class UnknownTargetError(BindError):
 
 class KernelError(OpwireError):
     """The kernel itself raised; wraps the original exception with the op and node."""
+
+
+class BudgetError(OpwireError):
+    """Running a file's work went past an execution budget (while_loop iterations, wall time, i64 arithmetic).
+
+    `.budget` names the budget; the message says how to raise it (keyword and CLI flag) where it can be.
+    """
+
+    def __init__(self, message: str, budget: str = "") -> None:
+        self.budget = budget
+        super().__init__(message)
 
 
 class OpValidationError(OpwireError):

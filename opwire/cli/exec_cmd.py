@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from opwire.cli.exec_flags import add_exec_flags
 from opwire.cli.options import LOADING_HELP, add_budget_flags, add_loading
 from opwire.cli.values import INPUTS_HELP, describe, read_inputs, text
 from opwire.errors import BindError, OpwireError
@@ -41,6 +42,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     add_loading(p)
     add_budget_flags(p)
+    add_exec_flags(p, timeout=False, loops=False)
     p.set_defaults(func=run)
 
 
@@ -62,7 +64,9 @@ def run(args: argparse.Namespace) -> int:
     from opwire.proxy_executor.executor import load_extern_nodes
 
     env = read_inputs(args.inputs, args.inputs_format, allow_pickle=args.allow_pickle, max_elements=args.max_elements)
-    ex = ProxyExecutor(load_extern_nodes(args.nodes, max_elements=args.max_elements), policy=args.policy)
+    ex = ProxyExecutor(
+        load_extern_nodes(args.nodes, max_elements=args.max_elements), policy=args.policy, allow_ops=args.allow_op
+    )
     _check_inputs(ex.nodes, env)
     report: list[dict[str, Any]] = []
     status = 0

@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from opwire.cli.exec_flags import add_exec_flags
 from opwire.cli.options import LOADING_HELP, add_budget_flags, add_device, add_loading
 from opwire.proxy_executor.policy import DefaultPolicy
 
@@ -46,6 +47,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     add_loading(p)
     add_budget_flags(p)
+    add_exec_flags(p, loops=False)
     p.set_defaults(func=run)
 
 
@@ -78,6 +80,8 @@ def run(args: argparse.Namespace) -> int:
         device=args.device,
         workers=args.workers,
         max_mismatches=args.max_mismatches,
+        allow_ops=args.allow_op,
+        timeout=args.timeout,
     )
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from opwire.cli.exec_flags import add_exec_flags
 from opwire.cli.options import LOADING_HELP, add_budget_flags, add_device, add_loading
 from opwire.cli.values import INPUTS_HELP, describe, read_inputs, text
 from opwire.errors import BindError, DecodeError, OpwireError
@@ -40,6 +41,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the outputs' summary as JSON")
     add_loading(p)
     add_budget_flags(p)
+    add_exec_flags(p)
     _add_node_flags(p)
     p.set_defaults(func=run)
 
@@ -125,7 +127,13 @@ def run(args: argparse.Namespace) -> int:
     from opwire.serde import objects as _values
     from opwire.serde.signature import program_signature
 
-    runner = ProgramRunner(_load_program(args.program, args.max_elements), device=args.device)
+    runner = ProgramRunner(
+        _load_program(args.program, args.max_elements),
+        device=args.device,
+        allow_ops=args.allow_op,
+        max_while_iterations=args.max_while_iterations,
+        timeout=args.timeout,
+    )
     signature = program_signature(runner.program)
     dtypes = {p.name: p.dtype for p in signature.inputs if p.dtype is not None}
     py = read_inputs(

@@ -3,19 +3,23 @@
 `executor` (ProxyExecutor), `targets` (what a file may name), `plan` (one node bound once), `context`
 (operators and subgraphs an argument names), `convert` (Argument -> Python value), `outputs` (results ->
 serialized outputs), `policy` (who fills omitted defaults), `flat` (AOTInductor's flattened convention),
-`graph` (run_program: a whole program node by node).
+`graph` (run_program: a whole program node by node), `safety` (the execution policy: refused ops),
+`budgets` (while_loop iterations, wall time, i64 symbolic arithmetic).
 """
 
 from __future__ import annotations
 
-from opwire.errors import BindError, KernelError, UnknownTargetError
+from opwire.errors import BindError, BudgetError, KernelError, UnknownTargetError
 from opwire.proxy_executor.executor import ProxyExecutor, load_extern_nodes
 from opwire.proxy_executor.graph import ProgramRunner, run_program
 from opwire.proxy_executor.policy import DefaultPolicy
+from opwire.proxy_executor.safety import ExecPolicy
 
 __all__ = [
     "BindError",
+    "BudgetError",
     "DefaultPolicy",
+    "ExecPolicy",
     "KernelError",
     "ProgramRunner",
     "ProxyExecutor",

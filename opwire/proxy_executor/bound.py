@@ -12,9 +12,11 @@ runs: an edit is always seen, or binding the edited node raises the BindError sa
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from opwire.proxy_executor.budgets import current_deadline, timed_out
 from opwire.proxy_executor.context import BindContext
 from opwire.proxy_executor.plan import NodePlan, bind_node
 from opwire.proxy_executor.policy import DefaultPolicy
@@ -64,20 +66,26 @@ class BoundGraph:
         self._edits = -1  # bound on first run, so a bad node raises where the program runs
 
     def run(self, env: dict[str, Any], observer: Callable[[m.Node, Mapping[str, Any]], None] | None = None) -> None:
-        """Run every node on `env` (names -> values), adding each node's outputs to it (and showing `observer`)."""
-        runs, nodes = self._runs, self._nodes
+        """Run every node on `env` (names -> values), adding each node's outputs to it (and showing `observer`).
+
+        Under a wall-time budget (`budgets.time_limit`) the deadline is checked between nodes."""
+        runs, nodes, plans = self._runs, self._nodes, self._plans
         if self._edits != edit_count():
             with self._lock:
                 self._refresh()
-                runs, nodes = self._runs, self._nodes
-        if observer is None:
+                runs, nodes, plans = self._runs, self._nodes, self._plans
+        deadline = current_deadline()
+        if observer is None and deadline is None:
             for run in runs:
                 env.update(run(env))
             return
-        for node, run in zip(nodes, runs, strict=True):
+        for i, (node, run) in enumerate(zip(nodes, runs, strict=True)):
+            if deadline is not None and time.monotonic() > deadline:
+                raise timed_out(plans[i].where)
             out = run(env)
             env.update(out)
-            observer(node, out)
+            if observer is not None:
+                observer(node, out)
 
     @property
     def plans(self) -> list[NodePlan]:

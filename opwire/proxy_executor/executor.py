@@ -7,7 +7,7 @@ int_args, tensor_args)` is AOTInductor's flattened-array convention (seed 003), 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, MutableSequence, Sequence
+from collections.abc import Callable, Iterable, Mapping, MutableSequence, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from opwire.proxy_executor.context import BindContext
 from opwire.proxy_executor.flat import FlatPlan, build_flat
 from opwire.proxy_executor.plan import NodePlan, bind_node
 from opwire.proxy_executor.policy import DefaultPolicy
+from opwire.proxy_executor.safety import ExecPolicy
 from opwire.schema import models as m
 from opwire.schema.edits import edit_count, snapshot, track, unchanged
 
@@ -51,16 +52,24 @@ def load_extern_nodes(path: str | Path, *, max_elements: int | None = None) -> m
 
 
 class ProxyExecutor:
-    """Runs serialized calls; plans (resolved op, converters) are built once under a lock and reused."""
+    """Runs serialized calls; plans (resolved op, converters) are built once under a lock and reused.
+
+    Ops the execution policy refuses (`opwire.proxy_executor.safety`: filesystem, processes, unchecked
+    constructors) are BindErrors when a node is bound; `allow_ops=["aten::from_file", ...]` allows them.
+    """
 
     def __init__(
         self,
         nodes: m.ExternKernelNodes | str | Path | None = None,
         policy: DefaultPolicy | str = DefaultPolicy.FROM_SCHEMA,
         subgraph_runner: Callable[[m.GraphArgument], Any] | None = None,
+        *,
+        allow_ops: Iterable[str] = (),
+        exec_policy: ExecPolicy | None = None,
     ) -> None:
         self.policy = DefaultPolicy.parse(policy)
-        self._ctx = BindContext(subgraph_runner)
+        self.exec_policy = exec_policy if exec_policy is not None else ExecPolicy(allow_ops)
+        self._ctx = BindContext(subgraph_runner, self.exec_policy)
         self._lock = threading.Lock()
         self._plans: dict[int, tuple[m.Node, NodePlan, int, list[Any]]] = {}
         if nodes is not None and not isinstance(nodes, m.ExternKernelNodes):

@@ -10,7 +10,7 @@ and write buffer mutations back.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +19,11 @@ import torch.utils._pytree as pytree
 
 from opwire.errors import BindError, DecodeError
 from opwire.proxy_executor.bound import BoundGraph
+from opwire.proxy_executor.budgets import WHILE_LOOP_ITERATIONS, time_limit
 from opwire.proxy_executor.context import BindContext
 from opwire.proxy_executor.convert import convert
 from opwire.proxy_executor.policy import DefaultPolicy
+from opwire.proxy_executor.safety import ExecPolicy
 from opwire.schema import models as m
 
 __all__ = ["ProgramRunner", "run_program", "unregistered_pytree_types"]
@@ -34,7 +36,8 @@ class ProgramRunner:
 
     Buffers live in `self.state` across calls. The graph (and each subgraph) is bound once into a list of
     plans; an in-place edit of the program's nodes afterwards is seen: the edited nodes are bound again
-    before the next run (`opwire.proxy_executor.bound`).
+    before the next run (`opwire.proxy_executor.bound`). The execution policy (`safety.ExecPolicy`:
+    `allow_ops`, `max_while_iterations`, `timeout` per call) applies to the graph and every subgraph.
     """
 
     def __init__(
@@ -43,7 +46,15 @@ class ProgramRunner:
         device: str | torch.device | None = None,
         policy: DefaultPolicy | str = DefaultPolicy.FROM_SCHEMA,
         observer: Callable[[m.Node, Mapping[str, Any]], None] | None = None,
+        *,
+        allow_ops: Iterable[str] = (),
+        max_while_iterations: int = WHILE_LOOP_ITERATIONS,
+        timeout: float | None = None,
+        exec_policy: ExecPolicy | None = None,
     ) -> None:
+        self.exec_policy = (
+            exec_policy if exec_policy is not None else ExecPolicy(allow_ops, max_while_iterations, timeout)
+        )
         archive = _as_archive(program_or_archive)
         self.observer = observer  # called after each top-level node with its outputs (e.g. `opwire run --save-nodes`)
         self.archive = archive
@@ -58,7 +69,7 @@ class ProgramRunner:
         self.in_spec, self.out_spec = _specs(gm)
         self._subgraphs: dict[int, tuple[m.Graph, BoundGraph]] = {}
         self._sub_lock = threading.Lock()
-        self.bound = BoundGraph(self.graph, "graph", self.policy, BindContext(self._subgraph))
+        self.bound = BoundGraph(self.graph, "graph", self.policy, BindContext(self._subgraph, self.exec_policy))
 
     # --------------------------------------------------------------------------------------- calls
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -75,7 +86,8 @@ class ProgramRunner:
     ) -> Any:
         """Run the program on `args`/`kwargs` reading and updating the given parameter/buffer tables."""
         env = self._bind_inputs(state, constants, args, kwargs)
-        self.bound.run(env, self.observer)
+        with time_limit(self.exec_policy.timeout):
+            self.bound.run(env, self.observer)
         return self._outputs(state, constants, env)
 
     @property
@@ -139,7 +151,12 @@ class ProgramRunner:
             if entry is None or entry[0] is not graph:
                 entry = self._subgraphs[id(graph)] = (
                     graph,
-                    BoundGraph(graph, f"subgraph {graph_arg.name!r}", self.policy, BindContext(self._subgraph)),
+                    BoundGraph(
+                        graph,
+                        f"subgraph {graph_arg.name!r}",
+                        self.policy,
+                        BindContext(self._subgraph, self.exec_policy),
+                    ),
                 )
         bound = entry[1]
         return lambda *args: _run_subgraph(bound, graph_arg, args)
@@ -361,14 +378,20 @@ def run_program(
     args: Sequence[Any],
     kwargs: Mapping[str, Any] | None = None,
     device: str | torch.device | None = None,
+    *,
+    allow_ops: Iterable[str] = (),
+    max_while_iterations: int = WHILE_LOOP_ITERATIONS,
+    timeout: float | None = None,
 ) -> Any:
     """Run a serialized program once on `args`/`kwargs` (outputs shaped by its pytree spec; buffers untouched).
 
     Given the same archive or program model again, the runner built the first time is reused (nodes bound
     once, tensors rebuilt once); editing the model's nodes in between is seen, editing its weights or
-    constants builds a new runner.
+    constants builds a new runner. `allow_ops` runs ops the execution policy refuses by default;
+    `max_while_iterations` and `timeout` (seconds, between nodes) are the run's budgets (docs/executor.md).
     """
-    return _runner_for(program_or_archive, device).run_fresh(args, kwargs)
+    exec_policy = ExecPolicy(allow_ops, max_while_iterations, timeout)
+    return _runner_for(program_or_archive, device, exec_policy).run_fresh(args, kwargs)
 
 
 # run_program keeps its runners on the model the caller passed, in its instance dict under this key:
@@ -382,7 +405,7 @@ class _Runners:
     """The runners run_program built for one model, by device; copies of the model start empty."""
 
     def __init__(self) -> None:
-        self.by_device: dict[str, tuple[tuple[Any, ...], ProgramRunner]] = {}
+        self.by_device: dict[tuple[str, tuple[Any, ...]], tuple[tuple[Any, ...], ProgramRunner]] = {}
         self.lock = threading.Lock()
 
     def __deepcopy__(self, memo: Any) -> _Runners:
@@ -406,21 +429,22 @@ def _tensor_identity(archive: m.OpwireArchive) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def _runner_for(obj: Any, device: str | torch.device | None) -> ProgramRunner:
+def _runner_for(obj: Any, device: str | torch.device | None, exec_policy: ExecPolicy) -> ProgramRunner:
     if not isinstance(obj, m.OpwireArchive | m.ExportedProgram):
-        return ProgramRunner(obj, device=device)
+        return ProgramRunner(obj, device=device, exec_policy=exec_policy)
     runners = obj.__dict__.get(_RUNNERS)
     if not isinstance(runners, _Runners):
         runners = _Runners()
         object.__setattr__(obj, _RUNNERS, runners)
     with runners.lock:
-        hit = runners.by_device.get(str(device))
+        key = (str(device), exec_policy.key())
+        hit = runners.by_device.get(key)
         if hit is not None:
             tensors, runner = hit
             same = runner.program is (obj.program if isinstance(obj, m.OpwireArchive) else obj)
             now = _tensor_identity(runner.archive)
             if same and len(now) == len(tensors) and all(a is b for a, b in zip(now, tensors, strict=True)):
                 return runner
-        runner = ProgramRunner(obj, device=device)
-        runners.by_device[str(device)] = (_tensor_identity(runner.archive), runner)
+        runner = ProgramRunner(obj, device=device, exec_policy=exec_policy)
+        runners.by_device[key] = (_tensor_identity(runner.archive), runner)
         return runner

@@ -11,7 +11,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from opwire.errors import BindError, KernelError, describe_exception
+from opwire.errors import BindError, BudgetError, KernelError, describe_exception
+from opwire.proxy_executor.budgets import while_loop_with_budget
 from opwire.proxy_executor.context import BindContext
 from opwire.proxy_executor.convert import Converted, Lookup, convert
 from opwire.proxy_executor.outputs import describe, store_output
@@ -72,6 +73,8 @@ class NodePlan:
         """Call the kernel; whatever it raises becomes a KernelError naming the op and node."""
         try:
             return self.fn(*pos, **kw)
+        except BudgetError:
+            raise  # a budget of the run (a loop inside a subgraph, the wall time): not the kernel's failure
         except Exception as exc:
             raise self.kernel_error(exc) from exc
 
@@ -140,6 +143,7 @@ def bind_node(node: m.Node, where: str, policy: DefaultPolicy, ctx: BindContext)
     target = resolve(node.target)
     where = f"{where} ({target.label})"
     if target.kind == "op":
+        ctx.exec_policy.check(target, where)
         return _bind_op(target, node, where, policy, ctx)
     return _bind_other(target, node, where, policy, ctx)
 
@@ -248,7 +252,10 @@ def _bind_other(target: Target, node: m.Node, where: str, policy: DefaultPolicy,
             if na.name in kw:
                 raise BindError(f"{where}: keyword input {na.name!r} is given twice")
             kw[na.name] = convert(na.arg, f"{where} input {na.name!r}", ctx)
-    return NodePlan(where, target, node, target.fn, pos, kw, (), (), policy)
+    fn = target.fn
+    if target.spelled == "torch.ops.higher_order.while_loop":
+        fn = while_loop_with_budget(fn, ctx.exec_policy.max_while_iterations, where)
+    return NodePlan(where, target, node, fn, pos, kw, (), (), policy)
 
 
 def _hop_keywords(kind: str, positional: list[m.NamedArgument], where: str) -> set[str] | None:

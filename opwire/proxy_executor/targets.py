@@ -2,7 +2,8 @@
 
 The fixed table holds what exported graphs call that is no dispatcher op: `operator.getitem`, the
 symbolic arithmetic torch's serializer writes (`_operator.add`, `torch.sym_max`, `math.trunc`, ... taken
-from torch's own `_SYM_OPS`), and the higher-order ops with their binding rules. Nothing else is reachable.
+from torch's own `_SYM_OPS`, each wrapped to keep integer results within a SymInt's i64 range:
+`budgets.checked_sym_op`), and the higher-order ops with their binding rules. Nothing else is reachable.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from opwire.errors import UnknownTargetError
+from opwire.proxy_executor.budgets import checked_sym_op
 from opwire.schema.ops import OpSchema, op_schema
 
 __all__ = ["HOP_RULES", "HopRule", "Target", "fixed_table", "resolve", "split_target"]
@@ -71,10 +73,10 @@ def fixed_table() -> dict[str, Callable[..., Any]]:
     """Serialized spelling -> callable for the non-dispatcher targets of exported graphs."""
     from torch._export.serde.serialize import _SYM_OPS
 
-    table: dict[str, Callable[..., Any]] = {f"{f.__module__}.{f.__name__}": f for f in _SYM_OPS}
-    for fn in list(table.values()):
-        if fn.__module__ == "_operator":
-            table[f"operator.{fn.__name__}"] = fn
+    table: dict[str, Callable[..., Any]] = {f"{f.__module__}.{f.__name__}": checked_sym_op(f) for f in _SYM_OPS}
+    for f in _SYM_OPS:
+        if f.__module__ == "_operator":
+            table[f"operator.{f.__name__}"] = table[f"_operator.{f.__name__}"]
     table["_operator.getitem"] = table["operator.getitem"] = operator.getitem
     return table
 

@@ -42,6 +42,7 @@ def report_from_dict(d: dict[str, Any]) -> ReplayReport:
 def main(argv: list[str] | None = None) -> int:
     """Run one worker: replay the range and print the partial report as JSON."""
     from opwire.proxy_executor.policy import DefaultPolicy
+    from opwire.proxy_executor.safety import ExecPolicy
     from opwire.recording.progress import Progress
     from opwire.recording.replayer import _Options, _run
     from opwire.recording.source import StreamSource
@@ -51,7 +52,8 @@ def main(argv: list[str] | None = None) -> int:
         torch.ops.load_library(lib)  # type: ignore[no-untyped-call]
     torch.set_num_threads(int(args["threads"]))
     o = args["opts"]
-    opts = _Options(DefaultPolicy(o["policy"]), "isolated", o["rtol"], o["atol"], o["device"])
+    exec_policy = ExecPolicy(o.get("allow_ops", ()), timeout=o.get("timeout"))
+    opts = _Options(DefaultPolicy(o["policy"]), "isolated", o["rtol"], o["atol"], o["device"], exec_policy)
     src = StreamSource(args["path"])
     part = ReplayReport("isolated", len(src))
     try:

@@ -14,6 +14,7 @@ import dataclasses
 import json
 import time
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -21,8 +22,10 @@ from typing import Any, Literal
 import torch
 
 from opwire.errors import BindError, OpwireError
+from opwire.proxy_executor.budgets import check_time, time_limit
 from opwire.proxy_executor.executor import ProxyExecutor
 from opwire.proxy_executor.policy import DefaultPolicy
+from opwire.proxy_executor.safety import ExecPolicy
 from opwire.proxy_executor.targets import resolve
 from opwire.recording.compare import Difference, Errors, compare_scalar, compare_tensor
 from opwire.recording.mode import object_of
@@ -61,12 +64,17 @@ def replay(
     progress: bool | None = None,
     workers: int = 1,
     max_mismatches: int = 10,
+    *,
+    allow_ops: Iterable[str] = (),
+    timeout: float | None = None,
 ) -> ReplayReport:
     """Replay every recorded call and compare its outputs with the recorded ones.
 
     `rtol`/`atol` of None take each dtype's default (float16 and bfloat16 looser than float32);
     `workers` > 1 splits an isolated replay over that many processes (the report is the same as with one);
     `max_mismatches` is how many mismatches `str(report)` lists (the report keeps them all).
+    Ops the execution policy refuses (docs/executor.md) are a BindError before any call runs, unless
+    `allow_ops` names them; `timeout` (seconds, checked between calls) is a BudgetError past it.
     """
     if mode not in ("isolated", "chained"):
         raise ValueError(f"mode must be 'isolated' or 'chained', got {mode!r}")
@@ -81,6 +89,8 @@ def replay(
         policy = DefaultPolicy(policy)
     tr = _trace(trace)
     src = tr.source
+    exec_policy = ExecPolicy(allow_ops, timeout=timeout)
+    _check_policy(src, exec_policy)
     report = ReplayReport(
         mode,
         len(src),
@@ -95,9 +105,9 @@ def replay(
     bar = Progress("replaying", len(src), enabled=progress if progress is not None else None)
     try:
         if report.workers > 1:
-            _parallel(tr, report, policy, rtol, atol, device, bar)
+            _parallel(tr, report, policy, rtol, atol, device, bar, exec_policy)
         else:
-            _run(src, report, _Options(policy, mode, rtol, atol, device), 0, len(src), bar)
+            _run(src, report, _Options(policy, mode, rtol, atol, device, exec_policy), 0, len(src), bar)
     finally:
         bar.close()
     _add_provenance(src, report)
@@ -110,6 +120,17 @@ def _tolerance_text(rtol: float | None, atol: float | None) -> str:
         return "per dtype (float32 rtol=1e-05, atol=1e-06; float16 1e-03/1e-05; bfloat16 1.6e-02/1e-05)"
     shown = ["dtype default" if x is None else f"{x:g}" for x in (rtol, atol)]
     return f"rtol={shown[0]}, atol={shown[1]}"
+
+
+def _check_policy(src: TraceSource, exec_policy: ExecPolicy) -> None:
+    """Refuse the trace before anything runs when a call (or an `as_operator` argument) names a refused op."""
+    seen: set[str] = set()
+    for i, rec in enumerate(src.records(0, len(src))):
+        names = [rec.target, *(na.arg.value for na in rec.inputs if na.arg.type == "as_operator")]
+        for name in names:
+            if name not in seen:
+                exec_policy.check_name(name, f"call {i} ({rec.target})")
+                seen.add(name)
 
 
 def _trace(trace: Trace | m.CallTrace | str | Path) -> Trace:
@@ -129,14 +150,16 @@ class _Options:
     rtol: float | None
     atol: float | None
     device: Any
+    exec_policy: ExecPolicy
 
 
 def _run(src: TraceSource, report: ReplayReport, opts: _Options, start: int, stop: int, bar: Progress) -> None:
     """Replay records start..stop of `src` into `report` (records are read one at a time)."""
-    runner = _Replayer(src, ProxyExecutor(policy=opts.policy), opts)
+    runner = _Replayer(src, ProxyExecutor(policy=opts.policy, exec_policy=opts.exec_policy), opts)
     runner.free(-1)
-    with torch.no_grad():
+    with torch.no_grad(), time_limit(opts.exec_policy.timeout):
         for i, rec in enumerate(src.records(start, stop), start):
+            check_time(f"call {i} ({rec.target})")
             if "skipped" in rec.metadata:
                 report.skipped.append((i, rec.target, rec.metadata["skipped"]))
             else:
@@ -154,7 +177,7 @@ def _run(src: TraceSource, report: ReplayReport, opts: _Options, start: int, sto
 
 def _parallel(
     tr: Trace, report: ReplayReport, policy: DefaultPolicy, rtol: float | None, atol: float | None, device: Any,
-    bar: Progress,
+    bar: Progress, exec_policy: ExecPolicy,
 ) -> None:  # fmt: skip
     """Isolated replay over `report.workers` fresh processes, each a contiguous range; merged in call order."""
     import os
@@ -167,7 +190,14 @@ def _parallel(
     n, k = report.calls, report.workers
     bounds = [(n * j // k, n * (j + 1) // k) for j in range(k)]
     threads = max(1, torch.get_num_threads() // k)
-    opts = {"policy": policy.value, "rtol": rtol, "atol": atol, "device": None if device is None else str(device)}
+    opts = {
+        "policy": policy.value,
+        "rtol": rtol,
+        "atol": atol,
+        "device": None if device is None else str(device),
+        "allow_ops": sorted(exec_policy.allow_ops),
+        "timeout": exec_policy.timeout,
+    }
     procs = []
     try:
         for a, b in bounds:

@@ -1,0 +1,157 @@
+"""Execution budgets: `while_loop` iterations, wall time between nodes, and i64 symbolic arithmetic.
+
+A file decides how much work its program does. Three budgets keep that bounded:
+
+- **while_loop iterations** (`max_while_iterations=`, default `WHILE_LOOP_ITERATIONS`): an edited loop
+  condition that never turns false is a `BudgetError` after that many iterations of one loop call.
+- **wall time** (`timeout=` seconds, `--timeout`; off by default): checked between nodes (and between
+  loop iterations and replayed calls); one kernel already running is not interrupted.
+- **symbolic arithmetic** (the fixed table's `_operator.pow`, `lshift`, `mul`, `torch.sym_int`, ...):
+  a SymInt is a 64-bit integer in torch, so every integer result must fit in i64, and `pow`/`lshift` are
+  bounded *before* computing (`pow(3, 10**9)` would run for minutes, `lshift(1, 2**34)` allocate 2 GiB).
+  This bound is torch's own SymInt range and cannot be raised.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from opwire.errors import BudgetError
+
+__all__ = [
+    "I64_MAX",
+    "I64_MIN",
+    "WHILE_LOOP_ITERATIONS",
+    "check_time",
+    "checked_sym_op",
+    "current_deadline",
+    "time_limit",
+    "timed_out",
+    "while_loop_with_budget",
+]
+
+WHILE_LOOP_ITERATIONS = 100_000
+"""Default iteration budget of one `while_loop` call. Each iteration runs two subgraphs through the
+executor (tens of microseconds at least), so a runaway loop stops within seconds; the loops torch
+programs export (decoding steps, fixed-point iterations, per-row scans) run far fewer. Raise it with
+`max_while_iterations=` or `--max-while-iterations`."""
+
+I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
+
+_local = threading.local()
+
+
+def current_deadline() -> float | None:
+    """The `time.monotonic()` by which the running thread's work must finish, or None (no wall-time budget)."""
+    return getattr(_local, "deadline", None)
+
+
+@contextmanager
+def time_limit(seconds: float | None) -> Iterator[None]:
+    """Give the work run inside (on this thread) at most `seconds` of wall time; None adds no limit."""
+    if seconds is None:
+        yield
+        return
+    before = (current_deadline(), getattr(_local, "seconds", None))
+    deadline = time.monotonic() + seconds
+    if before[0] is None or deadline < before[0]:
+        _local.deadline, _local.seconds = deadline, seconds
+    try:
+        yield
+    finally:
+        _local.deadline, _local.seconds = before
+
+
+def timed_out(where: str) -> BudgetError:
+    """The BudgetError of an exceeded wall-time budget, raised at `where`."""
+    seconds = getattr(_local, "seconds", None)
+    return BudgetError(
+        f"{where}: the run exceeded its wall-time budget of {seconds:g} s (checked between nodes); "
+        "raise it with timeout=SECONDS (run_program, ProgramRunner, replay) or --timeout SECONDS (opwire run, replay)",
+        "timeout",
+    )
+
+
+def check_time(where: str) -> None:
+    """Raise the wall-time BudgetError when this thread's deadline has passed."""
+    deadline = current_deadline()
+    if deadline is not None and time.monotonic() > deadline:
+        raise timed_out(where)
+
+
+def while_loop_with_budget(hop: Callable[..., Any], limit: int, where: str) -> Callable[..., Any]:
+    """torch's `while_loop` HOP with its condition counted: past `limit` iterations, a BudgetError."""
+
+    def run(cond_fn: Callable[..., Any], body_fn: Callable[..., Any], *rest: Any, **kw: Any) -> Any:
+        count = 0
+
+        def cond(*args: Any) -> Any:
+            nonlocal count
+            count += 1
+            if count > limit:
+                raise BudgetError(
+                    f"{where}: while_loop ran {limit} iterations without its condition turning false; "
+                    f"the budget is max_while_iterations={limit}; raise it with max_while_iterations= "
+                    "(ProxyExecutor, run_program, ProgramRunner) or --max-while-iterations N (opwire run)",
+                    "max_while_iterations",
+                )
+            check_time(f"{where} iteration {count}")
+            return cond_fn(*args)
+
+        return hop(cond, body_fn, *rest, **kw)
+
+    return run
+
+
+# --------------------------------------------------------------------------- symbolic arithmetic
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int)  # bools are ints too, and bounded
+
+
+def _i64_error(op: str, detail: str) -> BudgetError:
+    return BudgetError(
+        f"symbolic arithmetic {op} {detail}, outside a SymInt's 64-bit range [-2**63, 2**63 - 1]; "
+        "torch's SymInts are 64-bit, so this bound cannot be raised: the file's sizes are wrong",
+        "i64",
+    )
+
+
+def _pow_bits(base: int, exp: int) -> float:
+    """An upper bound on the bit length of base**exp (exp >= 0)."""
+    return exp * math.log2(abs(base)) if abs(base) > 1 else 1.0
+
+
+def _precheck(name: str, args: tuple[Any, ...]) -> None:
+    """Refuse, before computing, the integer operations whose result size is not bounded by their inputs."""
+    if len(args) != 2 or not (_is_int(args[0]) and _is_int(args[1])):
+        return
+    a, b = args
+    if name == "pow" and b > 0 and _pow_bits(a, b) > 64:
+        raise _i64_error(f"pow({a}, {b})", f"would have about {_pow_bits(a, b):.3g} bits")
+    if name == "lshift" and a != 0 and b > 0 and a.bit_length() + b > 64:
+        raise _i64_error(f"lshift({a}, {b})", f"would have {a.bit_length() + b} bits")
+
+
+def _check_result(name: str, args: tuple[Any, ...], result: Any) -> Any:
+    if _is_int(result) and not I64_MIN <= result <= I64_MAX:
+        shown = ", ".join(f"<{a.bit_length()}-bit int>" if _is_int(a) and abs(a) >> 80 else repr(a) for a in args)
+        raise _i64_error(f"{name}({shown})", f"gives a {result.bit_length()}-bit integer")
+    return result
+
+
+def checked_sym_op(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` (a symbolic-size helper of the fixed table) with its integer results kept within i64."""
+    name = fn.__name__.rstrip("_")
+
+    @functools.wraps(fn)
+    def checked(*args: Any) -> Any:
+        _precheck(name, args)
+        return _check_result(name, args, fn(*args))
+
+    return checked

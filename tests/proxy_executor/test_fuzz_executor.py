@@ -1,0 +1,55 @@
+"""Executor fuzz: random node sequences over allowed aten ops with hostile arguments, run in a child under RLIMIT_AS.
+
+0 crashes (the child survives), 0 foreign exceptions (only opwire errors; kernels' own exceptions arrive
+as KernelError), 0 hangs (each sequence answers within SECONDS_PER_PROGRAM). `make test` runs RUNS
+sequences (~15 s); `OPWIRE_FUZZ_EXEC_RUNS=5000 OPWIRE_FUZZ_EXEC_SEED=1000 pytest -s
+tests/proxy_executor/test_fuzz_executor.py` runs more. A failure names the seed:
+`exec_fuzz_worker.program(seed)` rebuilds it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+RUNS = int(os.environ.get("OPWIRE_FUZZ_EXEC_RUNS", "200"))
+FIRST_SEED = int(os.environ.get("OPWIRE_FUZZ_EXEC_SEED", "0"))
+MEMORY_CAP = 3 << 30  # address space of the child: torch's import alone maps about 1 GiB
+SECONDS_PER_PROGRAM = 20.0  # generous: the machine is shared; a hang takes far longer
+_WORKER = Path(__file__).parent / "exec_fuzz_worker.py"
+
+
+def test_random_node_sequences_end_in_opwire_errors_or_results() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-W", "ignore", str(_WORKER), str(MEMORY_CAP)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    outcomes: dict[str, int] = {}
+    try:
+        assert proc.stdout.readline() == "ready\n", "executor fuzz worker did not start"
+        for seed in range(FIRST_SEED, FIRST_SEED + RUNS):
+            proc.stdin.write(f"{seed}\n")
+            proc.stdin.flush()
+            ready, _, _ = select.select([proc.stdout], [], [], SECONDS_PER_PROGRAM)
+            if not ready:
+                pytest.fail(f"seed {seed}: the node sequence ran over {SECONDS_PER_PROGRAM}s (a hang)")
+            line = proc.stdout.readline()
+            if not line:
+                pytest.fail(f"seed {seed}: the executor child died (exit {proc.wait()})")
+            result = json.loads(line)
+            assert result["status"] != "foreign", f"seed {seed}: foreign exception\n{result['detail']}"
+            outcomes[result["status"]] = outcomes.get(result["status"], 0) + 1
+    finally:
+        proc.kill()
+        proc.wait()
+    print(f"\nexecutor fuzz: {RUNS} sequences from seed {FIRST_SEED}, outcomes {outcomes}")
+    assert outcomes.get("ok", 0) > 0 and outcomes.get("opwire", 0) > 0  # the generator reaches both ends
