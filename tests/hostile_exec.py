@@ -131,7 +131,7 @@ def program(nodes: list[m.Node], out: str = "out") -> m.OpwireArchive:
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             return x + 1
 
-    archive = torch_bridge.archive_from_exported_program(torch.export.export(_Add(), (torch.ones(4),)))
+    archive = torch_bridge.archive_from_exported_program(torch.export.export(_Add(), (torch.ones(16),)))
     gm = archive.program.graph_module
     x_name = gm.signature.input_specs[0].value.arg.value.name
     for n in nodes:
