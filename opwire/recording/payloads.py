@@ -121,19 +121,8 @@ def _cpu_like(t: torch.Tensor) -> torch.Tensor:
 def check_span(meta: m.TensorValue, payload_bytes: int, where: str) -> tuple[torch.dtype, int]:
     """Validate a streamed tensor's layout against its payload length; (dtype, span elements)."""
     dtype = _tensors.torch_dtype(meta.dtype, f"{where}.dtype")
+    _tensors.check_shape(meta, dtype, where)
     sizes, strides, offset = list(meta.sizes), list(meta.strides), meta.storage_offset
-    if len(strides) != len(sizes):
-        raise DecodeError(
-            f"Expected as many strides as sizes ({len(sizes)}), got {len(strides)} - at `{where}.strides`",
-            f"{where}.strides",
-        )
-    bad = [x for x in (*sizes, *strides, offset) if x < 0]
-    if bad:
-        raise DecodeError(
-            f"Expected non-negative sizes, strides and storage_offset, got {bad[0]} - at `{where}`", where
-        )
-    if meta.layout is not None and meta.layout != m.Layout.Strided:
-        raise DecodeError(f"Expected a strided tensor, got layout {m.Layout(meta.layout).name} - at `{where}`", where)
     extent = _tensors.storage_extent(sizes, strides, offset)
     count = max(extent - offset, 0)
     if count * dtype.itemsize != payload_bytes:
@@ -156,6 +145,7 @@ def rebuild_span(
 ) -> torch.Tensor:
     """The tensor `meta` describes, its span filled in place by `fill(buffer)` (one copy from the file)."""
     dtype, count = check_span(meta, payload_bytes, where)
+    target = _tensors.target_device(meta, device, where)  # checked before anything is allocated
     offset = meta.storage_offset
     base = torch.empty(offset + count, dtype=dtype)
     if offset:
@@ -164,12 +154,4 @@ def rebuild_span(
         ptr = base.data_ptr() + offset * dtype.itemsize
         fill(memoryview((ctypes.c_char * payload_bytes).from_address(ptr)).cast("B"))
     out = base.as_strided(list(meta.sizes), list(meta.strides), offset)
-    target = device if device is not None else _tensors.device_of(meta.device, where)
-    try:
-        if torch.device(target) != out.device:
-            out = out.to(target)
-        if meta.requires_grad:
-            out.requires_grad_(True)
-    except (RuntimeError, ValueError) as exc:
-        raise DecodeError(f"cannot rebuild tensor: {exc} - at `{where}`", where) from None
-    return out
+    return _tensors.place(out, target, bool(meta.requires_grad), where)

@@ -68,26 +68,13 @@ def load_any(
     head = read_head(p)
     from opwire.serde import framing
 
-    is_json = head.lstrip()[:1] in (b"{", b"[")
-    if not is_json and not framing.has_header(head):
+    if not looks_like_json(head) and not framing.has_header(head):
         raise DecodeError(
             f"{p}: neither a .pt2 zip archive, JSON, nor a file opwire wrote in Thrift form (no opwire header); "
             "raw Thrift needs its codec and type: opwire.loads(data, cls, format=...)"
         )
     data = read_input(p, max_bytes=budgets.MAX_INPUT_BYTES if max_bytes is None else max_bytes)
-    if is_json:
-        from opwire.serde import json as _json_codec
-
-        _json_codec.check_elements(data, max_elements, str(p))  # before detection parses it
-        return _json_codec.decode(data, detect_json_root(data, str(p)), source=str(p), max_elements=max_elements)
-    from opwire.serde import thrift
-
-    header = framing.read_header(data, str(p))
-    codec, root = header.codec, header.root
-    cls = m.MODELS.get(root)
-    if cls is None:
-        raise DecodeError(f"{p}: the header names root type {root!r}, which this opwire does not know")
-    return thrift.decode(data, cls, codec, framed=True, source=str(p), max_elements=max_elements)  # type: ignore[arg-type]
+    return decode_bytes(data, source=str(p), max_elements=max_elements)
 
 
 def aoti_wrapper(archive: ZipArchive) -> str | None:

@@ -24,12 +24,15 @@ __all__ = [
     "check_device",
     "check_layout",
     "check_numel",
+    "check_shape",
     "contiguous_strides",
     "device_of",
     "element_size",
     "from_tensor",
+    "place",
     "scalar_type_of",
     "storage_extent",
+    "target_device",
     "to_tensor",
     "torch_dtype",
 ]
@@ -156,8 +159,11 @@ def check_numel(sizes: list[int], strides: list[int], offset: int, itemsize: int
     return numel
 
 
-def check_layout(tv: m.TensorValue, dtype: torch.dtype, where: str = "tensor") -> int:
-    """Validate sizes/strides/offset/data length; return the storage extent in elements."""
+def check_shape(tv: m.TensorValue, dtype: torch.dtype, where: str = "tensor") -> int:
+    """Validate a payload's sizes, strides, offset and layout (counts, signs, i64 fit, strided); return numel.
+
+    The part of the checks every payload shares, whether its bytes come inline (`check_layout`) or from a
+    streamed trace's payload frame (`recording.payloads.check_span`)."""
     sizes, strides, offset = list(tv.sizes), list(tv.strides), tv.storage_offset
     if len(strides) != len(sizes):
         raise DecodeError(
@@ -167,6 +173,13 @@ def check_layout(tv: m.TensorValue, dtype: torch.dtype, where: str = "tensor") -
     numel = check_numel(sizes, strides, offset, dtype.itemsize, where)
     if tv.layout is not None and tv.layout != m.Layout.Strided:
         raise DecodeError(f"Expected a strided tensor, got layout {m.Layout(tv.layout).name} - at `{where}`", where)
+    return numel
+
+
+def check_layout(tv: m.TensorValue, dtype: torch.dtype, where: str = "tensor") -> int:
+    """Validate sizes/strides/offset/data length; return the storage extent in elements."""
+    sizes, strides, offset = list(tv.sizes), list(tv.strides), tv.storage_offset
+    numel = check_shape(tv, dtype, where)
     nbytes = numel * dtype.itemsize
     if len(tv.data) != nbytes:
         if not tv.data and tv.digest is not None and numel:
@@ -193,17 +206,27 @@ def to_tensor(tv: m.TensorValue, device: str | torch.device | None = None, where
     """Rebuild the torch.Tensor a TensorValue describes (dtype, sizes, strides, storage_offset, grad)."""
     dtype = torch_dtype(tv.dtype, f"{where}.dtype")
     extent = check_layout(tv, dtype, where)
-    target = check_device(device if device is not None else device_of(tv.device, where), where)
+    target = target_device(tv, device, where)
     flat = _flat_from_bytes(tv.data, dtype)
     sizes, strides, offset = list(tv.sizes), list(tv.strides), tv.storage_offset
     if offset == 0 and strides == contiguous_strides(sizes):
         out = flat.reshape(sizes)
     else:
         out = _restrided(flat, dtype, extent, sizes, strides, offset)
+    return place(out, target, bool(tv.requires_grad), where)
+
+
+def target_device(tv: m.TensorValue, device: str | torch.device | None, where: str = "tensor") -> torch.device:
+    """Where a rebuilt payload goes: `device`, else the one it was recorded on; checked (`check_device`)."""
+    return check_device(device if device is not None else device_of(tv.device, where), where)
+
+
+def place(out: torch.Tensor, target: torch.device, requires_grad: bool, where: str = "tensor") -> torch.Tensor:
+    """Move a rebuilt CPU tensor to its checked `target` device and set requires_grad; DecodeError on failure."""
     try:
         if target != out.device:
             out = out.to(target)
-        if tv.requires_grad:
+        if requires_grad:
             out.requires_grad_(True)
     except (RuntimeError, ValueError) as exc:
         raise DecodeError(f"cannot rebuild tensor: {exc} - at `{where}`", where) from None
