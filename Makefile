@@ -27,10 +27,10 @@ lint: $(STAMP)
 
 # the site (tutorials, concepts, API reference from docstrings) in strict mode: a broken link or reference fails
 docs: $(STAMP)
-	$(PY) -m mkdocs build --strict --quiet --site-dir $${DOCS_SITE:-site}
+	$(PY) -m mkdocs build --strict --site-dir $${DOCS_SITE:-site}
 
 test: lint docs thrift-compiler
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q -n 2 --dist loadgroup
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q -n 2 --dist loadgroup --durations=15
 
 # Apache Thrift's compiler, for the interop test: installed from Debian when we may (root), else the test skips.
 thrift-compiler:

@@ -54,3 +54,25 @@ def test_proxy_executor_exports_only_public_names() -> None:
     assert all(not n.startswith("_") for n in pe.__all__)
     assert {"ProxyExecutor", "DefaultPolicy", "BindError", "KernelError", "UnknownTargetError"} <= set(pe.__all__)
     assert "BindContext" not in pe.__all__ and "NodePlan" not in pe.__all__
+
+
+def _documented_modules() -> list[str]:
+    import re
+    from pathlib import Path
+
+    docs = Path(__file__).resolve().parent.parent / "docs" / "reference"
+    found = {m for p in docs.glob("*.md") for m in re.findall(r"^::: (opwire(?:\.\w+)+)", p.read_text(), re.M)}
+    return sorted(found)
+
+
+def test_every_documented_module_is_reachable_from_its_package() -> None:
+    """`import opwire.serde; opwire.serde.signature` works as the reference pages spell it (lazy lists are derived)."""
+    dotted = _documented_modules()
+    assert "opwire.serde.signature" in dotted or "opwire.program.signature" in dotted
+    code = "import importlib\nbad = []\n"
+    for name in dotted:
+        parent, _, leaf = name.rpartition(".")
+        code += f"if not hasattr(importlib.import_module({parent!r}), {leaf!r}): bad.append({name!r})\n"
+    code += "print(' '.join(bad))"
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert out.split() == []

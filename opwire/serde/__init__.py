@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from pydantic import BaseModel
 
+from opwire._lazy import submodule_getattr
 from opwire.errors import DecodeError, EncodeError
 
 if TYPE_CHECKING:
@@ -29,29 +30,7 @@ Format = Literal["json", "binary", "compact"]
 FORMATS: tuple[str, ...] = ("json", "binary", "compact")
 
 
-_SUBMODULES = (
-    "json",
-    "thrift",
-    "framing",
-    "pt2",
-    "torch_bridge",
-    "detect",
-    "tensors",
-    "objects",
-    "bindings",
-    "archive",
-    "budgets",
-    "pytree_spec",
-)
-
-
-def __getattr__(name: str) -> Any:
-    """Load codec submodules on first use (`opwire.serde.pt2.read(...)` without importing it first)."""
-    if name in _SUBMODULES:
-        import importlib
-
-        return importlib.import_module(f"opwire.serde.{name}")
-    raise AttributeError(f"module 'opwire.serde' has no attribute {name!r}")
+__getattr__ = submodule_getattr(__name__, __path__)  # `opwire.serde.pt2.read(...)` without importing it first
 
 
 def _check_format(format: str) -> None:

@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 from hostile import CASES, Case, Work
 
+pytestmark = pytest.mark.xdist_group("hostile_cli")  # the module-scoped fixture is built once, on one worker
+
 _DRIVER = Path(__file__).parent.parent / "hostile_driver.py"
 CPU_SECONDS = 10.0
 

@@ -22,6 +22,8 @@ from opwire.schema import models as m
 from opwire.serde.json import decode
 from opwire.view import view
 
+pytestmark = pytest.mark.xdist_group("view_browser")  # the module-scoped fixture is built once, on one worker
+
 if CHROMIUM is None:
     pytest.skip(
         "SKIPPED LOUDLY: no chromium here, so the page tests of `opwire view` did not run "

@@ -1,0 +1,26 @@
+"""Lazy submodules: a package's public modules load on first attribute access, read from its folder."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable, Iterable
+from types import ModuleType
+from typing import Any
+
+
+def public_submodules(path: Iterable[str]) -> frozenset[str]:
+    """The modules in a package folder whose names have no leading underscore."""
+    return frozenset(info.name for info in pkgutil.iter_modules(list(path)) if not info.name.startswith("_"))
+
+
+def submodule_getattr(package: str, path: Iterable[str]) -> Callable[[str], ModuleType]:
+    """A module `__getattr__` that imports `package.<name>` for each public submodule on first access."""
+    names = public_submodules(path)
+
+    def __getattr__(name: str) -> Any:
+        if name in names:
+            return importlib.import_module(f"{package}.{name}")
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    return __getattr__
