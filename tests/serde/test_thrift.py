@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import difflib
-import os
 from pathlib import Path
 
 import pytest
+from golden_bytes import check_golden
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typed import MODEL_NAMES, assert_same_model, strategy_for
@@ -111,20 +110,9 @@ _GOLDEN_VALUES = {
 }
 
 
-def _hexdump(data: bytes) -> str:
-    return "".join(f"{data[i : i + 16].hex(' ')}\n" for i in range(0, len(data), 16))
-
-
 @pytest.mark.parametrize("codec", CODECS)
 @pytest.mark.parametrize("key", sorted(_GOLDEN_VALUES))
 def test_golden_bytes(key: str, codec: str) -> None:
-    path = GOLDEN / f"{key}.{codec}.hex"
-    got = _hexdump(thrift.encode(_GOLDEN_VALUES[key], codec))  # type: ignore[arg-type]
-    if os.environ.get("OPWIRE_REGEN_GOLDEN"):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(got)
-    want = path.read_text()
-    diff = "".join(difflib.unified_diff(want.splitlines(True), got.splitlines(True), str(path), "encoded now"))
-    assert got == want, f"Thrift bytes drifted (set OPWIRE_REGEN_GOLDEN=1 only if intended):\n{diff}"
-    back = thrift.decode(bytes.fromhex(want.replace("\n", " ")), type(_GOLDEN_VALUES[key]), codec)  # type: ignore[arg-type]
+    want = check_golden(f"thrift/{key}.{codec}.hex", thrift.encode(_GOLDEN_VALUES[key], codec))  # type: ignore[arg-type]
+    back = thrift.decode(want, type(_GOLDEN_VALUES[key]), codec)  # type: ignore[arg-type]
     assert back == _GOLDEN_VALUES[key]
