@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from golden_bytes import check_golden
 from hypothesis import HealthCheck, given, settings
@@ -20,7 +18,6 @@ from opwire.serde._thrift.spec import FAST_STRUCT_DEPTH
 
 CODECS = ("binary", "compact")
 _SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "thrift"
 
 
 @pytest.mark.parametrize("codec", CODECS)
