@@ -13,6 +13,7 @@ from typing import Any
 
 from opwire.errors import BindError, first_line
 from opwire.schema import models as m
+from opwire.schema.members import ARGUMENT, ENUM_OF, Carrier
 from opwire.schema.models import SCHEMA
 from opwire.serde import torch_enums
 
@@ -96,12 +97,10 @@ def _device(d: m.Device, where: str) -> Converted:
 
 def convert(arg: m.Argument, where: str, ctx: Any) -> Converted:
     """Converter of one serialized argument; `ctx` resolves operators and subgraphs (the executor's resolver)."""
-    member = arg.type
-    value = arg.value
-    handler = _HANDLERS.get(member)
-    if handler is None:
-        raise BindError(f"{where}: member {member} has no conversion; expected one of {', '.join(sorted(_HANDLERS))}")
-    return handler(value, where, ctx)
+    return _BY_MEMBER[arg.type](arg.value, where, ctx)
+
+
+_Handler = Callable[[Any, str, Any], Converted]
 
 
 def _string_map(value: dict[str, m.Argument], where: str, ctx: Any) -> Converted:
@@ -114,43 +113,43 @@ def _string_map(value: dict[str, m.Argument], where: str, ctx: Any) -> Converted
     )
 
 
-def _const(v: Any, where: str, ctx: Any) -> Converted:
-    return Converted(const=v)
+def _list_of(elem: _Handler) -> _Handler:
+    return lambda v, w, c: _seq([elem(x, f"{w}[{i}]", c) for i, x in enumerate(v)])
 
 
-_HANDLERS: dict[str, Callable[[Any, str, Any], Converted]] = {
-    "as_none": lambda v, w, c: Converted(const=None),
-    "as_tensor": lambda v, w, c: _tensor(v),
-    "as_tensors": lambda v, w, c: _seq([_tensor(t) for t in v]),
-    "as_optional_tensor": lambda v, w, c: _opt_tensor(v),
-    "as_optional_tensors": lambda v, w, c: _seq([_opt_tensor(t) for t in v]),
-    "as_nested_tensors": lambda v, w, c: _seq([_seq([_tensor(t) for t in inner]) for inner in v]),
-    "as_int": _const,
-    "as_ints": lambda v, w, c: Converted(const=list(v)),
-    "as_int_lists": lambda v, w, c: Converted(const=[list(x) for x in v]),
-    "as_float": _const,
-    "as_floats": lambda v, w, c: Converted(const=list(v)),
-    "as_float_lists": lambda v, w, c: Converted(const=[list(x) for x in v]),
-    "as_bool": _const,
-    "as_bools": lambda v, w, c: Converted(const=list(v)),
-    "as_string": _const,
-    "as_strings": lambda v, w, c: Converted(const=list(v)),
-    "as_complex": lambda v, w, c: Converted(const=complex(v.real, v.imag)),
-    "as_sym_int": lambda v, w, c: _sym(v),
-    "as_sym_float": lambda v, w, c: _sym(v),
-    "as_sym_bool": lambda v, w, c: _sym(v),
-    "as_sym_ints": lambda v, w, c: _seq([_sym(x) for x in v]),
-    "as_sym_floats": lambda v, w, c: _seq([_sym(x) for x in v]),
-    "as_sym_bools": lambda v, w, c: _seq([_sym(x) for x in v]),
-    "as_scalar_type": lambda v, w, c: Converted(const=enum_value("ScalarType", v, w)),
-    "as_layout": lambda v, w, c: Converted(const=enum_value("Layout", v, w)),
-    "as_memory_format": lambda v, w, c: Converted(const=enum_value("MemoryFormat", v, w)),
-    "as_device": lambda v, w, c: _device(v, w),
-    "as_custom_obj": lambda v, w, c: _named(v.name),
-    "as_operator": lambda v, w, c: Converted(const=c.operator(v, w)),
-    "as_graph": lambda v, w, c: Converted(const=c.subgraph(v, w)),
-    "as_string_to_argument": _string_map,
+def _enum(enum: str) -> _Handler:
+    return lambda v, w, c: Converted(const=enum_value(enum, v, w))
+
+
+# carrier kind (schema/members.py, read off the IDL) -> converter; lists and enums are built from the carrier
+_BY_KIND: dict[str, _Handler] = {
+    "none": lambda v, w, c: Converted(const=None),
+    "tensor": lambda v, w, c: _tensor(v),
+    "optional_tensor": lambda v, w, c: _opt_tensor(v),
+    "int": lambda v, w, c: Converted(const=v),
+    "float": lambda v, w, c: Converted(const=v),
+    "bool": lambda v, w, c: Converted(const=v),
+    "string": lambda v, w, c: Converted(const=v),
+    "complex": lambda v, w, c: Converted(const=complex(v.real, v.imag)),
+    "symbolic": lambda v, w, c: _sym(v),
+    "device": lambda v, w, c: _device(v, w),
+    "custom_obj": lambda v, w, c: _named(v.name),
+    "operator": lambda v, w, c: Converted(const=c.operator(v, w)),
+    "graph": lambda v, w, c: Converted(const=c.subgraph(v, w)),
 }
-_MISSING = set(f.name for f in SCHEMA.structs["Argument"].fields) - set(_HANDLERS)
-if _MISSING:  # every member of the IDL's union must have a conversion
-    raise AssertionError(f"no conversion for Argument members {sorted(_MISSING)}")
+
+
+def _handler(carrier: Carrier, member: str) -> _Handler:
+    if carrier.kind == "list" and carrier.elem is not None:
+        return _list_of(_handler(carrier.elem, member))
+    if carrier.kind == "map" and carrier.elem == Carrier("argument"):
+        return _string_map
+    if carrier.kind in ENUM_OF:
+        return _enum(ENUM_OF[carrier.kind])
+    found = _BY_KIND.get(carrier.kind)
+    if found is None:  # a member the IDL gained: classify it in schema/members.py and convert it here
+        raise AssertionError(f"proxy_executor/convert.py has no conversion for Argument.{member} ({carrier.spelled})")
+    return found
+
+
+_BY_MEMBER: dict[str, _Handler] = {member: _handler(carrier, member) for member, carrier in ARGUMENT.items()}

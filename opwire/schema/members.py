@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from opwire.schema.idl import TypeRef
 from opwire.schema.models import SCHEMA
 
-__all__ = ["ARGUMENT", "VALUE", "Carrier", "carrier_of", "members_carrying"]
+__all__ = ["ARGUMENT", "ENUM_OF", "VALUE", "Carrier", "carrier_of", "members_carrying"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,8 @@ class Carrier:
 _INT, _FLOAT, _BOOL = Carrier("int"), Carrier("float"), Carrier("bool")
 _PRIMITIVE_KINDS = {"i64": _INT, "i32": _INT, "double": _FLOAT, "bool": _BOOL, "string": Carrier("string")}
 _ENUM_KINDS = {"ScalarType": Carrier("dtype"), "Layout": Carrier("layout"), "MemoryFormat": Carrier("memory_format")}
+ENUM_OF: dict[str, str] = {c.kind: enum for enum, c in _ENUM_KINDS.items()}
+"""An enum carrier's kind -> the IDL enum it carries ("dtype" -> "ScalarType")."""
 _STRUCT_KINDS = {
     "TensorArgument": Carrier("tensor"),
     "TensorValue": Carrier("tensor"),
