@@ -1,7 +1,8 @@
-"""The tensors an `Argument` names, found and renamed by walkers built from the IDL (not a member ladder).
+"""The values an `Argument` names, found and renamed by walkers built from the IDL (not a member ladder).
 
-A walker is built once per IDL type: it reaches every `TensorArgument` through unions, structs, lists
-and maps, and stops at subgraphs (`GraphArgument`), whose tensors belong to the subgraph.
+A walker is built once per IDL type and kind of leaf: it reaches every leaf (`TensorArgument` for
+`tensor_names`; tensors, symbols, tokens and custom objects for `value_names`) through unions, structs,
+lists and maps, and stops at subgraphs (`GraphArgument`), whose values belong to the subgraph.
 """
 
 from __future__ import annotations
@@ -14,23 +15,41 @@ from opwire.schema import models as m
 from opwire.schema.idl import TypeRef
 from opwire.schema.models import SCHEMA
 
-__all__ = ["rename_tensors", "tensor_names"]
+__all__ = ["rename_tensors", "tensor_names", "value_names"]
 
 _Find = Callable[[Any], list[str]]
 _Map = Callable[[Any, Callable[[str], str]], Any]
 _OPAQUE = frozenset({"GraphArgument"})  # a subgraph's tensors are its own
 
 
+def _sym_name(v: Any) -> list[str]:
+    return [] if v.as_name is None else [v.as_name]
+
+
+# leaf struct -> the names one instance carries, per walk
+_TENSORS: dict[str, _Find] = {"TensorArgument": lambda v: [v.name]}
+_VALUES: dict[str, _Find] = {
+    **_TENSORS,
+    "SymIntArgument": _sym_name,
+    "SymFloatArgument": _sym_name,
+    "SymBoolArgument": _sym_name,
+    "TokenArgument": lambda v: [v.name],
+    "CustomObjArgument": lambda v: [v.name],
+}
+_LEAVES = {"tensors": _TENSORS, "values": _VALUES}
+
+
 @cache
-def _carries(t: TypeRef) -> bool:
-    """Whether a value of type `t` can hold a TensorArgument outside a subgraph."""
+def _carries(t: TypeRef, leaves: str = "tensors") -> bool:
+    """Whether a value of type `t` can hold a leaf of `leaves` outside a subgraph."""
+    table = _LEAVES[leaves]
     seen: set[str] = set()
     todo = [t]
     while todo:
         cur = todo.pop()
         if cur.kind == "struct":
             name = str(cur.name)
-            if name == "TensorArgument":
+            if name in table:
                 return True
             if name in seen or name in _OPAQUE:
                 continue
@@ -42,26 +61,29 @@ def _carries(t: TypeRef) -> bool:
 
 
 @cache
-def _finder(t: TypeRef) -> _Find | None:
-    """Collects tensor names from a value of type `t`; None when the type carries none."""
-    if not _carries(t):
+def _finder(t: TypeRef, leaves: str = "tensors") -> _Find | None:
+    """Collects leaf names from a value of type `t`; None when the type carries none."""
+    if not _carries(t, leaves):
         return None
     if t.kind in ("list", "set", "map"):
-        inner = _finder(t.args[-1])
+        inner = _finder(t.args[-1], leaves)
         assert inner is not None
         if t.kind == "map":
             return lambda v: [n for x in v.values() for n in inner(x)]
         return lambda v: [n for x in v for n in inner(x)]
     name = str(t.name)
-    if name == "TensorArgument":
-        return lambda v: [v.name]
+    leaf = _LEAVES[leaves].get(name)
+    if leaf is not None:
+        return leaf
     # field finders are looked up on first use: recursive types (Argument in Argument) build lazily
-    return lambda v: [n for fname, fn in _field_finders(name) if (x := v.__dict__[fname]) is not None for n in fn(x)]
+    return lambda v: [
+        n for fname, fn in _field_finders(name, leaves) if (x := v.__dict__[fname]) is not None for n in fn(x)
+    ]
 
 
 @cache
-def _field_finders(name: str) -> tuple[tuple[str, _Find], ...]:
-    found = ((f.name, _finder(f.type)) for f in SCHEMA.structs[name].fields)
+def _field_finders(name: str, leaves: str) -> tuple[tuple[str, _Find], ...]:
+    found = ((f.name, _finder(f.type, leaves)) for f in SCHEMA.structs[name].fields)
     return tuple((fname, fn) for fname, fn in found if fn is not None)
 
 
@@ -98,11 +120,18 @@ def _field_mappers(name: str) -> tuple[tuple[str, _Map | None], ...]:
 
 
 _ARGUMENT_FINDERS = {f.name: _finder(f.type) for f in SCHEMA.structs["Argument"].fields}
+_VALUE_FINDERS = {f.name: _finder(f.type, "values") for f in SCHEMA.structs["Argument"].fields}
 
 
 def tensor_names(arg: m.Argument) -> list[str]:
     """Every tensor name `arg` carries, in order (None entries of optional lists left out, subgraphs not entered)."""
     fn = _ARGUMENT_FINDERS[arg.type]
+    return [] if fn is None else fn(arg.value)
+
+
+def value_names(arg: m.Argument) -> list[str]:
+    """Every named value `arg` reads, in order: tensors, symbols, tokens and custom objects (not in subgraphs)."""
+    fn = _VALUE_FINDERS[arg.type]
     return [] if fn is None else fn(arg.value)
 
 

@@ -7,7 +7,7 @@ from typed import assert_same_model, strategy_for
 
 import opwire
 from opwire.schema import models as m
-from opwire.schema.refs import rename_tensors, tensor_names
+from opwire.schema.refs import rename_tensors, tensor_names, value_names
 
 T = m.TensorArgument
 
@@ -37,3 +37,19 @@ def test_rename_renames_exactly_the_tensors(arg: m.Argument) -> None:
     back = rename_tensors(renamed, lambda n: n[1:-1])
     assert_same_model(back, arg)
     assert opwire.dumps(back) == opwire.dumps(arg)
+
+
+def test_value_names_reads_every_named_value() -> None:
+    sym = m.Argument(as_sym_ints=[m.SymIntArgument(as_name="s0"), m.SymIntArgument(as_int=3)])
+    assert value_names(sym) == ["s0"] and tensor_names(sym) == []
+    obj = m.Argument(as_custom_obj=m.CustomObjArgument(name="obj", class_fqn="a.B"))
+    assert value_names(obj) == ["obj"]
+    nested = m.Argument(as_string_to_argument={"k": m.Argument(as_tensor=m.TensorArgument(name="t"))})
+    assert value_names(nested) == ["t"] == tensor_names(nested)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(arg=strategy_for("Argument"))
+def test_value_names_include_the_tensor_names(arg: m.Argument) -> None:
+    names = value_names(arg)
+    assert [n for n in names if n in set(tensor_names(arg))] == tensor_names(arg)
