@@ -1,12 +1,41 @@
-"""Shared pytest fixtures. The export corpus (tests/corpus.py) is built lazily, once per worker process."""
+"""Shared pytest fixtures. The export corpus (tests/corpus.py) is built lazily, once per worker process.
+
+One fixture per axis, as msgspec's tests use one `proto` fixture: a test that takes `fmt` runs once per
+format, `codec` once per Thrift codec, `replay_mode` once per replay mode. The axes are read from opwire
+itself, so a format added there is tested everywhere.
+"""
 
 from __future__ import annotations
 
+import typing
 from pathlib import Path
 
 import corpus
 import pytest
 from clirun import Cli, run_cli
+
+from opwire.recording import replay
+from opwire.serde import FORMATS, framing
+
+REPLAY_MODES = typing.get_args(typing.get_type_hints(replay)["mode"])
+
+
+@pytest.fixture(scope="session", params=FORMATS)
+def fmt(request: pytest.FixtureRequest) -> str:
+    """Every wire format of `opwire.dumps`/`loads`: json, binary, compact."""
+    return str(request.param)
+
+
+@pytest.fixture(scope="session", params=sorted(framing.CODECS))
+def codec(request: pytest.FixtureRequest) -> str:
+    """Every Thrift codec: binary, compact."""
+    return str(request.param)
+
+
+@pytest.fixture(scope="session", params=REPLAY_MODES)
+def replay_mode(request: pytest.FixtureRequest) -> str:
+    """Every replay mode: isolated (each call from its recorded inputs) and chained."""
+    return str(request.param)
 
 
 @pytest.fixture(scope="session")

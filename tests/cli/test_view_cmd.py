@@ -55,7 +55,6 @@ def test_pt2_with_custom_ops_needs_no_op_import(tmp_path: Path) -> None:
     assert any(t.startswith("torch.ops.opwire_test.") for t in targets), targets
 
 
-@pytest.mark.parametrize("fmt", ["json", "binary", "compact"])
 def test_opwire_archive_in_every_format(tmp_path: Path, fmt: str) -> None:
     archive = torch_bridge.archive_from_exported_program(corpus.get_program("lstm/training").ep)
     src = tmp_path / f"a.{fmt}"

@@ -14,8 +14,6 @@ from opwire.recording.replayer import ReplayReport
 from opwire.schema import models as m
 from opwire.serde import tensors as _tensors
 
-MODES = ("isolated", "chained")
-
 
 def _train_step(optimizer: str = "adam") -> opwire.Trace:
     torch.manual_seed(0)
@@ -43,20 +41,18 @@ def _custom_model() -> opwire.Trace:
     return trace
 
 
-@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("optimizer", ["adam", "sgd"])
-def test_training_step_replays_without_mismatch(mode: str, optimizer: str) -> None:
+def test_training_step_replays_without_mismatch(replay_mode: str, optimizer: str) -> None:
     trace = opwire.Trace.loads(_train_step(optimizer).dumps("compact"))
-    report = opwire.replay(trace, policy="require_serialized", mode=mode)  # type: ignore[arg-type]
+    report = opwire.replay(trace, policy="require_serialized", mode=replay_mode)  # type: ignore[arg-type]
     assert report.ok, str(report)
     assert report.replayed == len(trace) and not report.schema_drift and not report.skipped
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_custom_op_model_replays_without_mismatch(mode: str) -> None:
+def test_custom_op_model_replays_without_mismatch(replay_mode: str) -> None:
     trace = _custom_model()
     assert "opwire_test::accumulate_.default" in trace.header.op_schemas
-    report = opwire.replay(opwire.Trace.loads(trace.dumps("json")), mode=mode)  # type: ignore[arg-type]
+    report = opwire.replay(opwire.Trace.loads(trace.dumps("json")), mode=replay_mode)  # type: ignore[arg-type]
     assert report.ok, str(report)
 
 

@@ -69,7 +69,6 @@ def test_anything_else_is_refused_with_the_position(expr: str, message: str) -> 
         check_expr(expr)
 
 
-@pytest.mark.parametrize("fmt", ["json", "binary", "compact"])
 def test_decoding_names_the_path(fmt: str) -> None:
     good = m.SymInt(as_expr=m.SymExpr(expr_str="s0 + 1"))
     data = opwire.dumps(

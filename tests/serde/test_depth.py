@@ -33,7 +33,6 @@ def _levels(value: m.Value) -> int:
     return depth + (1 if value.as_list is not None else 0)
 
 
-@pytest.mark.parametrize("fmt", ["json", "binary", "compact"])
 def test_default_bound_is_the_same_in_every_codec(fmt: str) -> None:
     ok = nested_value(MAX_DEPTH)
     assert _levels(ok) == MAX_DEPTH
@@ -44,7 +43,6 @@ def test_default_bound_is_the_same_in_every_codec(fmt: str) -> None:
         _decode(too_deep, fmt, MAX_DEPTH)
 
 
-@pytest.mark.parametrize("fmt", ["json", "binary", "compact"])
 def test_bound_is_configurable(fmt: str) -> None:
     data = opwire.dumps(nested_value(20), format=fmt)  # type: ignore[arg-type]
     assert _decode(data, fmt, 20).type == "as_list"

@@ -71,7 +71,6 @@ def test_mutated_encodings_decode_or_raise_decode_error(child: Child, case: tupl
     assert result["status"] in ("ok", "decode_error"), result["detail"]
 
 
-@pytest.mark.parametrize("codec", ["binary", "compact"])
 def test_hostile_classics(child: Child, codec: str) -> None:
     """The cases that break thriftpy2, plus deep nesting in an unknown field (fastbinary's C recursion)."""
     string_len = b"\x0b\x00\x0a\x7f\xff\xff\xff" if codec == "binary" else b"\xa8\xff\xff\xff\xff\x07"

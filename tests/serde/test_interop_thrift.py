@@ -98,13 +98,11 @@ def _check(model: BaseModel, codec: str, classes: dict[str, Any]) -> None:
     assert thrift.encode(back, codec, framed=False) == written  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("codec", ["binary", "compact"])
 def test_corpus_both_ways(generated: dict[str, Any], corpus_programs: list, codec: str) -> None:
     for prog in corpus_programs:
         _check(opwire.loads(prog.json_bytes, m.ExportedProgram), codec, generated)
 
 
-@pytest.mark.parametrize("codec", ["binary", "compact"])
 def test_records_both_ways(generated: dict[str, Any], codec: str) -> None:
     tensor = m.TensorValue(
         dtype=m.ScalarType.FLOAT,

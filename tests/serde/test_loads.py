@@ -14,14 +14,13 @@ from typed import MODEL_NAMES, assert_same_model, strategy_for
 import opwire
 from opwire.errors import DecodeError
 from opwire.schema import models as m
-from opwire.serde import FORMATS, thrift
+from opwire.serde import thrift
 
 _SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 _SNAP = m.OpLibrarySnapshot(namespaces=["mylib"], ops=[], torch_version="2.13.0")
 _NODES = m.ExternKernelNodes(nodes=[])
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
 def test_loads_without_type_reads_what_the_data_holds(fmt: str) -> None:
     program = opwire.loads(corpus.get_program("mlp/training").json_bytes, m.ExportedProgram)
     for obj in (program, _SNAP, _NODES, m.Values(values={"x": m.Value(as_int=1)})):
@@ -29,11 +28,10 @@ def test_loads_without_type_reads_what_the_data_holds(fmt: str) -> None:
         assert type(back) is type(obj) and back == obj
 
 
-@pytest.mark.parametrize("fmt", ["binary", "compact"])
-def test_loads_without_format_takes_the_header_codec(fmt: str) -> None:
-    data = opwire.dumps(_SNAP, fmt)  # type: ignore[arg-type]
+def test_loads_without_format_takes_the_header_codec(codec: str) -> None:
+    data = opwire.dumps(_SNAP, codec)  # type: ignore[arg-type]
     assert opwire.loads(data, m.OpLibrarySnapshot) == _SNAP
-    assert opwire.loads(data, m.OpLibrarySnapshot, format=fmt) == _SNAP  # type: ignore[arg-type]
+    assert opwire.loads(data, m.OpLibrarySnapshot, format=codec) == _SNAP  # type: ignore[arg-type]
 
 
 def test_loads_with_type_and_format_is_unchanged() -> None:
@@ -64,10 +62,9 @@ def test_json_read_as_thrift_says_it_is_json(asked: str) -> None:
     assert str(info.value) == f"the data is JSON, not Thrift {asked}; read it with format='json', or leave format out"
 
 
-@pytest.mark.parametrize("fmt", ["binary", "compact"])
-def test_wrong_root_type_in_thrift_names_what_the_file_holds(fmt: str) -> None:
+def test_wrong_root_type_in_thrift_names_what_the_file_holds(codec: str) -> None:
     with pytest.raises(DecodeError) as info:
-        opwire.loads(opwire.dumps(_SNAP, fmt), m.ExternKernelNodes)  # type: ignore[arg-type]
+        opwire.loads(opwire.dumps(_SNAP, codec), m.ExternKernelNodes)  # type: ignore[arg-type]
     assert (
         str(info.value) == "the file holds a OpLibrarySnapshot, not a ExternKernelNodes; read it as OpLibrarySnapshot"
     )

@@ -16,11 +16,9 @@ from opwire.serde._thrift.decode import decode_payload
 from opwire.serde._thrift.encode import encode_payload
 from opwire.serde._thrift.spec import FAST_STRUCT_DEPTH
 
-CODECS = ("binary", "compact")
 _SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-@pytest.mark.parametrize("codec", CODECS)
 @pytest.mark.parametrize("name", MODEL_NAMES)
 @_SETTINGS
 @given(data=st.data())
@@ -38,7 +36,6 @@ def test_round_trip_every_type(name: str, codec: str, data: st.DataObject) -> No
     assert_same_model(thrift.decode(payload, m.MODELS[name], codec, framed=False), back)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("codec", CODECS)
 def test_corpus_json_compact_json_is_byte_identical(corpus_programs: list, codec: str) -> None:
     for prog in corpus_programs:
         model = opwire.loads(prog.json_bytes, m.ExportedProgram)
@@ -61,7 +58,6 @@ def _deep_value(levels: int) -> m.Value:
     return v
 
 
-@pytest.mark.parametrize("codec", CODECS)
 def test_deeper_than_the_c_codec_takes_the_checked_path(codec: str) -> None:
     v = _deep_value(FAST_STRUCT_DEPTH + 10)  # fastbinary refuses > 64 nested structs, both ways
     raw = thrift.encode(v, codec)  # type: ignore[arg-type]
@@ -107,7 +103,6 @@ _GOLDEN_VALUES = {
 }
 
 
-@pytest.mark.parametrize("codec", CODECS)
 @pytest.mark.parametrize("key", sorted(_GOLDEN_VALUES))
 def test_golden_bytes(key: str, codec: str) -> None:
     want = check_golden(f"thrift/{key}.{codec}.hex", thrift.encode(_GOLDEN_VALUES[key], codec))  # type: ignore[arg-type]

@@ -35,7 +35,6 @@ def test_truncated() -> None:
     )
 
 
-@pytest.mark.parametrize("codec", ["binary", "compact"])
 def test_every_truncation_is_a_decode_error(codec: str) -> None:
     raw = thrift.encode(NODE, codec, framed=False)  # type: ignore[arg-type]
     for cut in range(len(raw)):
@@ -244,7 +243,6 @@ def test_bad_arguments() -> None:
         ),
     ],
 )
-@pytest.mark.parametrize("codec", ["binary", "compact"])
 def test_encode_errors(obj: object, message: str, path: str, codec: str) -> None:
     with pytest.raises(EncodeError) as info:
         thrift.encode(obj, codec)  # type: ignore[arg-type]
