@@ -14,7 +14,7 @@ from opwire.cli.options import LOADING_HELP, add_budget_flags, add_loading
 from opwire.schema import models as m
 from opwire.serde.archive import is_zip
 from opwire.serde.detect import load_any
-from opwire.serde.signature import extern_inputs, op_name, program_signature
+from opwire.program.signature import extern_inputs, op_name, program_signature
 
 __all__ = ["add_parser", "run", "summarize"]
 

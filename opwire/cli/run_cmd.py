@@ -79,7 +79,7 @@ def _inputs(py: dict[str, Any], runner: Any, signature: Any) -> tuple[tuple[Any,
     """(args, kwargs) from named user inputs (in graph order) or from 'args'/'kwargs' entries, checked first."""
     import torch.utils._pytree as pytree
 
-    from opwire.serde.signature import check_inputs
+    from opwire.program.signature import check_inputs
 
     names = [p.name for p in signature.inputs]
     if py and set(py) <= {"args", "kwargs"} and not set(names) & {"args", "kwargs"}:
@@ -125,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     import opwire
     from opwire.proxy_executor.graph import ProgramRunner
     from opwire.serde import objects as _values
-    from opwire.serde.signature import program_signature
+    from opwire.program.signature import program_signature
 
     runner = ProgramRunner(
         _load_program(args.program, args.max_elements),

@@ -1,4 +1,4 @@
-"""opwire.serde.signature: op spelling, symbolic sizes shown readably, what extern nodes read, input checks."""
+"""opwire.program.signature: op spelling, symbolic sizes shown readably, what extern nodes read, input checks."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import torch
 from opwire.errors import BindError
 from opwire.proxy_executor.graph import unregistered_pytree_types
 from opwire.schema import models as m
-from opwire.serde.signature import Port, Signature, check_inputs, extern_inputs, op_name, sym_text
+from opwire.program.signature import Port, Signature, check_inputs, extern_inputs, op_name, sym_text
 
 
 @pytest.mark.parametrize(
