@@ -7,9 +7,10 @@ budgets, and returns an `OpenedProgram` (programs and archives, opened lazily) o
 
 from __future__ import annotations
 
+from opwire.program.containers import CONTAINERS, Container, Opened
 from opwire.program.kinds import KINDS, FindingsFile, Kind, StreamedTrace
 from opwire.program.opened import OpenedProgram, opened_of
-from opwire.program.opener import CONTAINERS, Container, open
+from opwire.program.opener import open
 
 __all__ = [
     "CONTAINERS",
@@ -17,6 +18,7 @@ __all__ = [
     "Container",
     "FindingsFile",
     "Kind",
+    "Opened",
     "OpenedProgram",
     "StreamedTrace",
     "open",

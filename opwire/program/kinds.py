@@ -50,8 +50,8 @@ class StreamedTrace:
 
 @dataclass(frozen=True)
 class FindingsFile:
-    """A findings document read within the budgets: its top-level JSON object, not yet checked entry by entry."""
+    """A findings document read within the budgets: its top-level JSON value, not yet checked entry by entry."""
 
     source: str
-    document: dict[str, Any] = field(repr=False)
+    document: Any = field(repr=False)
     kind: Kind = "findings"

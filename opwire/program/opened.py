@@ -26,6 +26,7 @@ from opwire.serde.bindings import bound_tensors, first_missing
 
 if TYPE_CHECKING:
     import torch
+    from torch import Tensor
 
     from opwire.program.signature import Signature
     from opwire.serde.pt2 import Pt2Archive
@@ -80,6 +81,11 @@ class OpenedProgram:
         return model.program if isinstance(model, m.OpwireArchive) else model
 
     @property
+    def pt2(self) -> Pt2Archive | None:
+        """The lazy .pt2 archive this reads from (None when it was opened from anything else)."""
+        return self._pt2
+
+    @property
     def model(self) -> m.ExportedProgram | m.OpwireArchive | None:
         """The model this was opened from or decoded into (None for a lazy .pt2 archive)."""
         return self._resolved()
@@ -128,7 +134,7 @@ class OpenedProgram:
             "constants": {n: pt2.constant(n) for n in pt2.constant_entries},
         }
 
-    def load_tensors(self, device: str | torch.device | None) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    def load_tensors(self, device: str | torch.device | None) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
         """(parameters and persistent buffers, constants) as tensors on `device`, gradients off."""
         from opwire.serde import tensors as _tensors
 
@@ -216,7 +222,8 @@ class OpenedProgram:
         self.close()
 
     def __repr__(self) -> str:
-        state = "decoded" if self._model is not None or (self._pt2 is not None and "program" in vars(self._pt2)) else "lazy"
+        decoded = self._model is not None or (self._pt2 is not None and "program" in vars(self._pt2))
+        state = "decoded" if decoded else "lazy"
         return f"<opwire.OpenedProgram {self.kind} from {self.source} ({state})>"
 
 

@@ -18,15 +18,15 @@ import torch
 import torch.utils._pytree as pytree
 
 from opwire.errors import BindError, DecodeError
+from opwire.program import OpenedProgram
+from opwire.program import open as open_program
+from opwire.program.specs import unregistered_pytree_types
 from opwire.proxy_executor.bound import BoundGraph
 from opwire.proxy_executor.budgets import WHILE_LOOP_ITERATIONS, time_limit
 from opwire.proxy_executor.context import BindContext
 from opwire.proxy_executor.convert import convert
 from opwire.proxy_executor.policy import DefaultPolicy
 from opwire.proxy_executor.safety import ExecPolicy
-from opwire.program import OpenedProgram
-from opwire.program import open as open_program
-from opwire.program.specs import unregistered_pytree_types
 from opwire.schema import models as m
 
 __all__ = ["ProgramRunner", "run_program", "unregistered_pytree_types"]

@@ -13,11 +13,12 @@ from pydantic import BaseModel
 from opwire.errors import DecodeError
 from opwire.schema import models as m
 from opwire.serde import budgets
-from opwire.serde.archive import ZipArchive
 from opwire.serde import json as json_codec
+from opwire.serde.archive import ZipArchive
 from opwire.serde.json import JSON_ROOTS, json_root, looks_like_json
 
 __all__ = ["JSON_ROOTS", "aoti_wrapper", "decode_bytes", "detect_json_root", "looks_like_json"]
+
 
 def detect_json_root(data: bytes, source: str = "") -> type[BaseModel]:
     """The model class a JSON document holds, judged by its top-level keys."""
