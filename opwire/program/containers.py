@@ -23,9 +23,17 @@ from opwire.serde.files import read_head, read_input
 __all__ = ["CONTAINERS", "Budgets", "Container", "Opened", "from_bytes", "is_zip_head", "want"]
 
 Opened = (
-    OpenedProgram | m.ExternKernelNodes | m.CallTrace | StreamedTrace | m.OpLibrarySnapshot | m.Values | FindingsFile
+    OpenedProgram
+    | m.ExternKernelNodes
+    | m.CallTrace
+    | StreamedTrace
+    | m.OpLibrarySnapshot
+    | m.Values
+    | FindingsFile
+    | BaseModel
 )
-"""What `opwire.open` returns: an opened program, or a file of another kind as its own type."""
+"""What `opwire.open` returns: an opened program, or a file of another kind as its own type (any other root
+model of the schema, a framed `Node` say, as that model)."""
 
 
 @dataclass(frozen=True)
@@ -160,9 +168,13 @@ def _json_top(data: bytes, where: str, object_only: bool = True) -> Any:
 def _decode_root(root: str, data: bytes, where: str, b: Budgets, expect: Kind | None) -> Opened:
     kind = ROOT_KINDS.get(root)
     cls = m.MODELS.get(root)
-    if kind is None or cls is None or root == "TraceFrame":
+    if cls is None or root == "TraceFrame":
         what = "a streamed trace (open it from its file)" if root == "TraceFrame" else f"root type {root!r}"
         raise DecodeError(f"{where}: holds {what}, which opwire.open does not read from bytes")
+    if kind is None:  # a model of the schema that is no file kind (a framed `Node`): only when nothing is expected
+        if expect is not None:
+            raise DecodeError(f"{where}: expected {KINDS[expect]}, got a {root} model")
+        return _decode_model(data, cls, where, b)  # type: ignore[no-any-return]
     want(kind, expect, where)
     if kind == "program" or kind == "archive":
 
