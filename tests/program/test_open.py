@@ -91,9 +91,9 @@ def test_expect_refuses_another_kind_with_what_came(files: dict[str, Any]) -> No
         "file holds"
     )
     assert opwire.open(d / "net.pt2", expect="program").kind == "archive"  # an archive holds a program
-    with pytest.raises(DecodeError, match="expected an archive with weights .* got an exported program"):
+    with pytest.raises(DecodeError, match=r"expected an archive with weights .* got an exported program"):
         opwire.open(d / "net.json", expect="archive")
-    with pytest.raises(DecodeError, match="expected a trace .* got an extern-node file"):
+    with pytest.raises(DecodeError, match=r"expected a trace .* got an extern-node file"):
         opwire.open(m.ExternKernelNodes(nodes=[]), expect="trace")
     with pytest.raises(ValueError, match="unknown kind 'model'"):
         opwire.open(d / "net.json", expect="model")  # type: ignore[call-overload]
@@ -113,7 +113,7 @@ def test_budgets_apply_to_every_kind(files: dict[str, Any], tmp_path: Path) -> N
         opwire.open(d / "findings.json", max_elements=1)
     with pytest.raises(DecodeError, match="max_elements"):
         opwire.open(d / "net.json", max_elements=10)
-    with pytest.raises(DecodeError, match="cannot read .*missing.json"):
+    with pytest.raises(DecodeError, match=r"cannot read .*missing\.json"):
         opwire.open(tmp_path / "missing.json")
     with pytest.raises(DecodeError, match="Expected a path, bytes, an opwire model"):
         opwire.open(42)
