@@ -73,11 +73,13 @@ def _summarize_program(opened: OpenedProgram) -> dict[str, Any]:
         model = opened.model
         assert model is not None
         return summarize(model)
+    from opwire.serde.pt2 import Pt2Archive
+
     summary = summarize(opened.program)
     summary.pop("kind")
+    head: dict[str, Any] = {"kind": "pt2 archive", "model": pt2.model} if isinstance(pt2, Pt2Archive) else {}
     return {
-        "kind": "pt2 archive",
-        "model": pt2.model,
+        **(head or {"kind": f"archive ({type(pt2).__name__})"}),
         **summary,
         "weights": len(opened.tensor_names("weights")),
         "stored_constants": len(opened.tensor_names("constants")),

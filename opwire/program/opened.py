@@ -17,8 +17,8 @@ run instead would cost what binding saves.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from collections.abc import Callable, Hashable, Mapping
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from opwire.errors import DecodeError
 from opwire.schema import models as m
@@ -29,9 +29,24 @@ if TYPE_CHECKING:
     from torch import Tensor
 
     from opwire.program.signature import Signature
-    from opwire.serde.pt2 import Pt2Archive
 
-__all__ = ["OpenedProgram", "opened_of"]
+
+class LazyArchive(Protocol):
+    """What an archive opened lazily offers (`opwire.serde.pt2.Pt2Archive`; any mappable archive format)."""
+
+    @property
+    def program(self) -> m.ExportedProgram: ...
+    @property
+    def weight_entries(self) -> Mapping[str, Any]: ...
+    @property
+    def constant_entries(self) -> Mapping[str, Any]: ...
+    def weight(self, name: str) -> m.TensorValue: ...
+    def constant(self, name: str) -> m.TensorValue: ...
+    def materialize(self) -> m.OpwireArchive: ...
+    def close(self) -> None: ...
+
+
+__all__ = ["LazyArchive", "OpenedProgram", "opened_of"]
 
 T = TypeVar("T")
 Table = Literal["weights", "constants"]
@@ -47,7 +62,7 @@ class OpenedProgram:
         *,
         model: m.ExportedProgram | m.OpwireArchive | None = None,
         decode: Callable[[], m.ExportedProgram | m.OpwireArchive] | None = None,
-        pt2: Pt2Archive | None = None,
+        pt2: LazyArchive | None = None,
         owns_pt2: bool = False,
     ) -> None:
         self.kind = kind
@@ -81,8 +96,8 @@ class OpenedProgram:
         return model.program if isinstance(model, m.OpwireArchive) else model
 
     @property
-    def pt2(self) -> Pt2Archive | None:
-        """The lazy .pt2 archive this reads from (None when it was opened from anything else)."""
+    def pt2(self) -> LazyArchive | None:
+        """The lazy archive this reads from (a .pt2's `Pt2Archive`; None when opened from anything else)."""
         return self._pt2
 
     @property
@@ -104,9 +119,8 @@ class OpenedProgram:
             return list(model.weights if table == "weights" else model.constants)
         if self._pt2 is not None:
             entries = self._pt2.weight_entries if table == "weights" else self._pt2.constant_entries
-            if entries or self._pt2.layout != "legacy":
-                return list(entries)
-            return list(bound_tensors(self.program)[0 if table == "weights" else 1])
+            # a legacy .pt2 keeps its tensors in one pickle with no index: the names the program binds
+            return list(entries or bound_tensors(self.program)[0 if table == "weights" else 1])
         return []
 
     def tensor_values(self, table: Table) -> dict[str, m.TensorValue]:

@@ -23,7 +23,10 @@ from opwire.schema.edits import edit_count, snapshot, track, unchanged
 
 __all__ = ["ProxyExecutor", "load_extern_nodes"]
 
-# plans of nodes passed to call(node); graphs are bound by their runner (bound.BoundGraph), not here
+# Plans of nodes passed to call(node). Graphs are bound by their runner (bound.BoundGraph), which the opened
+# program owns (opwire.program.OpenedProgram.bound); a node handed to call() belongs to no opened program
+# (the caller built it, or took it from anywhere), so this executor is the only owner its plan can have.
+# Its staleness is judged by the same one mechanism as every bound graph's: opwire.schema.edits.
 _AD_HOC_PLANS = 4096
 
 
