@@ -102,9 +102,15 @@ def _check_specs(program: m.ExportedProgram) -> None:
 
 def _read(src: Path, to: str, model: str | None, allow_pickle: bool, max_elements: int) -> _Root:
     """The program alone when only JSON is wanted (a .pt2's weights stay unread), else the whole archive."""
+    from opwire.program import OpenedProgram
     from opwire.program import open as open_file
 
-    opened = open_file(src, expect="program", model=model, allow_pickle=allow_pickle, max_elements=max_elements)
+    opened = open_file(src, model=model, allow_pickle=allow_pickle, max_elements=max_elements)
+    if not isinstance(opened, OpenedProgram):
+        raise DecodeError(
+            f"{src}: holds a {type(opened).__name__}; convert handles programs (ExportedProgram) and archives "
+            "(OpwireArchive)"
+        )
     if to == "json" or opened.kind == "program":
         return opened.program
     return opened.archive()

@@ -144,8 +144,7 @@ def from_bytes(data: bytes, where: str, b: Budgets, expect: Kind | None) -> Open
     found = json_codec.json_root(top)
     if found is None:
         raise DecodeError(
-            f"{where}: a JSON object with keys {sorted(top)[:6]} is none of the kinds opwire reads "
-            f"({', '.join(KINDS)}); `opwire inspect` tells what a file holds"
+            f"{where}: a JSON object with keys {sorted(top)[:6]} is none of the types opwire reads ({', '.join(KINDS)})"
         )
     return _decode_root(found, data, where, b, expect)
 

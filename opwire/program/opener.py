@@ -158,19 +158,13 @@ def open(
 
 
 def _open_path(path: Path, b: Budgets, expect: Kind | None) -> Opened:
-    try:
-        head = read_head(path)
-    except OSError as exc:
-        raise DecodeError(f"cannot read {path}: {exc.strerror or exc}") from None
+    head = read_head(path)  # an OSError (a missing file) is the caller's to report, as open() does
     for container in CONTAINERS:
         if container.sniff(head):
-            try:
-                return container.open(path, b, expect)
-            except OSError as exc:
-                raise DecodeError(f"cannot read {path}: {exc.strerror or exc}") from None
+            return container.open(path, b, expect)
     raise DecodeError(
-        f"{path}: neither a .pt2 zip archive, JSON, nor a file opwire wrote in Thrift form (it starts with "
-        f"{head[:8]!r}); expected {KINDS[expect] if expect else 'one of: ' + ', '.join(KINDS)}"
+        f"{path}: neither a .pt2 zip archive, JSON, nor a file opwire wrote in Thrift form (no opwire header; it "
+        f"starts with {head[:8]!r}); expected {KINDS[expect] if expect else 'one of: ' + ', '.join(KINDS)}"
     )
 
 

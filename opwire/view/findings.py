@@ -55,6 +55,8 @@ def load_findings(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     try:
         found = open_file(p, expect="findings", max_bytes=_MAX_BYTES)
+    except OSError as exc:
+        raise DecodeError(f"cannot read findings file {p}: {exc.strerror or exc}") from None
     except DecodeError as exc:
         raise DecodeError(f"{exc}; a findings file must be JSON (docs/view.md)") from None
     return _normalize(found.document, str(p))

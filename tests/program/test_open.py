@@ -113,7 +113,7 @@ def test_budgets_apply_to_every_kind(files: dict[str, Any], tmp_path: Path) -> N
         opwire.open(d / "findings.json", max_elements=1)
     with pytest.raises(DecodeError, match="max_elements"):
         opwire.open(d / "net.json", max_elements=10)
-    with pytest.raises(DecodeError, match=r"cannot read .*missing\.json"):
+    with pytest.raises(FileNotFoundError):
         opwire.open(tmp_path / "missing.json")
     with pytest.raises(DecodeError, match="Expected a path, bytes, an opwire model"):
         opwire.open(42)

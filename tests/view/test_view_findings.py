@@ -98,7 +98,7 @@ def test_bad_findings_files(tmp_path: Path, doc: Any, message: str) -> None:
 
 
 def test_missing_findings_file(tmp_path: Path) -> None:
-    with pytest.raises(DecodeError, match=r"cannot read .*nope\.json: No such file"):
+    with pytest.raises(DecodeError, match="cannot read findings file"):
         load_findings(tmp_path / "nope.json")
 
 
