@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     from opwire.program.signature import Signature
 
 
+__all__ = ["LazyArchive", "OpenedProgram", "opened_of"]
+
+
 class LazyArchive(Protocol):
     """What an archive opened lazily offers (`opwire.serde.pt2.Pt2Archive`; any mappable archive format)."""
 
@@ -45,8 +48,6 @@ class LazyArchive(Protocol):
     def materialize(self) -> m.OpwireArchive: ...
     def close(self) -> None: ...
 
-
-__all__ = ["LazyArchive", "OpenedProgram", "opened_of"]
 
 T = TypeVar("T")
 Table = Literal["weights", "constants"]
@@ -74,6 +75,7 @@ class OpenedProgram:
         self._lock = threading.RLock()
         self._tables: dict[str, dict[str, m.TensorValue]] = {}
         self._checked: tuple[Any, Any] | None = None
+        self._checked_token: tuple[Any, ...] = ()
         self._bound: dict[Hashable, tuple[tuple[Any, ...], Any]] = {}
 
     # ------------------------------------------------------------------------------- the program
@@ -193,7 +195,7 @@ class OpenedProgram:
             return self._checked
 
     def _model_token_is_current(self) -> bool:
-        return self._model is None or _same(getattr(self, "_checked_token", ()), self._token())
+        return self._model is None or _same(self._checked_token, self._token())
 
     # ------------------------------------------------------------------------------ bound state
     def _token(self) -> tuple[Any, ...]:
