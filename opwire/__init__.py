@@ -26,6 +26,8 @@ from opwire.serde import dumps, loads
 # public name -> module that defines it (imported lazily by __getattr__)
 _LAZY = {
     "schema_diff": "opwire.schema.diff",
+    "open": "opwire.program",
+    "OpenedProgram": "opwire.program",
     "ProxyExecutor": "opwire.proxy_executor",
     "DefaultPolicy": "opwire.proxy_executor",
     "run_program": "opwire.proxy_executor",
@@ -45,6 +47,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:  # what mypy and IDEs see for the lazy names: the real objects and signatures
+    from opwire.program import OpenedProgram, open
     from opwire.proxy_executor import DefaultPolicy, ProxyExecutor, run_program
     from opwire.recording import ReplayReport, Trace, TraceDiff, diff_traces, load_trace, record, replay
     from opwire.schema.diff import schema_diff
@@ -61,6 +64,7 @@ __all__ = [
     "KernelError",
     "OpReport",
     "OpValidationError",
+    "OpenedProgram",
     "OpwireError",
     "OpwireWarning",
     "ProxyExecutor",
@@ -74,6 +78,7 @@ __all__ = [
     "dumps",
     "load_trace",
     "loads",
+    "open",
     "record",
     "replay",
     "run_program",

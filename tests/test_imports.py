@@ -17,7 +17,9 @@ def _modules_after(statement: str) -> set[str]:
     return set(out.split())
 
 
-@pytest.mark.parametrize("statement", ["import opwire", "import opwire.schema", "import opwire.serde"])
+@pytest.mark.parametrize(
+    "statement", ["import opwire", "import opwire.schema", "import opwire.serde", "import opwire; opwire.open"]
+)
 def test_light_imports_load_no_torch_and_no_executor(statement: str) -> None:
     loaded = _modules_after(statement)
     assert "torch" not in loaded

@@ -17,7 +17,6 @@ from opwire.cli.options import LOADING_HELP, add_budget_flags, add_loading
 from opwire.errors import DecodeError
 from opwire.schema import models as m
 from opwire.serde import budgets
-from opwire.serde.archive import is_zip
 
 __all__ = ["TARGETS", "add_parser", "convert", "run"]
 
@@ -77,10 +76,7 @@ def convert(
     if to not in TARGETS:
         raise DecodeError(f"unknown target format {to!r}: expected one of {', '.join(TARGETS)}")
     src, dst = Path(src), Path(dst)
-    if is_zip(src):
-        obj = _read_pt2(src, to, model, allow_pickle, max_elements)
-    else:
-        obj = _read_file(src, max_elements)
+    obj = _read(src, to, model, allow_pickle, max_elements)
     _check_specs(obj.program if isinstance(obj, m.OpwireArchive) else obj)
     if to == "pt2":
         from opwire.serde import pt2
@@ -104,32 +100,20 @@ def _check_specs(program: m.ExportedProgram) -> None:
         check_spec(spec, where)
 
 
-def _read_pt2(src: Path, to: str, model: str | None, allow_pickle: bool, max_elements: int) -> _Root:
-    """The program alone when only JSON is wanted (weights stay unread), else the whole archive."""
-    from opwire.serde import pt2
+def _read(src: Path, to: str, model: str | None, allow_pickle: bool, max_elements: int) -> _Root:
+    """The program alone when only JSON is wanted (a .pt2's weights stay unread), else the whole archive."""
+    from opwire.program import OpenedProgram
+    from opwire.program import open as open_file
 
-    with pt2.open(src, model=model, allow_pickle=allow_pickle, max_elements=max_elements) as archive:
-        return archive.program if to == "json" else archive.materialize()
-
-
-def _read_file(src: Path, max_elements: int) -> _Root:
-    """A program or OpwireArchive from JSON or a framed Thrift file (recognized by opwire.serde.detect)."""
-    from opwire.serde.detect import load_any
-
-    return _narrow(load_any(src, max_elements=max_elements), src)
-
-
-def _accept(root: str, src: Path) -> None:
-    if root not in ("ExportedProgram", "OpwireArchive"):
+    opened = open_file(src, model=model, allow_pickle=allow_pickle, max_elements=max_elements)
+    if not isinstance(opened, OpenedProgram):
         raise DecodeError(
-            f"{src}: holds a {root}; convert handles programs (ExportedProgram) and archives (OpwireArchive)"
+            f"{src}: holds a {type(opened).__name__}; convert handles programs (ExportedProgram) and archives "
+            "(OpwireArchive)"
         )
-
-
-def _narrow(obj: object, src: Path) -> _Root:
-    if not isinstance(obj, m.ExportedProgram | m.OpwireArchive):
-        _accept(type(obj).__name__, src)
-    return cast(_Root, obj)
+    if to == "json" or opened.kind == "program":
+        return opened.program
+    return opened.archive()
 
 
 def _bare_archive(program: m.ExportedProgram, src: Path) -> m.OpwireArchive:

@@ -11,8 +11,8 @@ from opwire.cli.exec_flags import add_exec_flags
 from opwire.cli.options import LOADING_HELP, add_budget_flags, add_loading
 from opwire.cli.values import INPUTS_HELP, describe, read_inputs, text
 from opwire.errors import BindError, OpwireError
+from opwire.program.signature import extern_inputs, op_name
 from opwire.proxy_executor.policy import DefaultPolicy
-from opwire.serde.signature import extern_inputs, op_name
 
 __all__ = ["add_parser", "run"]
 

@@ -6,15 +6,17 @@ import argparse
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from opwire.cli.options import LOADING_HELP, add_budget_flags, add_loading
+from opwire.program.signature import extern_inputs, op_name, program_signature
 from opwire.schema import models as m
 from opwire.serde.archive import is_zip
-from opwire.serde.detect import load_any
-from opwire.serde.signature import extern_inputs, op_name, program_signature
+
+if TYPE_CHECKING:
+    from opwire.program import OpenedProgram
 
 __all__ = ["add_parser", "run", "summarize"]
 
@@ -41,12 +43,22 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the summary; exit 0, or 2 when the file is unreadable."""
+    import opwire
+    from opwire.program import FindingsFile, OpenedProgram, StreamedTrace
+
     path = Path(args.file)
-    limit = args.max_elements
-    if _is_streamed_trace(path):
+    obj = opwire.open(path, max_elements=args.max_elements)  # judged by its first bytes, within the budgets
+    if isinstance(obj, StreamedTrace):
         summary = _summarize_stream(path)
+    elif isinstance(obj, OpenedProgram):
+        summary = _summarize_program(obj)
+    elif isinstance(obj, FindingsFile):
+        entries = obj.document.get("findings", obj.document.get("reports"))
+        summary = {"kind": "findings", "entries": len(entries) if isinstance(entries, list) else 0}
     else:
-        summary = _summarize_zip(path, limit) if is_zip(path) else summarize(load_any(path, max_elements=limit))
+        summary = summarize(obj)
+        if is_zip(path):
+            summary["kind"] = f"AOTInductor package ({summary['kind']})"
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
@@ -54,11 +66,24 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _is_streamed_trace(path: Path) -> bool:
-    from opwire.recording.stream import is_stream
+def _summarize_program(opened: OpenedProgram) -> dict[str, Any]:
+    """A program or archive; of a .pt2 only the program's JSON is read (never a weight)."""
+    pt2 = opened.pt2
+    if pt2 is None:
+        model = opened.model
+        assert model is not None
+        return summarize(model)
+    from opwire.serde.pt2 import Pt2Archive
 
-    with open(path, "rb") as f:
-        return is_stream(f.read(256))
+    summary = summarize(opened.program)
+    summary.pop("kind")
+    head: dict[str, Any] = {"kind": "pt2 archive", "model": pt2.model} if isinstance(pt2, Pt2Archive) else {}
+    return {
+        **(head or {"kind": f"archive ({type(pt2).__name__})"}),
+        **summary,
+        "weights": len(opened.tensor_names("weights")),
+        "stored_constants": len(opened.tensor_names("constants")),
+    }
 
 
 def _summarize_stream(path: Path) -> dict[str, Any]:
@@ -79,23 +104,6 @@ def _summarize_stream(path: Path) -> dict[str, Any]:
     if trace.cut is not None:
         summary["cut"] = trace.cut
     summary["ops"] = dict(Counter(r.target for r in trace).most_common())
-    return summary
-
-
-def _summarize_zip(path: Path, max_elements: int) -> dict[str, Any]:
-    """Summarize a .pt2 archive reading only its JSON entries (never a weight)."""
-    obj = load_any(path, lazy_archive=True, max_elements=max_elements)
-    summary = summarize(obj)
-    if isinstance(obj, m.ExportedProgram):
-        from opwire.serde import pt2
-
-        with pt2.open(path) as archive:
-            summary.pop("kind")
-            summary = {"kind": "pt2 archive", "model": archive.model, **summary}
-            summary["weights"] = len(archive.weight_entries)
-            summary["stored_constants"] = len(archive.constant_entries)
-    else:
-        summary["kind"] = f"AOTInductor package ({summary['kind']})"
     return summary
 
 

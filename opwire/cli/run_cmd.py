@@ -63,23 +63,23 @@ def _add_node_flags(p: Any) -> None:
 
 
 def _load_program(path: str, max_elements: int) -> Any:
-    """The program or archive in `path`, read once; an extern-node file (AOTInductor's) is sent to `opwire exec`."""
-    from opwire.serde.detect import load_any
+    """The program or archive in `path`, opened lazily; an extern-node file (AOTInductor's) is sent to `opwire exec`."""
+    import opwire
 
-    obj = load_any(path, max_elements=max_elements)
+    obj = opwire.open(path, max_elements=max_elements)
     if isinstance(obj, m.ExternKernelNodes):
         raise DecodeError(
             f"{path} holds AOTInductor extern nodes (ExternKernelNodes), not a program; run it with "
             f"`opwire exec {path} --inputs VALUES` (`opwire inspect {path}` lists the names it reads)"
         )
-    return obj
+    return opwire.open(obj, expect="program")  # another kind is a DecodeError saying what the file holds
 
 
 def _inputs(py: dict[str, Any], runner: Any, signature: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """(args, kwargs) from named user inputs (in graph order) or from 'args'/'kwargs' entries, checked first."""
     import torch.utils._pytree as pytree
 
-    from opwire.serde.signature import check_inputs
+    from opwire.program.signature import check_inputs
 
     names = [p.name for p in signature.inputs]
     if py and set(py) <= {"args", "kwargs"} and not set(names) & {"args", "kwargs"}:
@@ -123,9 +123,9 @@ def run(args: argparse.Namespace) -> int:
     import torch.utils._pytree as pytree
 
     import opwire
+    from opwire.program.signature import program_signature
     from opwire.proxy_executor.graph import ProgramRunner
     from opwire.serde import objects as _values
-    from opwire.serde.signature import program_signature
 
     runner = ProgramRunner(
         _load_program(args.program, args.max_elements),

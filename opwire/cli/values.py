@@ -37,29 +37,30 @@ def read_inputs(
 ) -> dict[str, Any]:
     """The Python values an inputs file holds, by name (`dtypes` gives plain-JSON tensors their dtype)."""
     import opwire
+    from opwire.program import open as open_file
     from opwire.schema import models as m
     from opwire.serde import framing
     from opwire.serde.files import read_head, read_input
 
     try:
         head = read_head(path)  # the first bytes decide before the rest is read (/dev/zero is refused here)
-        if not (head.startswith(b"PK\x03\x04") or framing.has_header(head) or head.lstrip()[:1] == b"{"):
-            if fmt in (None, "json"):
-                raise DecodeError(
-                    f"{path}: not a Values JSON object (it starts with {head[:8]!r}), a plain JSON object, a "
-                    "torch.save file nor a file opwire wrote in Thrift form; pass --inputs-format binary|compact "
-                    "for raw Thrift"
-                )
+        if head.startswith(b"PK\x03\x04"):
+            return _torch_saved(path, allow_pickle)
+        if fmt not in (None, "json") and not framing.has_header(head):  # raw Thrift: the caller named the codec
+            raw = read_input(path, what="--inputs file")
+            return opwire.serde.python_values(opwire.loads(raw, m.Values, format=fmt, max_elements=max_elements))  # type: ignore[call-overload]
+        if not (framing.has_header(head) or head.lstrip()[:1] == b"{"):
+            raise DecodeError(
+                f"{path}: not a Values JSON object (it starts with {head[:8]!r}), a plain JSON object, a "
+                "torch.save file nor a file opwire wrote in Thrift form; pass --inputs-format binary|compact "
+                "for raw Thrift"
+            )
         data = read_input(path, what="--inputs file")  # within the input-size budget
     except OSError as exc:
         raise DecodeError(f"cannot read --inputs {path}: {exc.strerror or exc}") from None
-    if data.startswith(b"PK\x03\x04"):
-        return _torch_saved(path, allow_pickle)
-    if fmt is None and framing.has_header(data):
-        fmt = framing.read_header(data, path).codec
-    if fmt in (None, "json") and not _is_values_json(data):
+    if not framing.has_header(data) and not _is_values_json(data):
         return _plain_json(data, path, dtypes or {})
-    values = opwire.loads(data, m.Values, format=fmt or "json", max_elements=max_elements)  # type: ignore[call-overload]
+    values: m.Values = open_file(path, expect="values", max_elements=max_elements)  # sniffed and budgeted there
     return opwire.serde.python_values(values)
 
 

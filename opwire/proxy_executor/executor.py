@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping, MutableSequence, Sequen
 from pathlib import Path
 from typing import Any
 
-from opwire.errors import BindError, DecodeError
+from opwire.errors import BindError
 from opwire.proxy_executor.bound import run_plan
 from opwire.proxy_executor.context import BindContext
 from opwire.proxy_executor.flat import FlatPlan, build_flat
@@ -23,32 +23,19 @@ from opwire.schema.edits import edit_count, snapshot, track, unchanged
 
 __all__ = ["ProxyExecutor", "load_extern_nodes"]
 
-# plans of nodes passed to call(node); graphs are bound by their runner (bound.BoundGraph), not here
+# Plans of nodes passed to call(node). Graphs are bound by their runner (bound.BoundGraph), which the opened
+# program owns (opwire.program.OpenedProgram.bound); a node handed to call() belongs to no opened program
+# (the caller built it, or took it from anywhere), so this executor is the only owner its plan can have.
+# Its staleness is judged by the same one mechanism as every bound graph's: opwire.schema.edits.
 _AD_HOC_PLANS = 4096
 
 
 def load_extern_nodes(path: str | Path, *, max_elements: int | None = None) -> m.ExternKernelNodes:
     """The extern-node JSON AOTInductor writes (`<hash>.wrapper.json`), or the one inside a `.pt2` package."""
-    from opwire.serde import budgets
-    from opwire.serde import json as _json
-    from opwire.serde.archive import ZipArchive, is_zip
-    from opwire.serde.detect import aoti_wrapper
-    from opwire.serde.files import read_input
+    from opwire.program import open as open_file
 
-    p = Path(path)
-    limit = budgets.MAX_ELEMENTS if max_elements is None else max_elements
-    if is_zip(p):
-        with ZipArchive(p) as z:
-            name = aoti_wrapper(z)
-            if name is None:
-                raise DecodeError(
-                    f"{p}: expected exactly one data/aotinductor/**/*.wrapper.json in the package, found 0; "
-                    "was the model compiled with extern (fallback) kernels?"
-                )
-            return _json.decode(z.read(name), m.ExternKernelNodes, source=f"{p}:{name}", max_elements=limit)
-    from opwire.serde import loads
-
-    return loads(read_input(p, what="extern-node file"), m.ExternKernelNodes, max_elements=limit)
+    nodes: m.ExternKernelNodes = open_file(path, expect="extern_nodes", max_elements=max_elements)
+    return nodes
 
 
 class ProxyExecutor:

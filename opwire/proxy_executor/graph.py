@@ -18,6 +18,9 @@ import torch
 import torch.utils._pytree as pytree
 
 from opwire.errors import BindError, DecodeError
+from opwire.program import OpenedProgram
+from opwire.program import open as open_program
+from opwire.program.specs import unregistered_pytree_types
 from opwire.proxy_executor.bound import BoundGraph
 from opwire.proxy_executor.budgets import WHILE_LOOP_ITERATIONS, time_limit
 from opwire.proxy_executor.context import BindContext
@@ -29,6 +32,8 @@ from opwire.schema import models as m
 __all__ = ["ProgramRunner", "run_program", "unregistered_pytree_types"]
 
 Env = dict[str, Any]
+Openable = m.OpwireArchive | m.ExportedProgram | OpenedProgram | str | Path | Any
+"""What a program can be given as: anything `opwire.open` opens as a program."""
 
 
 class ProgramRunner:
@@ -42,7 +47,7 @@ class ProgramRunner:
 
     def __init__(
         self,
-        program_or_archive: m.OpwireArchive | m.ExportedProgram | str | Path,
+        program_or_archive: Openable,
         device: str | torch.device | None = None,
         policy: DefaultPolicy | str = DefaultPolicy.FROM_SCHEMA,
         observer: Callable[[m.Node, Mapping[str, Any]], None] | None = None,
@@ -55,18 +60,20 @@ class ProgramRunner:
         self.exec_policy = (
             exec_policy if exec_policy is not None else ExecPolicy(allow_ops, max_while_iterations, timeout)
         )
-        archive = _as_archive(program_or_archive)
+        opened = open_program(program_or_archive, expect="program")
         self.observer = observer  # called after each top-level node with its outputs (e.g. `opwire run --save-nodes`)
-        self.archive = archive
-        self.program = archive.program
+        self.opened: OpenedProgram = opened
+        self.program = opened.program
         self.device = device
         self.policy = DefaultPolicy.parse(policy)
         gm = self.program.graph_module
         self.graph = gm.graph
         self.signature = gm.signature
-        self._base_state, self._base_constants = _load_tensors(archive, device)
+        self.in_spec, self.out_spec = opened.check()  # specs parsed and bindings checked once per opened program
+        self._base_state, self._base_constants = opened.load_tensors(device)
+        if isinstance(program_or_archive, str | Path):
+            opened.close()  # opened here from a path: everything needed is read, the file is not kept open
         self.state, self.constants = _fresh(self._base_state, self._base_constants, self.program)
-        self.in_spec, self.out_spec = _specs(gm)
         self._subgraphs: dict[int, tuple[m.Graph, BoundGraph]] = {}
         self._sub_lock = threading.Lock()
         self.bound = BoundGraph(self.graph, "graph", self.policy, BindContext(self._subgraph, self.exec_policy))
@@ -243,59 +250,6 @@ def _value(arg: m.Argument, env: Env, where: str) -> Any:
         raise BindError(f"{where}: refers to {exc.args[0]!r}, which no input or node produced") from None
 
 
-def _specs(gm: m.GraphModule) -> tuple[Any, Any]:
-    """The pytree specs of the top-level call (None when the program has no module call graph).
-
-    Whichever parser reads the spec strings, a failure is explained here, in one place: a class the
-    spec names that no imported module registered is reported by name with the import that fixes it.
-    """
-    from opwire.serde.pytree_spec import loads_spec
-
-    if not gm.module_call_graph or gm.module_call_graph[0].signature is None:
-        return None, None
-    sig = gm.module_call_graph[0].signature
-    where = "graph_module.module_call_graph[0].signature"
-    specs = []
-    for field, text in (("in_spec", sig.in_spec), ("out_spec", sig.out_spec)):
-        try:
-            specs.append(loads_spec(text, f"{where}.{field}"))  # opwire's own reader: imports nothing
-        except DecodeError:
-            unknown = unregistered_pytree_types(text)
-            if unknown:
-                module = unknown[0].rpartition(".")[0] or unknown[0]
-                raise DecodeError(
-                    f"the program's {field} names the pytree class {unknown[0]!r}, which no imported module has "
-                    f"registered; import the module that defines it first (opwire run --import {module}, or "
-                    f"`import {module}` in Python) - at `{where}.{field}`",
-                    f"{where}.{field}",
-                ) from None
-            raise
-    return specs[0], specs[1]
-
-
-def unregistered_pytree_types(spec: str) -> list[str]:
-    """The class names a serialized pytree spec uses that are not registered with torch's pytree (in order)."""
-    import json
-
-    try:
-        doc = json.loads(spec)
-    except (ValueError, RecursionError, TypeError):
-        return []
-    known = pytree.SERIALIZED_TYPE_TO_PYTHON_TYPE
-    out: list[str] = []
-    stack = [doc]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, list):
-            stack.extend(reversed(item))
-        elif isinstance(item, dict):
-            name = item.get("type")
-            if isinstance(name, str) and name not in known and name not in out:
-                out.append(name)
-            stack.extend(reversed(list(item.values())))
-    return out
-
-
 def _flatten_user(args: Sequence[Any], kwargs: Mapping[str, Any], spec: Any) -> list[Any]:
     leaves, got = pytree.tree_flatten((tuple(args), dict(kwargs)))
     if spec is not None and got != spec:
@@ -312,40 +266,7 @@ def _one_line(spec: Any) -> str:
     return " ".join(str(spec).split())
 
 
-# ------------------------------------------------------------------------------------------ loading
-def _as_archive(obj: Any) -> m.OpwireArchive:
-    if isinstance(obj, str | Path):
-        from opwire.serde.detect import load_any
-
-        obj = load_any(obj)
-    if isinstance(obj, torch.export.ExportedProgram):
-        from opwire.serde.torch_bridge import archive_from_exported_program
-
-        obj = archive_from_exported_program(obj)
-    if isinstance(obj, m.ExportedProgram):
-        obj = m.OpwireArchive(program=obj, weights={}, constants={}, opwire_version="")
-    if not isinstance(obj, m.OpwireArchive):
-        raise DecodeError(
-            f"Expected an OpwireArchive, ExportedProgram model, torch ExportedProgram or a path, got "
-            f"{type(obj).__name__}"
-        )
-    return obj
-
-
-def _load_tensors(
-    archive: m.OpwireArchive, device: str | torch.device | None
-) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
-    """Parameters/persistent buffers and constants of the archive as tensors (each runner rebuilds them once)."""
-    from opwire.serde import tensors as _tensors
-
-    state = {k: _tensors.to_tensor(v, device, f"weights[{k!r}]") for k, v in archive.weights.items()}
-    consts = {k: _tensors.to_tensor(v, device, f"constants[{k!r}]") for k, v in archive.constants.items()}
-    for t in [*state.values(), *consts.values()]:
-        t.requires_grad_(False)
-    _check_bound(archive.program, state, consts)
-    return state, consts
-
-
+# ------------------------------------------------------------------------------------------ running
 def _fresh(
     state: dict[str, torch.Tensor], consts: dict[str, torch.Tensor], program: m.ExportedProgram
 ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
@@ -360,21 +281,8 @@ def _fresh(
     )
 
 
-def _check_bound(program: m.ExportedProgram, state: Mapping[str, Any], consts: Mapping[str, Any]) -> None:
-    for i, spec in enumerate(program.graph_module.signature.input_specs):
-        v = spec.value
-        name = {"parameter": "parameter_name", "buffer": "buffer_name", "tensor_constant": "tensor_constant_name"}
-        if spec.type in name and getattr(v, name[spec.type]) not in state and getattr(v, name[spec.type]) not in consts:
-            raise DecodeError(
-                f"the program binds {spec.type} {getattr(v, name[spec.type])!r} but the archive holds no tensor for "
-                f"it - at `graph_module.signature.input_specs[{i}]`; pass an OpwireArchive with its weights "
-                "(opwire.serde.pt2.read or torch_bridge.archive_from_exported_program)",
-                f"graph_module.signature.input_specs[{i}]",
-            )
-
-
 def run_program(
-    program_or_archive: m.OpwireArchive | m.ExportedProgram | str | Path,
+    program_or_archive: Openable,
     args: Sequence[Any],
     kwargs: Mapping[str, Any] | None = None,
     device: str | torch.device | None = None,
@@ -385,66 +293,21 @@ def run_program(
 ) -> Any:
     """Run a serialized program once on `args`/`kwargs` (outputs shaped by its pytree spec; buffers untouched).
 
-    Given the same archive or program model again, the runner built the first time is reused (nodes bound
-    once, tensors rebuilt once); editing the model's nodes in between is seen, editing its weights or
-    constants builds a new runner. `allow_ops` runs ops the execution policy refuses by default;
+    `program_or_archive` is anything `opwire.open` opens as a program: a path (.pt2, JSON, Thrift), an
+    opened program, a lazy `opwire.serde.pt2.open(...)` archive, a model or a torch ExportedProgram. Given
+    the same opened program or model again, the runner built the first time is reused (nodes bound once,
+    tensors rebuilt once); editing the model's nodes in between is seen, replacing its weights or constants
+    builds a new runner. `allow_ops` runs ops the execution policy refuses by default;
     `max_while_iterations` and `timeout` (seconds, between nodes) are the run's budgets (docs/executor.md).
     """
     exec_policy = ExecPolicy(allow_ops, max_while_iterations, timeout)
     return _runner_for(program_or_archive, device, exec_policy).run_fresh(args, kwargs)
 
 
-# run_program keeps its runners on the model the caller passed, in its instance dict under this key:
-# pydantic ignores instance-dict entries that are not fields (in ==, model_dump and opwire's codecs), and
-# the runner dies with the model. (A dict keyed by id() could hand a dead model's runner to a new one;
-# pydantic models are unhashable, so there is no WeakKeyDictionary for them.)
-_RUNNERS = "_opwire_runners"
-
-
-class _Runners:
-    """The runners run_program built for one model, by device; copies of the model start empty."""
-
-    def __init__(self) -> None:
-        self.by_device: dict[tuple[str, tuple[Any, ...]], tuple[tuple[Any, ...], ProgramRunner]] = {}
-        self.lock = threading.Lock()
-
-    def __deepcopy__(self, memo: Any) -> _Runners:
-        return _Runners()
-
-    def __copy__(self) -> _Runners:
-        return _Runners()
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Runners)
-
-    __hash__ = None  # type: ignore[assignment]
-
-
-def _tensor_identity(archive: m.OpwireArchive) -> tuple[Any, ...]:
-    """Identity of the archive's tensor tables and of every field of every payload (an edit changes one)."""
-    out: list[Any] = [archive.weights, archive.constants]
-    for table in (archive.weights, archive.constants):
-        for k, tv in table.items():
-            out += (k, tv, *tv.__dict__.values())
-    return tuple(out)
-
-
 def _runner_for(obj: Any, device: str | torch.device | None, exec_policy: ExecPolicy) -> ProgramRunner:
-    if not isinstance(obj, m.OpwireArchive | m.ExportedProgram):
-        return ProgramRunner(obj, device=device, exec_policy=exec_policy)
-    runners = obj.__dict__.get(_RUNNERS)
-    if not isinstance(runners, _Runners):
-        runners = _Runners()
-        object.__setattr__(obj, _RUNNERS, runners)
-    with runners.lock:
-        key = (str(device), exec_policy.key())
-        hit = runners.by_device.get(key)
-        if hit is not None:
-            tensors, runner = hit
-            same = runner.program is (obj.program if isinstance(obj, m.OpwireArchive) else obj)
-            now = _tensor_identity(runner.archive)
-            if same and len(now) == len(tensors) and all(a is b for a, b in zip(now, tensors, strict=True)):
-                return runner
-        runner = ProgramRunner(obj, device=device, exec_policy=exec_policy)
-        runners.by_device[key] = (_tensor_identity(runner.archive), runner)
-        return runner
+    """The runner of the opened program for this device and policy: the opened program owns it."""
+    opened = open_program(obj, expect="program")
+    return opened.bound(
+        ("runner", str(device), exec_policy.key()),
+        lambda: ProgramRunner(opened, device=device, exec_policy=exec_policy),
+    )

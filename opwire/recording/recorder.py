@@ -236,15 +236,15 @@ def load_trace(path: str | Path, *, max_elements: int | None = None) -> Trace:
     """Read a trace file that `Trace.save`, `opwire.record(path=...)` or `opwire record` wrote (any format).
 
     A streamed trace is opened, not read: records and tensors are read from the file when used. Any other
-    trace is read within the decoding budgets.
+    trace is read within the decoding budgets (through `opwire.program.open`, as every file is).
     """
-    from opwire.serde.files import read_head, read_input
+    from opwire.program import StreamedTrace
+    from opwire.program import open as open_file
 
-    head = read_head(path)
-    if is_stream(head[:256]):
-        return Trace(source=StreamSource(Path(path)))
-    _check_kind(head, str(path))  # a device or a stranger's file is refused before it is read
-    return Trace.loads(read_input(path, what="trace"), str(path), max_elements=max_elements)
+    opened = open_file(path, expect="trace", max_elements=max_elements)
+    if isinstance(opened, StreamedTrace):
+        return Trace(source=StreamSource(opened.path))
+    return Trace(opened)
 
 
 def _header(outputs: str) -> m.TraceHeader:

@@ -124,7 +124,7 @@ def _json_not_thrift(data: bytes | bytearray | memoryview, format: str) -> Decod
     """For Thrift that failed to decode: a DecodeError saying the data is JSON, if it is."""
     import json as _stdlib_json
 
-    from opwire.serde.detect import looks_like_json
+    from opwire.serde.json import looks_like_json
 
     if not looks_like_json(data):
         return None

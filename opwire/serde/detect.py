@@ -1,9 +1,11 @@
-"""Recognize what a file holds (JSON program, extern-node file, framed Thrift, .pt2 zip) and decode it."""
+"""Recognize what bytes hold (JSON by its top-level keys, Thrift by opwire's header) and decode them.
+
+Files (paths, zips, streams, budgets) are opened by `opwire.program` (`opwire.open`), which uses these.
+"""
 
 from __future__ import annotations
 
 import json as _json
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -11,20 +13,11 @@ from pydantic import BaseModel
 from opwire.errors import DecodeError
 from opwire.schema import models as m
 from opwire.serde import budgets
-from opwire.serde.archive import ZipArchive, is_zip
-from opwire.serde.files import read_head, read_input
+from opwire.serde import json as json_codec
+from opwire.serde.archive import ZipArchive
+from opwire.serde.json import JSON_ROOTS, json_root, looks_like_json
 
-__all__ = ["JSON_ROOTS", "aoti_wrapper", "decode_bytes", "detect_json_root", "load_any", "looks_like_json"]
-
-# top-level JSON keys that identify each root type opwire reads as JSON
-JSON_ROOTS: tuple[tuple[str, frozenset[str]], ...] = (
-    ("ExportedProgram", frozenset({"graph_module", "schema_version"})),
-    ("ExternKernelNodes", frozenset({"nodes"})),
-    ("OpwireArchive", frozenset({"program", "weights"})),
-    ("CallTrace", frozenset({"header", "records"})),
-    ("OpLibrarySnapshot", frozenset({"namespaces", "ops"})),
-    ("Values", frozenset({"values"})),
-)
+__all__ = ["JSON_ROOTS", "aoti_wrapper", "decode_bytes", "detect_json_root", "looks_like_json"]
 
 
 def detect_json_root(data: bytes, source: str = "") -> type[BaseModel]:
@@ -39,42 +32,13 @@ def detect_json_root(data: bytes, source: str = "") -> type[BaseModel]:
         ) from None
     if not isinstance(top, dict):
         raise DecodeError(f"{source or 'input'}: expected a JSON object at the top level, got {type(top).__name__}")
-    for name, keys in JSON_ROOTS:
-        if keys <= top.keys():
-            return m.MODELS[name]
+    root = json_root(top)
+    if root is not None:
+        return m.MODELS[root]
     known = ", ".join(name for name, _ in JSON_ROOTS)
     raise DecodeError(
         f"{source or 'input'}: JSON object with keys {sorted(top)[:6]} is none of the types opwire reads ({known})"
     )
-
-
-def load_any(
-    path: str | Path,
-    *,
-    allow_pickle: bool = False,
-    lazy_archive: bool = False,
-    max_elements: int = budgets.MAX_ELEMENTS,
-    max_bytes: int | None = None,
-) -> BaseModel:
-    """Decode a file whatever it holds: .pt2 archive, framed Thrift, or JSON.
-
-    With `lazy_archive=True` a .pt2 export archive yields only its program (no weight is read), and an
-    AOTInductor package yields its extern-kernel nodes. The format is judged from the first bytes, so a
-    file that is none of them (`/dev/zero`) is refused before it is read.
-    """
-    p = Path(path)
-    if is_zip(p):
-        return _load_zip(p, allow_pickle, lazy_archive, max_elements, max_bytes)
-    head = read_head(p)
-    from opwire.serde import framing
-
-    if not looks_like_json(head) and not framing.has_header(head):
-        raise DecodeError(
-            f"{p}: neither a .pt2 zip archive, JSON, nor a file opwire wrote in Thrift form (no opwire header); "
-            "raw Thrift needs its codec and type: opwire.loads(data, cls, format=...)"
-        )
-    data = read_input(p, max_bytes=budgets.MAX_INPUT_BYTES if max_bytes is None else max_bytes)
-    return decode_bytes(data, source=str(p), max_elements=max_elements)
 
 
 def aoti_wrapper(archive: ZipArchive) -> str | None:
@@ -87,36 +51,6 @@ def aoti_wrapper(archive: ZipArchive) -> str | None:
             f"{archive.src}: AOTInductor package with {len(names)} extern-node files ({', '.join(names)}); expected one"
         )
     return names[0] if names else None
-
-
-def _load_zip(p: Path, allow_pickle: bool, lazy: bool, max_elements: int, max_bytes: int | None) -> BaseModel:
-    """A .pt2 export archive (whole or program only), or the extern nodes of an AOTInductor package."""
-    limits: budgets.ArchiveLimits = {"max_elements": max_elements}
-    if max_bytes is not None:
-        limits["max_bytes"] = max_bytes
-    with ZipArchive(p, max_bytes=limits.get("max_bytes", budgets.MAX_ARCHIVE_BYTES)) as z:
-        names = z.names()
-        has_program = any("/models/" in n and n.endswith(".json") for n in names) or any(
-            n.endswith("serialized_exported_program.json") for n in names
-        )
-        wrapper = None if has_program else aoti_wrapper(z)
-        if wrapper is not None:
-            from opwire.serde import json as _json_codec
-
-            return _json_codec.decode(
-                z.read(wrapper), m.ExternKernelNodes, source=f"{p}:{wrapper}", max_elements=max_elements
-            )
-    from opwire.serde import pt2
-
-    with pt2.open(p, allow_pickle=allow_pickle, **limits) as archive:
-        return archive.program if lazy else archive.materialize()
-
-
-def looks_like_json(data: bytes | bytearray | memoryview | str) -> bool:
-    """Whether `data` starts (after whitespace) like a JSON object or array."""
-    if isinstance(data, str):
-        return data.lstrip()[:1] in ("{", "[")
-    return bytes(data[:4096]).lstrip()[:1] in (b"{", b"[")
 
 
 def decode_bytes(
@@ -147,10 +81,8 @@ def decode_bytes(
             f"{where}: neither JSON nor Thrift with opwire's header; raw Thrift needs its codec and type: "
             "opwire.loads(data, cls, format=...)"
         )
-    from opwire.serde import json as _json_codec
-
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
-    _json_codec.check_elements(raw, max_elements, where)  # before detection parses it
-    return _json_codec.decode(
+    json_codec.check_elements(raw, max_elements, where)  # before detection parses it
+    return json_codec.decode(
         raw, detect_json_root(raw, source), source=source, max_depth=depth, max_elements=max_elements
     )

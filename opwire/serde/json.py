@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json as _json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -25,7 +25,16 @@ from opwire.serde._gc import paused_gc
 from opwire.serde._paths import decode_error_from_validation, format_path
 from opwire.serde.framing import MAX_DEPTH, schema_version_error
 
-__all__ = ["JSON_PARSER_DEPTH", "check_elements", "decode", "encode", "to_jsonable"]
+__all__ = [
+    "JSON_PARSER_DEPTH",
+    "JSON_ROOTS",
+    "check_elements",
+    "decode",
+    "encode",
+    "json_root",
+    "looks_like_json",
+    "to_jsonable",
+]
 
 JSON_PARSER_DEPTH = 200
 """Deepest nesting pydantic's JSON parser reads (fixed in pydantic-core); deeper JSON is refused."""
@@ -34,6 +43,30 @@ M = TypeVar("M", bound=BaseModel)
 _Conv = Callable[[Any], Any]
 _ENCODERS: dict[str, _Conv] = {}
 _IDENTITY_KINDS = {"bool", "i8", "i16", "i32", "i64", "string", "enum"}
+
+
+# top-level JSON keys that identify each root type opwire reads as JSON (sniffing is this codec's knowledge)
+JSON_ROOTS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("ExportedProgram", frozenset({"graph_module", "schema_version"})),
+    ("ExternKernelNodes", frozenset({"nodes"})),
+    ("OpwireArchive", frozenset({"program", "weights"})),
+    ("CallTrace", frozenset({"header", "records"})),
+    ("OpLibrarySnapshot", frozenset({"namespaces", "ops"})),
+    ("Values", frozenset({"values"})),
+)
+
+
+def json_root(keys: Iterable[str]) -> str | None:
+    """The root type a JSON object with these top-level keys holds (None: none opwire reads)."""
+    have = set(keys)
+    return next((name for name, need in JSON_ROOTS if need <= have), None)
+
+
+def looks_like_json(data: bytes | bytearray | memoryview | str) -> bool:
+    """Whether `data` starts (after whitespace) like a JSON object or array."""
+    if isinstance(data, str):
+        return data.lstrip()[:1] in ("{", "[")
+    return bytes(data[:4096]).lstrip()[:1] in (b"{", b"[")
 
 
 def _converter(t: TypeRef) -> _Conv | None:
@@ -213,8 +246,6 @@ def _decode_failure(
 
 def _other_root(data: bytes, cls: type[BaseModel]) -> tuple[str | None, list[str]]:
     """(root type the JSON's top-level keys show, fields of `cls` it lacks) when it lacks some, else (None, [])."""
-    from opwire.serde.detect import JSON_ROOTS
-
     try:
         top = _json.loads(data)
     except ValueError:

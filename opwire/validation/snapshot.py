@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import torch
+from pydantic import BaseModel
 
 from opwire.errors import OpValidationError
 from opwire.schema import models as m
@@ -78,22 +79,15 @@ def _wrong_kind(path: str | Path, kind: str) -> OpValidationError:
     )
 
 
-def load_snapshot(path: str | Path) -> m.OpLibrarySnapshot:
-    """Read a snapshot file (JSON, or Thrift with opwire's header) written by `opwire ops snapshot`."""
-    from opwire.serde import framing, thrift
-    from opwire.serde import json as json_codec
-    from opwire.serde.detect import detect_json_root
+def load_snapshot(path: str | Path, *, max_elements: int | None = None) -> m.OpLibrarySnapshot:
+    """Read a snapshot file (JSON, or Thrift with opwire's header) written by `opwire ops snapshot`.
 
-    data = Path(path).read_bytes()
-    if data.lstrip()[:1] in (b"{", b"["):
-        root = detect_json_root(data, str(path))
-        if root is not m.OpLibrarySnapshot:
-            raise _wrong_kind(path, root.__name__)
-        return json_codec.decode(data, m.OpLibrarySnapshot, source=str(path))
-    sniffed = framing.sniff(data)
-    if sniffed is None:
-        raise _wrong_kind(path, "file that is neither JSON nor Thrift with opwire's header")
-    codec, root_name, _ = sniffed
-    if root_name != "OpLibrarySnapshot":
-        raise _wrong_kind(path, root_name)
-    return thrift.decode(data, m.OpLibrarySnapshot, codec, source=str(path))  # type: ignore[arg-type]
+    Read through `opwire.program.open`, within its byte and element budgets; another kind of file is an
+    OpValidationError saying what it holds."""
+    from opwire.program import open as open_file
+
+    obj = open_file(path, max_elements=max_elements)
+    if not isinstance(obj, m.OpLibrarySnapshot):
+        model = getattr(obj, "model", None)
+        raise _wrong_kind(path, type(model if isinstance(model, BaseModel) else obj).__name__)
+    return obj

@@ -25,14 +25,17 @@ Viewable = m.ExportedProgram | m.OpwireArchive | m.ExternKernelNodes
 
 def load_viewable(obj: Any) -> Viewable:
     """A program, archive or extern-node file from a path or a model (a torch ExportedProgram is serialized)."""
-    if isinstance(obj, str | Path):
-        from opwire.serde.detect import load_any
+    from opwire.program import OpenedProgram
+    from opwire.program import open as open_file
 
-        obj = load_any(obj, lazy_archive=True)  # the program alone: no weight is read to draw it
-    elif type(obj).__module__.startswith("torch.") and type(obj).__name__ == "ExportedProgram":
+    if type(obj).__module__.startswith("torch.") and type(obj).__name__ == "ExportedProgram":
         from opwire.serde.torch_bridge import from_exported_program
 
-        obj = from_exported_program(obj)
+        obj = from_exported_program(obj)  # the program alone: no weight is copied to draw it
+    elif isinstance(obj, str | Path | OpenedProgram) or type(obj).__name__ == "Pt2Archive":
+        obj = open_file(obj)
+    if isinstance(obj, OpenedProgram):
+        obj = obj.program  # the program alone: no weight is read to draw it
     if not isinstance(obj, m.ExportedProgram | m.OpwireArchive | m.ExternKernelNodes):
         raise DecodeError(
             f"Expected an exported program, an OpwireArchive or an extern-node file, got {type(obj).__name__}; "

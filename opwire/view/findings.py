@@ -47,20 +47,19 @@ def op_target(op: str) -> str:
 
 
 def load_findings(path: str | Path) -> dict[str, Any]:
-    """Read one findings file into the page's form: {"title", "first", "nodes": {name: [...]}, "targets": {...}}."""
+    """Read one findings file into the page's form: {"title", "first", "nodes": {name: [...]}, "targets": {...}}.
+
+    Read through `opwire.program.open` (`expect="findings"`), within its byte and element budgets."""
+    from opwire.program import open as open_file
+
     p = Path(path)
     try:
-        size = p.stat().st_size
-        if size > _MAX_BYTES:
-            raise DecodeError(f"{p}: a findings file of {size} bytes is past the {_MAX_BYTES}-byte limit")
-        doc = json.loads(p.read_bytes())
+        found = open_file(p, expect="findings", max_bytes=_MAX_BYTES)
     except OSError as exc:
         raise DecodeError(f"cannot read findings file {p}: {exc.strerror or exc}") from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise DecodeError(f"{p}: a findings file must be JSON ({exc})") from None
-    except RecursionError:
-        raise DecodeError(f"{p}: JSON nested too deeply for a findings file") from None
-    return _normalize(doc, str(p))
+    except DecodeError as exc:
+        raise DecodeError(f"{exc}; a findings file must be JSON (docs/view.md)") from None
+    return _normalize(found.document, str(p))
 
 
 def _normalize(doc: Any, where: str) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from opwire.errors import DecodeError, EncodeError, OpwireError
+from opwire.errors import EncodeError, OpwireError
 from opwire.recording.compare import Difference, compare_scalar, compare_tensor
 from opwire.schema import models as m
 from opwire.serde import dumps
@@ -63,16 +63,11 @@ class NodeRecorder(_Observer):
 
 
 def read_nodes(path: str | Path) -> m.Values:
-    """A `.nodes` file written by `opwire run --save-nodes`."""
-    from opwire.serde.detect import load_any
+    """A `.nodes` file written by `opwire run --save-nodes` (read by `opwire.program.open`, within its budgets)."""
+    from opwire.program import open as open_file
 
-    obj = load_any(path)
-    if not isinstance(obj, m.Values):
-        raise DecodeError(
-            f"{path}: expected a .nodes file (a Values record written by `opwire run --save-nodes`), "
-            f"got {type(obj).__name__}"
-        )
-    return obj
+    nodes: m.Values = open_file(path, expect="values")
+    return nodes
 
 
 def _plain(v: Any) -> Any:

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import opwire
+from opwire.program import opened_of
 from opwire.proxy_executor import BindError, ProgramRunner, ProxyExecutor
 from opwire.schema import models as m
 from opwire.schema.edits import CountedList, edit_count, snapshot, track, unchanged
@@ -73,7 +74,7 @@ def test_a_5000_node_program_runs_twice_through_run_program_with_one_bind() -> N
     nodes = archive.program.graph_module.graph.nodes
     assert len(nodes) == 5004
     first = opwire.run_program(archive, (x,))
-    (runner,) = (r for _, r in archive.__dict__["_opwire_runners"].by_device.values())
+    (runner,) = (r for _, r in opened_of(archive)._bound.values())  # the opened program owns its runners
     assert runner.binds == len(nodes)
     second = opwire.run_program(archive, (x,))
     assert runner.binds == len(nodes)  # no node bound again
@@ -180,7 +181,8 @@ def test_runner_state_survives_copies_and_does_not_touch_equality_or_bytes() -> 
     assert opwire.dumps(archive.program) == data
     copy = archive.model_copy(deep=True)
     assert copy == archive
-    assert "_opwire_runners" not in copy.model_dump()
+    assert "_opwire_opened" not in copy.model_dump()
+    assert opened_of(copy) is not opened_of(archive)  # a copy is not what the runner was built from
     assert opwire.loads(opwire.dumps(archive, "compact"), m.OpwireArchive, "compact") == archive
 
 

@@ -89,7 +89,9 @@ def test_map_and_while_loop_subgraphs(module: torch.nn.Module, args: tuple[Any, 
 
 def test_program_without_its_weights_is_a_decode_error() -> None:
     program = _archive("mlp/training").program
-    with pytest.raises(opwire.DecodeError, match=r"binds parameter 'net.0.weight' but the archive holds no tensor"):
+    with pytest.raises(
+        opwire.DecodeError, match=r"binds parameter 'net.0.weight' but the ExportedProgram model holds no tensor"
+    ):
         opwire.run_program(program, corpus.get_program("mlp/training").args)
 
 
@@ -116,5 +118,5 @@ def test_a_node_reading_an_unknown_name_is_a_bind_error() -> None:
 
 
 def test_not_a_program_is_a_decode_error() -> None:
-    with pytest.raises(opwire.DecodeError, match="Expected an OpwireArchive"):
+    with pytest.raises(opwire.DecodeError, match="Expected a path, bytes, an opwire model"):
         opwire.run_program(42, ())  # type: ignore[arg-type]

@@ -95,8 +95,9 @@ def test_not_a_zip(tmp_path: Path) -> None:
 
 def test_every_zip_path_uses_the_checked_reader(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """zipfile's own entry reader (which inflates before checking) is never called by .pt2, AOTI or detection."""
+    import opwire
     from opwire.proxy_executor.executor import load_extern_nodes
-    from opwire.serde import detect, pt2
+    from opwire.serde import pt2
 
     package = _zip(
         tmp_path / "aoti.pt2", {"p/data/aotinductor/model/abc.wrapper.json": json.dumps({"nodes": []}).encode()}
@@ -112,6 +113,6 @@ def test_every_zip_path_uses_the_checked_reader(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setattr(zipfile.ZipFile, "open", refuse)
     monkeypatch.setattr(zipfile.ZipFile, "read", refuse)
     assert load_extern_nodes(package).nodes == []
-    assert detect.load_any(package).nodes == []  # type: ignore[attr-defined]
+    assert opwire.open(package, expect="extern_nodes").nodes == []
     assert pt2.read(program).program.graph_module.graph.nodes
-    assert detect.load_any(program, lazy_archive=True).graph_module.graph.nodes  # type: ignore[attr-defined]
+    assert opwire.open(program, expect="program").program.graph_module.graph.nodes

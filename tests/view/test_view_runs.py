@@ -116,7 +116,7 @@ def test_values_missing_from_the_saved_run_are_reported(tmp_path: Path) -> None:
         (["--save-nodes", "a", "--compare-nodes", "b"], "pass one of them"),
         (
             ["--compare-nodes", "prog.opw"],
-            "expected a .nodes file (a Values record written by `opwire run --save-nodes`)",
+            "expected a Values file (inputs of `opwire run`/`exec`, or the .nodes file of `opwire run --save-nodes`)",
         ),
         (["--compare-nodes", "missing.nodes"], "missing.nodes"),
     ],

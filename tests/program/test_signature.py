@@ -1,4 +1,4 @@
-"""opwire.serde.signature: op spelling, symbolic sizes shown readably, what extern nodes read, input checks."""
+"""opwire.program.signature: op spelling, symbolic sizes shown readably, what extern nodes read, input checks."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from opwire.errors import BindError
+from opwire.program.signature import Port, Signature, check_inputs, extern_inputs, op_name, sym_text
 from opwire.proxy_executor.graph import unregistered_pytree_types
 from opwire.schema import models as m
-from opwire.serde.signature import Port, Signature, check_inputs, extern_inputs, op_name, sym_text
 
 
 @pytest.mark.parametrize(
@@ -86,3 +86,15 @@ def test_unregistered_pytree_types_are_named() -> None:
     )
     assert unregistered_pytree_types(spec) == ["my.pkg.Output"]
     assert unregistered_pytree_types("not json") == []
+
+
+def test_the_old_module_path_still_imports_with_a_deprecation_warning() -> None:
+    import importlib
+    import sys
+
+    sys.modules.pop("opwire.serde.signature", None)
+    with pytest.warns(DeprecationWarning, match=r"opwire\.serde\.signature moved to opwire\.program\.signature"):
+        old = importlib.import_module("opwire.serde.signature")
+    from opwire.program.signature import program_signature
+
+    assert old.program_signature is program_signature

@@ -1,0 +1,26 @@
+"""The one opener: a path, bytes, a model or a torch program becomes a typed, opened object.
+
+`open(source, expect=...)` judges a file by its first bytes and what it holds, within the decoding
+budgets, and returns an `OpenedProgram` (programs and archives, opened lazily) or the file's own kind
+(extern nodes, traces, snapshots, Values, findings). `signature` says what a program takes and returns.
+"""
+
+from __future__ import annotations
+
+from opwire.program.containers import CONTAINERS, Container, Opened
+from opwire.program.kinds import KINDS, FindingsFile, Kind, StreamedTrace
+from opwire.program.opened import OpenedProgram, opened_of
+from opwire.program.opener import open
+
+__all__ = [
+    "CONTAINERS",
+    "KINDS",
+    "Container",
+    "FindingsFile",
+    "Kind",
+    "Opened",
+    "OpenedProgram",
+    "StreamedTrace",
+    "open",
+    "opened_of",
+]
