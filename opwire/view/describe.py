@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from opwire.schema import models as m
 from opwire.schema.base import ThriftUnion
+from opwire.serde.signature import sym_text
 
 __all__ = ["arg_refs", "describe_arg", "dtype_name", "meta_label", "module_stack", "sym_label", "tensor_meta"]
 
@@ -53,10 +54,10 @@ def dtype_name(dtype: Any, short: bool = False) -> str:
 
 
 def sym_label(s: Any) -> str:
-    """A SymInt/SymFloat/SymBool of tensor metadata: its value, or its expression with dims by name."""
+    """A SymInt/SymFloat/SymBool of tensor metadata: its value, or its expression as `inspect` prints it (`s70 + 1`)."""
     v = s.value
     if isinstance(v, m.SymExpr):
-        return v.expr_str
+        return sym_text(v.expr_str)
     return str(v).lower() if isinstance(v, bool) else str(v)
 
 
@@ -105,6 +106,8 @@ def describe_arg(value: Any, depth: int = 0) -> str:
         return f"subgraph {value.name}"
     if isinstance(value, m.ComplexValue):
         return repr(complex(float(value.real), float(value.imag)))
+    if isinstance(value, m.SymExpr):
+        return sym_text(value.expr_str)
     if isinstance(value, m.CustomObjArgument):
         return f"%{value.name} ({value.class_fqn})"
     if isinstance(value, BaseModel):

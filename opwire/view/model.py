@@ -176,6 +176,7 @@ def page_data(obj: m.ExportedProgram | m.OpwireArchive | m.ExternKernelNodes, ti
         gm = obj.graph_module
         graph = b.graph(gm.graph)
         _signature_inputs(gm, graph, graph["nodes"])
+        _mark_unused(graph)
         _chunk(graph["nodes"], b.groups)
         kind = "program"
         v = obj.schema_version
@@ -213,6 +214,17 @@ def _chunk(nodes: list[dict[str, Any]], groups: list[dict[str, Any]]) -> None:
             )
             for i in part:
                 nodes[i]["g"] = len(groups) - 1
+
+
+def _mark_unused(graph: dict[str, Any]) -> None:
+    """Flag the top graph's inputs that no node and no output reads (`num_batches_tracked` of an eval model).
+
+    The page draws them as one box instead of a row of boxes above the program.
+    """
+    used = {r for n in graph["nodes"] for r in n["in"]} | {r for o in graph["outputs"] for r in o["refs"]}
+    for entry in graph["inputs"]:
+        if entry["name"] not in used:
+            entry["unused"] = True
 
 
 def _bound(v: int | None) -> str:

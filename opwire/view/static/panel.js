@@ -97,6 +97,16 @@ OW.Panel.prototype.node = function (key, findingsFor) {
   this.el.innerHTML = html.join("");
 };
 
+OW.Panel.prototype.unused = function () {
+  var self = this, esc = OW.esc, list = this.data.graph.inputs.filter(function (i) { return i.unused; });
+  this.el.innerHTML = '<p><a href="#" data-back="1">\u2190 program</a></p><h3>' + list.length + " inputs nothing reads</h3>" +
+    '<p class="dim">bound by the signature but read by no node and no output (e.g. num_batches_tracked of a model in eval mode)</p><table>' +
+    list.map(function (i) {
+      var meta = self.data.graph.values[i.name];
+      return "<tr><td>" + esc(i.name) + "</td><td>" + esc(i.kind) + " " + esc(i.target) + "</td><td>" + esc(meta ? meta[0] : "") + "</td></tr>";
+    }).join("") + "</table>";
+};
+
 OW.Panel.prototype.results = function (query, hits) {
   var self = this, esc = OW.esc;
   var html = ['<p><a href="#" data-back="1">\u2190 program</a></p><h3>' + hits.length + " matches for \u201c" + esc(query) + "\u201d</h3><table>"];
