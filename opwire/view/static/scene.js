@@ -63,7 +63,7 @@ OW.Scene.prototype.build = function () {
       var gid = groupItem(h);
       if (!items[gid]) {
         var p = groups[h].parent;
-        add(gid, { kind: "group", group: h, label: groups[h].path, sub: groups[h].type + " · " + self.idx.groupSize[h] + " nodes" },
+        add(gid, { kind: "group", group: h, label: groups[h].path, sub: groups[h].type + " · " + self.idx.groupSize[h] + (self.idx.groupSize[h] === 1 ? " node" : " nodes") },
           p >= 0 ? placeGroup(p) : null);
       }
       return gid;
@@ -165,6 +165,55 @@ OW.layoutBox = function (kids, edges) {
   return out;
 };
 
+OW.SEGMENT = 40; // a container with more members is laid out in runs of this many, stacked (dagre's cost grows ~ranks x nodes)
+
+/* Members in rank order (longest path from the sources, then their order in the graph), so runs follow the flow. */
+OW.rankOrder = function (n, edges) {
+  var outs = [], indeg = [], rank = [], queue = [], i;
+  for (i = 0; i < n; i++) { outs.push([]); indeg.push(0); rank.push(0); }
+  edges.forEach(function (e) { outs[e[0]].push(e[1]); indeg[e[1]]++; });
+  for (i = 0; i < n; i++) if (!indeg[i]) queue.push(i);
+  for (var q = 0; q < queue.length; q++) {
+    var v = queue[q];
+    outs[v].forEach(function (w) { rank[w] = Math.max(rank[w], rank[v] + 1); if (--indeg[w] === 0) queue.push(w); });
+  }
+  // members on a cycle (a module entered twice, seen from outside) keep the rank their placed inputs give them
+  var order = [];
+  for (i = 0; i < n; i++) order.push(i);
+  return order.sort(function (x, y) { return rank[x] - rank[y] || x - y; });
+};
+
+/* A container's layout: dagre's when it is small, else runs of OW.SEGMENT members in rank order laid out by
+   themselves and stacked, centred on one axis; an edge between runs is drawn straight. */
+OW.layoutStack = function (kids, edges) {
+  if (kids.length <= OW.SEGMENT) return OW.layoutBox(kids, edges);
+  var order = OW.rankOrder(kids.length, edges), at = [], parts = [], width = 0, n = OW.SEGMENT;
+  order.forEach(function (k, i) { at[k] = i; });
+  for (var s = 0; s < order.length; s += n) {
+    var inside = edges.filter(function (e) { return at[e[0]] >= s && at[e[0]] < s + n && at[e[1]] >= s && at[e[1]] < s + n; });
+    var lay = OW.layoutBox(order.slice(s, s + n).map(function (k) { return kids[k]; }), inside.map(function (e) { return [at[e[0]] - s, at[e[1]] - s]; }));
+    parts.push({ start: s, lay: lay, edges: inside });
+    width = Math.max(width, lay.width);
+  }
+  var out = { pos: [], points: {}, width: width, height: 0 }, y = 0;
+  parts.forEach(function (part) {
+    var dx = (width - part.lay.width) / 2, s = part.start;
+    part.lay.pos.forEach(function (p, i) { out.pos[order[s + i]] = [p[0] + dx, p[1] + y]; });
+    part.edges.forEach(function (e) {
+      out.points[e[0] + ">" + e[1]] = (part.lay.points[(at[e[0]] - s) + ">" + (at[e[1]] - s)] || []).map(function (q) { return { x: q.x + dx, y: q.y + y }; });
+    });
+    y += part.lay.height + 36;
+  });
+  out.height = y - 36;
+  edges.forEach(function (e) { // between runs: from the bottom of one box to the top of the other
+    var key = e[0] + ">" + e[1];
+    if (out.points[key]) return;
+    var a = out.pos[e[0]], b = out.pos[e[1]];
+    out.points[key] = [{ x: a[0], y: a[1] + kids[e[0]].height / 2 }, { x: b[0], y: b[1] - kids[e[1]].height / 2 }];
+  });
+  return out;
+};
+
 OW.Scene.prototype.layout = function (built) {
   var items = built.items, parents = built.parents, P = OW.PAD, ROOT = "\u0000root";
   var kids = {}, depth = {};
@@ -196,7 +245,7 @@ OW.Scene.prototype.layout = function (built) {
       var e = built.edges[k], key = index[e.rv] + ">" + index[e.rw];
       if (!seen[key]) { seen[key] = 1; es.push([index[e.rv], index[e.rw]]); }
     });
-    var lay = OW.layoutBox(members.map(function (id) { return items[id]; }), es);
+    var lay = OW.layoutStack(members.map(function (id) { return items[id]; }), es);
     boxes[c] = lay;
     if (c !== ROOT) { var it = items[c]; it.width = Math.max(lay.width + 2 * P.side, 120); it.height = lay.height + P.head + P.bottom; }
   });
