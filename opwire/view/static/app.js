@@ -66,7 +66,9 @@
     byDepth.forEach(function (g) {
       var p = data.groups[g].parent;
       if (p >= 0 && !state.open.has(p)) { left++; return; }
-      if (shown + own[g] - 1 > budget) { left++; return; }
+      // a group of one node opens whatever the budget: a box that hides one node hides it for nothing (and left
+      // the batch norms of a ResNet, whose groups hold four weights each, as the only closed boxes)
+      if (shown + own[g] - 1 > budget && idx.groupSize[g] > 1) { left++; return; }
       state.open.add(g); shown += own[g] - 1; // its box gives way to what it holds
     });
     return left;
