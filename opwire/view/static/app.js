@@ -300,7 +300,7 @@
 
   var api = window.opwireView = {
     renders: 0, render: render, fit: fit, home: home, reveal: reveal, select: select, toggleHop: toggleHop, search: search, expandAll: function () { setAll(true); },
-    view: view, state: state, index: idx,
+    view: view, state: state, index: idx, built: function () { return built; },
   };
   openWithin(OW.OPEN_BUDGET);
   render(); home(); panel.summary();
