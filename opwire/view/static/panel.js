@@ -57,7 +57,7 @@ OW.Panel.prototype.summary = function () {
     });
     html.push(rows.length ? "<table class=\"findings\">" + rows.slice(0, 500).join("") + "</table>" : "<p>every node matches</p>");
   }
-  html.push('<p class="dim keys">keys: + / − zoom · arrows pan · 0 fit · / search · Enter next match · E expand all · C collapse · F first divergence · Esc back</p>');
+  html.push('<p class="dim keys">keys: + / − zoom · arrows pan · 0 fit · H inputs · / search · Enter next match · E expand all · C collapse · F first divergence · Esc back</p>');
   this.el.innerHTML = html.join("");
 };
 

@@ -124,7 +124,7 @@ OW.Scene.prototype.build = function () {
 
 OW.CULL_OVER = 1500; // past this many boxes only what is around the screen is in the DOM (the browser draws SVG text slowly)
 OW.TEXT_ZOOM = 0.3; // below this zoom a big scene is drawn without text (too small to read anyway)
-OW.MAX_VISIBLE = 40000; // boxes drawn at once; past this the page asks to collapse groups first (the SVG gets slow)
+OW.MAX_VISIBLE = 40000; // boxes laid out at once (a 20,000-node program opened whole is ~21,000); past this the page asks to collapse groups first
 OW.PAD = { side: 10, head: 22, bottom: 10 };
 
 OW.Scene.prototype.count = function (built) {
