@@ -22,5 +22,5 @@ def stack_json() -> bytes:
 
 @pytest.fixture(scope="session")
 def resnet_eps() -> dict[str, Any]:
-    """The `ResNet` (14 batch norms, dynamic batch) exported by torch: {"decomposed": ep, "training": ep}."""
+    """The `ResNet` (20 batch norms, dynamic batch) exported by torch: {"decomposed": ep, "training": ep}."""
     return {ir: view_programs.resnet_export(ir == "decomposed") for ir in ("decomposed", "training")}
