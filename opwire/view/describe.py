@@ -44,6 +44,7 @@ _DTYPES: dict[str, tuple[str, str]] = {
     "UINT32": ("u32", "uint32"),
     "UINT64": ("u64", "uint64"),
 }
+_PLAIN = {int, float, str, bool, type(None)}
 _NAMES = {"TensorArgument", "SymIntArgument", "SymFloatArgument", "SymBoolArgument", "TokenArgument"}
 
 
@@ -92,6 +93,8 @@ def describe_arg(value: Any, depth: int = 0) -> str:
     """One argument (or any member of one) as text: `%x`, `[2, 3]`, `torch.float32`, `cpu`, `subgraph true_graph_0`."""
     if depth > 24:
         return "…"
+    if type(value) in _PLAIN:  # the common case first (IntEnum members are ints too: exact types only)
+        return repr(value)
     if isinstance(value, ThriftUnion):
         if value.type == "as_name":
             return f"%{value.value}"

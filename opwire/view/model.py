@@ -54,6 +54,7 @@ class _Builder:
         self._group_ids: dict[tuple[str, ...], int] = {}
         self.strings: list[str] = []
         self._string_ids: dict[str, int] = {}
+        self._stacks: dict[str, int] = {}
 
     def string(self, text: str | None) -> int:
         if not text:
@@ -66,6 +67,13 @@ class _Builder:
 
     def group(self, metadata: dict[str, str]) -> int:
         """The innermost module group of a node (-1: the program's root module)."""
+        text = metadata.get("nn_module_stack", "")
+        known = self._stacks.get(text)  # the nodes of one module share its stack text: parsed once per page
+        if known is None:
+            known = self._stacks[text] = self._group(metadata)
+        return known
+
+    def _group(self, metadata: dict[str, str]) -> int:
         parent = -1
         chain: tuple[str, ...] = ()
         for key, path, ty in module_stack(metadata):
