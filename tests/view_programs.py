@@ -1,7 +1,8 @@
 """Programs for the `opwire view` tests and benchmark beyond the corpus.
 
-`Hops`: torch.cond, map and while_loop in one program. `Stack(n)`: n transformer encoder layers, module
-groups big enough to start collapsed (the benchmark's 2,000-node program is `stack_program(28)`).
+`Hops`: torch.cond, map and while_loop in one program. `ResNet`: 20 batch norms (multi-output nodes) and a
+dynamic batch. `Stack(n)`: n transformer encoder layers, module groups big enough to start collapsed (the
+benchmark's programs are `stack_program(28)`, `(137)` and `(274)`: about 2,000, 10,000 and 20,000 nodes).
 Benchmarks put tests/ on sys.path and import this module by name, as they do `corpus`.
 """
 
@@ -14,7 +15,7 @@ from torch._export.serde.serialize import serialize
 from torch._higher_order_ops.map import map as hop_map
 from torch._higher_order_ops.while_loop import while_loop
 
-__all__ = ["Hops", "Stack", "hops_program", "stack_program"]
+__all__ = ["Hops", "ResNet", "Stack", "hops_program", "resnet_export", "resnet_program", "stack_program"]
 
 
 class Hops(torch.nn.Module):
@@ -63,3 +64,66 @@ def stack_program(n: int, decompose: bool = True) -> bytes:
         if decompose:
             ep = ep.run_decompositions()
         return serialize(ep).exported_program
+
+
+class _Block(torch.nn.Module):
+    """A ResNet basic block (a 1x1 convolution and batch norm on the shortcut when the shape changes)."""
+
+    def __init__(self, cin: int, cout: int, stride: int) -> None:
+        super().__init__()
+        nn = torch.nn
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.relu = nn.ReLU()
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.downsample = None
+        if stride != 1 or cin != cout:
+            self.downsample = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        shortcut = x if self.downsample is None else self.downsample(x)
+        return self.relu(self.bn2(self.conv2(self.relu(self.bn1(self.conv1(x))))) + shortcut)
+
+
+class ResNet(torch.nn.Module):
+    """A narrow ResNet-18 (20 batch norms, nested Sequential groups), the shape of torchvision's.
+
+    At this size the page once opened the cheap module groups first and left the batch norms' (four weights
+    each) collapsed: 13 of 70 nodes were not on the first page.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        nn = torch.nn
+        self.conv1 = nn.Conv2d(3, 8, 7, 2, 3, bias=False)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.relu = nn.ReLU()
+        self.maxpool = nn.MaxPool2d(3, 2, 1)
+        self.layer1 = nn.Sequential(_Block(8, 8, 1), _Block(8, 8, 1))
+        self.layer2 = nn.Sequential(_Block(8, 16, 2), _Block(16, 16, 1))
+        self.layer3 = nn.Sequential(_Block(16, 32, 2), _Block(32, 32, 1))
+        self.layer4 = nn.Sequential(_Block(32, 32, 2), _Block(32, 32, 1))
+        self.avgpool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(32, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+        return self.fc(torch.flatten(self.avgpool(x), 1))
+
+
+def resnet_export(decompose: bool) -> torch.export.ExportedProgram:
+    """`ResNet` in eval mode exported with a dynamic batch (torch names its size `s<N>`), decomposed or not."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        batch = torch.export.Dim("batch", min=1, max=64)
+        ep = torch.export.export(ResNet().eval(), (torch.randn(2, 3, 32, 32),), dynamic_shapes=({0: batch},))
+        return ep.run_decompositions() if decompose else ep
+
+
+def resnet_program(decompose: bool) -> bytes:
+    """torch's JSON of `resnet_export(decompose)`."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return serialize(resnet_export(decompose)).exported_program

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from opwire.schema import models as m
 from opwire.schema.base import ThriftUnion
+from opwire.serde.signature import sym_text
 
 __all__ = ["arg_refs", "describe_arg", "dtype_name", "meta_label", "module_stack", "sym_label", "tensor_meta"]
 
@@ -43,6 +44,7 @@ _DTYPES: dict[str, tuple[str, str]] = {
     "UINT32": ("u32", "uint32"),
     "UINT64": ("u64", "uint64"),
 }
+_PLAIN = {int, float, str, bool, type(None)}
 _NAMES = {"TensorArgument", "SymIntArgument", "SymFloatArgument", "SymBoolArgument", "TokenArgument"}
 
 
@@ -53,10 +55,10 @@ def dtype_name(dtype: Any, short: bool = False) -> str:
 
 
 def sym_label(s: Any) -> str:
-    """A SymInt/SymFloat/SymBool of tensor metadata: its value, or its expression with dims by name."""
+    """A SymInt/SymFloat/SymBool of tensor metadata: its value, or its expression as `inspect` prints it (`s70 + 1`)."""
     v = s.value
     if isinstance(v, m.SymExpr):
-        return v.expr_str
+        return sym_text(v.expr_str)
     return str(v).lower() if isinstance(v, bool) else str(v)
 
 
@@ -91,6 +93,8 @@ def describe_arg(value: Any, depth: int = 0) -> str:
     """One argument (or any member of one) as text: `%x`, `[2, 3]`, `torch.float32`, `cpu`, `subgraph true_graph_0`."""
     if depth > 24:
         return "…"
+    if type(value) in _PLAIN:  # the common case first (IntEnum members are ints too: exact types only)
+        return repr(value)
     if isinstance(value, ThriftUnion):
         if value.type == "as_name":
             return f"%{value.value}"
@@ -105,6 +109,8 @@ def describe_arg(value: Any, depth: int = 0) -> str:
         return f"subgraph {value.name}"
     if isinstance(value, m.ComplexValue):
         return repr(complex(float(value.real), float(value.imag)))
+    if isinstance(value, m.SymExpr):
+        return sym_text(value.expr_str)
     if isinstance(value, m.CustomObjArgument):
         return f"%{value.name} ({value.class_fqn})"
     if isinstance(value, BaseModel):

@@ -54,6 +54,7 @@ class _Builder:
         self._group_ids: dict[tuple[str, ...], int] = {}
         self.strings: list[str] = []
         self._string_ids: dict[str, int] = {}
+        self._stacks: dict[str, int] = {}
 
     def string(self, text: str | None) -> int:
         if not text:
@@ -66,6 +67,13 @@ class _Builder:
 
     def group(self, metadata: dict[str, str]) -> int:
         """The innermost module group of a node (-1: the program's root module)."""
+        text = metadata.get("nn_module_stack", "")
+        known = self._stacks.get(text)  # the nodes of one module share its stack text: parsed once per page
+        if known is None:
+            known = self._stacks[text] = self._group(metadata)
+        return known
+
+    def _group(self, metadata: dict[str, str]) -> int:
         parent = -1
         chain: tuple[str, ...] = ()
         for key, path, ty in module_stack(metadata):
@@ -176,6 +184,7 @@ def page_data(obj: m.ExportedProgram | m.OpwireArchive | m.ExternKernelNodes, ti
         gm = obj.graph_module
         graph = b.graph(gm.graph)
         _signature_inputs(gm, graph, graph["nodes"])
+        _mark_unused(graph)
         _chunk(graph["nodes"], b.groups)
         kind = "program"
         v = obj.schema_version
@@ -213,6 +222,17 @@ def _chunk(nodes: list[dict[str, Any]], groups: list[dict[str, Any]]) -> None:
             )
             for i in part:
                 nodes[i]["g"] = len(groups) - 1
+
+
+def _mark_unused(graph: dict[str, Any]) -> None:
+    """Flag the top graph's inputs that no node and no output reads (`num_batches_tracked` of an eval model).
+
+    The page draws them as one box instead of a row of boxes above the program.
+    """
+    used = {r for n in graph["nodes"] for r in n["in"]} | {r for o in graph["outputs"] for r in o["refs"]}
+    for entry in graph["inputs"]:
+        if entry["name"] not in used:
+            entry["unused"] = True
 
 
 def _bound(v: int | None) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import view_programs
 
@@ -16,3 +18,9 @@ def hops_json() -> bytes:
 def stack_json() -> bytes:
     """A 3-layer `Stack`, decomposed."""
     return view_programs.stack_program(3)
+
+
+@pytest.fixture(scope="session")
+def resnet_eps() -> dict[str, Any]:
+    """The `ResNet` (20 batch norms, dynamic batch) exported by torch: {"decomposed": ep, "training": ep}."""
+    return {ir: view_programs.resnet_export(ir == "decomposed") for ir in ("decomposed", "training")}

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import corpus
 import pytest
+import sympy
+import torch
+from torch._export.serde.serialize import serialize
 
 from opwire.schema import models as m
 from opwire.serde.json import decode
-from opwire.view.describe import describe_arg, meta_label, module_stack
+from opwire.serde.signature import program_signature
+from opwire.view.describe import describe_arg, meta_label, module_stack, tensor_meta
 from opwire.view.model import node_names, page_data
 
 
@@ -53,6 +60,38 @@ def test_symbolic_dims_by_name_on_edges() -> None:
     labels = {v[0] for v in data["graph"]["values"].values()}
     assert any("s" in label and label.startswith("f32[") for label in labels), labels
     assert data["ranges"]
+    assert "Symbol(" not in json.dumps(data)
+
+
+class _Cat(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([x, x]).reshape(-1)[1:]  # sizes 2*s, then 2*s*4 - 1: expressions, not only symbols
+
+
+def test_symbolic_sizes_are_shown_as_inspect_shows_them(resnet_eps: dict[str, Any]) -> None:
+    """Real torch 2.13 programs: a dynamic batch is `Symbol('s77', positive=True, integer=True)` in the file."""
+    ep = torch.export.export(_Cat(), (torch.randn(3, 4),), dynamic_shapes=({0: torch.export.Dim("n", max=64)},))
+    for exported in (resnet_eps["decomposed"], resnet_eps["training"], ep):
+        program = decode(serialize(exported).exported_program, m.ExportedProgram)
+        raw = json.dumps(program.model_dump(mode="json", by_alias=True))
+        assert "Symbol(" in raw  # what torch writes ...
+        data = page_data(program, "p")
+        assert "Symbol(" not in json.dumps(data)  # ... is never what the page shows
+        sig = program_signature(program)  # what `opwire inspect` prints
+        values = data["graph"]["values"]
+        for port, name in ((sig.inputs[0], "x"), (sig.outputs[0], data["graph"]["outputs"][0]["refs"][0])):
+            assert values[name][0].endswith("[" + ", ".join(str(d) for d in port.shape or ()) + "]")
+            assert values[name][2] == "[" + ", ".join(str(d) for d in port.shape or ()) + "]"  # the panel's shape
+    (sym,) = ep.range_constraints
+    cat = data["graph"]["values"][data["graph"]["outputs"][0]["refs"][0]]
+    assert cat[0].startswith(f"f32[8*{sym} ") and data["ranges"] == {str(sym): ["0", "64"]}
+
+
+def test_unused_inputs_are_flagged(resnet_eps: dict[str, Any]) -> None:
+    program = decode(serialize(resnet_eps["decomposed"]).exported_program, m.ExportedProgram)
+    data = page_data(program, "resnet")
+    unused = {i["target"] for i in data["graph"]["inputs"] if i.get("unused")}
+    assert len(unused) == 20 and all(t.endswith("num_batches_tracked") for t in unused)
 
 
 def test_hop_subgraphs_are_nested(hops_json: bytes) -> None:
@@ -82,18 +121,22 @@ def test_arguments_are_decoded() -> None:
 
 
 def test_meta_label() -> None:
-    sizes = [m.SymInt(as_expr=m.SymExpr(expr_str="s0")), m.SymInt(as_int=4)]
+    from torch._export.serde.serialize import _print_sympy  # how torch 2.13 writes an expression
+
+    s0 = sympy.Symbol("s0", positive=True, integer=True)
+    sizes = [m.SymInt(as_expr=m.SymExpr(expr_str=_print_sympy(2 * s0 + 1))), m.SymInt(as_int=4)]
     z = m.SymInt(as_int=0)
     meta = m.TensorMeta(
         dtype=m.ScalarType.HALF,
         sizes=sizes,
         requires_grad=False,
         device=m.Device(type="cpu"),
-        strides=[z, z],
+        strides=[m.SymInt(as_expr=m.SymExpr(expr_str=_print_sympy(4 * s0))), z],
         storage_offset=z,
         layout=m.Layout.Strided,
     )
-    assert meta_label(meta) == "f16[s0, 4]"
+    assert meta_label(meta) == "f16[2*s0 + 1, 4]"
+    assert tensor_meta(meta)["strides"] == "[4*s0, 0]"
 
 
 def test_module_stack_parsing() -> None:

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import corpus
 import pytest
 from browser import CHROMIUM, Browser
+from torch._export.serde.serialize import serialize
 
 from opwire.cli import main
 from opwire.schema import models as m
@@ -31,6 +34,7 @@ if CHROMIUM is None:
         allow_module_level=True,
     )
 
+pytestmark = pytest.mark.xdist_group("view_browser")  # one browser per module: keep its tests on one worker
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
@@ -61,21 +65,61 @@ def _drawn(b: Browser, scope: str = "") -> list[str]:
     )  # type: ignore[no-any-return]
 
 
-@pytest.mark.parametrize("name", corpus.program_names())
-def test_every_node_of_every_corpus_program(browser: Browser, tmp_path: Path, name: str) -> None:
-    prog = corpus.get_program(name)
-    program = decode(prog.json_bytes, m.ExportedProgram)
+# real programs, both IRs: multi-output nodes (batch norm), dynamic sizes, module groups, custom ops, an LSTM;
+# every corpus program's page data is checked node by node in test_view_model (one page load each is too slow)
+PAGES = (
+    "resnet/decomposed",
+    "resnet/training",
+    "transformer/decomposed",
+    "conv_bn/decomposed",
+    "dynamic/training",
+    "lstm/decomposed",
+    "custom_op/training",
+)
+
+
+def _program(name: str, resnet_eps: dict[str, Any]) -> tuple[m.ExportedProgram, list[str], list[str]]:
+    """The program as torch serialized it, its fx call nodes but getitem (outputs of their node), its unused inputs."""
+    ep = resnet_eps[name.split("/")[1]] if name.startswith("resnet/") else corpus.get_program(name).ep
+    fx = [n.name for n in ep.graph.nodes if n.op == "call_function" and "getitem" not in str(n.target)]
+    unused = [n.name for n in ep.graph.nodes if n.op == "placeholder" and not n.users]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        data = serialize(ep).exported_program
+    return decode(data, m.ExportedProgram), fx, unused
+
+
+_HIDDEN = (
+    "(() => { const d = JSON.parse(document.getElementById('opwire-data').textContent);"
+    " const drawn = new Set([...document.querySelectorAll('[data-node][data-scope=\"\"]')].map(e => e.dataset.node));"
+    " const boxes = new Set([...document.querySelectorAll('g.k-group')].map(e => +e.dataset.group));"
+    " return d.graph.nodes.filter(n => { if (drawn.has(n.n)) return false;"
+    "   for (let g = n.g; g >= 0; g = d.groups[g].parent) if (boxes.has(g)) return false; return true; }).map(n => n.n); })()"
+)
+_ON_SCREEN = (
+    "(() => { const c = document.getElementById('canvas').getBoundingClientRect();"
+    " return [...document.querySelectorAll('g.c-user-input')].filter(e => { const r = e.getBoundingClientRect();"
+    " return r.left >= c.left && r.right <= c.right && r.top >= c.top && r.bottom <= c.bottom; }).length; })()"
+)
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_every_node_of_real_programs(browser: Browser, tmp_path: Path, resnet_eps: dict[str, Any], name: str) -> None:
+    program, fx, unused = _program(name, resnet_eps)
     names = [n.name for n in program.graph_module.graph.nodes]
+    assert set(fx) <= set(names)
     page = view(program, tmp_path / "p.html", title=name)
     _open(browser, page)
-    hidden = browser.eval(
-        "(() => { const ix = opwireView.index, d = JSON.parse(document.getElementById('opwire-data').textContent);"
-        " const drawn = new Set([...document.querySelectorAll('[data-node][data-scope=\"\"]')].map(e => e.dataset.node));"
-        " const boxes = new Set([...document.querySelectorAll('g.k-group')].map(e => +e.dataset.group));"
-        " return d.graph.nodes.filter(n => { if (drawn.has(n.n)) return false;"
-        "   for (let g = n.g; g >= 0; g = d.groups[g].parent) if (boxes.has(g)) return false; return true; }).map(n => n.n); })()"
-    )
-    assert hidden == [], "nodes neither drawn nor inside a collapsed group"
+    assert browser.eval(_HIDDEN) == [], "nodes neither drawn nor inside a collapsed group"
+    # the first screen: the user inputs, readable; sizes by name; inputs nothing reads in one box
+    assert browser.eval(_ON_SCREEN) >= 1 and browser.eval("opwireView.view.k") >= browser.eval("OW.READABLE") - 1e-9
+    assert "Symbol(" not in browser.eval("document.getElementById('viewport').textContent")
+    drawn_inputs = set(browser.eval("[...document.querySelectorAll('[data-input]')].map(e => e.dataset.input)"))
+    assert not drawn_inputs & set(unused)
+    if unused:
+        assert browser.eval("document.querySelector('[data-unused]').textContent").startswith(f"{len(unused)} unused")
+    if name.startswith("resnet/"):  # small enough to open whole: every batch norm on the page at load
+        assert sorted(_drawn(browser)) == sorted(names)
     if name == "transformer/decomposed":
         _shot(browser, tmp_path, "program")
     browser.click("#expand")
@@ -185,6 +229,21 @@ def test_big_program_opens_collapsed(browser: Browser, tmp_path: Path, stack_jso
     assert len(_drawn(browser)) > before
     assert browser.errors == []
     _shot(browser, tmp_path, "collapsed")
+    # what a 10,000-node program does, at this size: containers laid out in stacked runs, only what is around the
+    # screen in the DOM; every node still has a place, and going to it draws it
+    names = [n.name for n in decode(stack_json, m.ExportedProgram).graph_module.graph.nodes]
+    browser.eval("OW.CULL_OVER = 40; OW.SEGMENT = 6; OW.layoutCache.clear(); opwireView.expandAll(); opwireView.home()")
+    browser.eval("new Promise(r => requestAnimationFrame(() => r(1)))")
+    assert 0 < len(_drawn(browser)) < len(names)
+    placed = browser.eval(
+        "Object.values(opwireView.built().items).filter(i => i.kind === 'op' && i.scope === '' && isFinite(i.x) && isFinite(i.y)).length"
+    )
+    assert placed == len(names)
+    for name in names[:: max(1, len(names) // 25)] + names[-1:]:
+        browser.eval(f"opwireView.select('|n|' + {json.dumps(name)}, true)")
+        browser.eval("new Promise(r => requestAnimationFrame(() => r(1)))")
+        assert browser.eval(f"document.querySelector('[data-node={json.dumps(name)}]') !== null"), name
+    assert browser.errors == []
 
 
 @pytest.mark.slow

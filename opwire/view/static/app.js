@@ -27,7 +27,35 @@
     return worst;
   }
 
-  function apply() { vp.setAttribute("transform", "translate(" + view.x.toFixed(1) + "," + view.y.toFixed(1) + ") scale(" + view.k.toFixed(4) + ")"); }
+  function apply() {
+    vp.setAttribute("transform", "translate(" + view.x.toFixed(1) + "," + view.y.toFixed(1) + ") scale(" + view.k.toFixed(4) + ")");
+    draw(false);
+  }
+
+  /* Draw the scene. A big one (past OW.CULL_OVER boxes) is drawn only around the screen, again when the view leaves
+     what was drawn; far out, boxes lose their text. Every box keeps its place in `built`. */
+  var drawn = null, pending = false;
+  function draw(force) {
+    if (!built) return;
+    if (scene.count(built) <= OW.CULL_OVER) {
+      if (force) { vp.innerHTML = scene.svg(built, findingsFor, null, false); drawn = null; marks(); }
+      return;
+    }
+    var r = svg.getBoundingClientRect(), w = r.width / view.k, h = r.height / view.k, x = -view.x / view.k, y = -view.y / view.k;
+    var lod = view.k < OW.TEXT_ZOOM;
+    if (!force && drawn && drawn.lod === lod && x >= drawn.r[0] && y >= drawn.r[1] && x + w <= drawn.r[2] && y + h <= drawn.r[3]) return;
+    if (!force && pending) return;
+    var go = function () {
+      pending = false;
+      var x2 = -view.x / view.k, y2 = -view.y / view.k, m = 0.75 * Math.max(w, h);
+      drawn = { lod: view.k < OW.TEXT_ZOOM, r: [x2 - m, y2 - m, x2 + w + m, y2 + h + m] };
+      vp.innerHTML = scene.svg(built, findingsFor, drawn.r, drawn.lod);
+      marks();
+    };
+    if (force) go(); else { pending = true; requestAnimationFrame(go); }
+  }
+
+  function marks() { markMatches(); if (state.selected) mark(state.selected); }
 
   function note(text) { document.getElementById("note").textContent = text || ""; }
 
@@ -38,7 +66,9 @@
     byDepth.forEach(function (g) {
       var p = data.groups[g].parent;
       if (p >= 0 && !state.open.has(p)) { left++; return; }
-      if (shown + own[g] - 1 > budget) { left++; return; }
+      // a group of one node opens whatever the budget: a box that hides one node hides it for nothing (and left
+      // the batch norms of a ResNet, whose groups hold four weights each, as the only closed boxes)
+      if (shown + own[g] - 1 > budget && idx.groupSize[g] > 1) { left++; return; }
       state.open.add(g); shown += own[g] - 1; // its box gives way to what it holds
     });
     return left;
@@ -56,22 +86,52 @@
     if (n > OW.MAX_VISIBLE) { openWithin(OW.OPEN_BUDGET); b = scene.build(); }
     note("");
     built = scene.layout(b);
-    vp.innerHTML = scene.svg(built, findingsFor);
-    markMatches();
-    if (state.selected) mark(state.selected);
+    draw(true);
     document.getElementById("stats").textContent = data.graph.nodes.length + " nodes · " +
       Object.keys(built.items).length + " shown · layout " + Math.round(performance.now() - t) + " ms";
     api.renders++;
     return true;
   }
 
-  function fit(readable) {
+  function fit() {
     var r = svg.getBoundingClientRect(), w = built.width || 1, h = built.height || 1;
     view.k = Math.min(1.2, Math.max(0.02, Math.min(r.width / w, r.height / h) * 0.95));
     view.x = (r.width - w * view.k) / 2; view.y = Math.max(8, (r.height - h * view.k) / 2);
-    if (readable === true && view.k < 0.5) { // too small to read: start at the top, at a legible size
-      view.k = 0.8; view.y = 8; view.x = Math.min(8, (r.width - w * view.k) / 2);
+    apply();
+  }
+
+  /* The first screen: the whole program when it is legible at once, else the user inputs at a readable zoom. */
+  function home() {
+    var r = svg.getBoundingClientRect(), w = built.width || 1, h = built.height || 1;
+    if (Math.min(r.width / w, r.height / h) * 0.95 >= OW.READABLE) { fit(); return; }
+    var starts = Object.keys(built.items).filter(function (id) {
+      var it = built.items[id];
+      return it.kind === "input" && it.scope === "" && it.cat === "user input";
+    }).map(function (id) { return built.items[id]; });
+    if (!starts.length) { // no user input (an extern-node file): the topmost boxes
+      var top = Infinity;
+      Object.keys(built.items).forEach(function (id) { var it = built.items[id]; if (it.kind !== "cluster") top = Math.min(top, it.y); });
+      starts = Object.keys(built.items).map(function (id) { return built.items[id]; }).filter(function (it) { return it.kind !== "cluster" && it.y === top; });
     }
+    var y0 = Infinity, x0 = Infinity, x1 = -Infinity, k = OW.HOME_ZOOM, sw = r.width / k;
+    function span(list) {
+      var a = Infinity, b = -Infinity;
+      list.forEach(function (it) { a = Math.min(a, it.x - it.width / 2); b = Math.max(b, it.x + it.width / 2); });
+      return [a, b];
+    }
+    starts.forEach(function (it) { y0 = Math.min(y0, it.y - it.height / 2); });
+    // the inputs and the first boxes that read them, when they fit on the screen together
+    var ids = {}, near = starts.slice();
+    Object.keys(built.items).forEach(function (id) { if (starts.indexOf(built.items[id]) >= 0) ids[id] = 1; });
+    Object.keys(built.edges).forEach(function (key) {
+      var e = built.edges[key], b = built.items[e.w];
+      if (ids[e.v] && b && b.y - y0 < r.height / k * 0.6) near.push(b);
+    });
+    var all = span(near), inputs = span(starts);
+    if (all[1] - all[0] <= sw) { x0 = all[0]; x1 = all[1]; } else { x0 = inputs[0]; x1 = inputs[1]; }
+    view.k = k;
+    var cx = x1 - x0 <= sw ? (x0 + x1) / 2 : x0 + sw / 2; // all of them, else the first ones
+    view.x = r.width / 2 - cx * view.k; view.y = 24 - y0 * view.k;
     apply();
   }
 
@@ -185,6 +245,7 @@
       return;
     }
     var key = t.getAttribute("data-item");
+    if (key === OW.UNUSED) { state.selected = key; mark(key); panel.unused(); return; }
     if (t.classList.contains("cluster") && t.hasAttribute("data-hop")) {
       if (ev.target.classList.contains("chead")) toggleHop(t.getAttribute("data-hop"));
       return;
@@ -227,7 +288,7 @@
     if (ev.target === box || ev.ctrlKey || ev.metaKey || ev.altKey) return;
     var step = 60, keys = {
       "+": function () { zoom(1.25); }, "=": function () { zoom(1.25); }, "-": function () { zoom(0.8); },
-      "0": function () { fit(); }, ArrowLeft: function () { view.x += step; apply(); }, ArrowRight: function () { view.x -= step; apply(); },
+      "0": function () { fit(); }, h: function () { home(); }, Home: function () { home(); }, ArrowLeft: function () { view.x += step; apply(); }, ArrowRight: function () { view.x -= step; apply(); },
       ArrowUp: function () { view.y += step; apply(); }, ArrowDown: function () { view.y -= step; apply(); },
       "/": function () { box.focus(); box.select(); }, e: function () { setAll(true); }, c: function () { setAll(false); },
       f: function () { if (findings && findings.first) select("|n|" + findings.first, true); },
@@ -238,11 +299,11 @@
   });
 
   var api = window.opwireView = {
-    renders: 0, render: render, fit: fit, reveal: reveal, select: select, toggleHop: toggleHop, search: search, expandAll: function () { setAll(true); },
-    view: view, state: state, index: idx,
+    renders: 0, render: render, fit: fit, home: home, reveal: reveal, select: select, toggleHop: toggleHop, search: search, expandAll: function () { setAll(true); },
+    view: view, state: state, index: idx, built: function () { return built; },
   };
   openWithin(OW.OPEN_BUDGET);
-  render(); fit(true); panel.summary();
+  render(); home(); panel.summary();
   api.readyMs = performance.now() - t0;
   document.body.setAttribute("data-ready", "1");
 })();

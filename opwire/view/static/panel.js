@@ -57,7 +57,7 @@ OW.Panel.prototype.summary = function () {
     });
     html.push(rows.length ? "<table class=\"findings\">" + rows.slice(0, 500).join("") + "</table>" : "<p>every node matches</p>");
   }
-  html.push('<p class="dim keys">keys: + / − zoom · arrows pan · 0 fit · / search · Enter next match · E expand all · C collapse · F first divergence · Esc back</p>');
+  html.push('<p class="dim keys">keys: + / − zoom · arrows pan · 0 fit · H inputs · / search · Enter next match · E expand all · C collapse · F first divergence · Esc back</p>');
   this.el.innerHTML = html.join("");
 };
 
@@ -95,6 +95,16 @@ OW.Panel.prototype.node = function (key, findingsFor) {
   if (n.fn) html.push("<p class=\"dim\">" + esc(n.fn) + "</p>");
   html.push(n.st >= 0 ? "<pre class=\"src\">" + esc(this.data.strings[n.st]) + "</pre>" : "<p class=\"dim\">no stack_trace metadata</p>");
   this.el.innerHTML = html.join("");
+};
+
+OW.Panel.prototype.unused = function () {
+  var self = this, esc = OW.esc, list = this.data.graph.inputs.filter(function (i) { return i.unused; });
+  this.el.innerHTML = '<p><a href="#" data-back="1">\u2190 program</a></p><h3>' + list.length + " inputs nothing reads</h3>" +
+    '<p class="dim">bound by the signature but read by no node and no output (e.g. num_batches_tracked of a model in eval mode)</p><table>' +
+    list.map(function (i) {
+      var meta = self.data.graph.values[i.name];
+      return "<tr><td>" + esc(i.name) + "</td><td>" + esc(i.kind) + " " + esc(i.target) + "</td><td>" + esc(meta ? meta[0] : "") + "</td></tr>";
+    }).join("") + "</table>";
 };
 
 OW.Panel.prototype.results = function (query, hits) {
