@@ -111,7 +111,8 @@ def _read(tokens: list[tuple[str, str]], i: int, depth: int) -> tuple[str, int]:
         return args[0], i
     if text in _INFIX and args:
         wrap = [f"({a})" if " " in a and text != "Add" else a for a in args]
-        return _INFIX[text].join(wrap), i
+        joined = _INFIX[text].join(wrap)
+        return (joined.replace(" + -", " - ") if text == "Add" else joined), i
     return f"{text}({', '.join(args)})", i
 
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from opwire.schema import models as m
 from opwire.schema.base import ThriftUnion
-from opwire.serde.signature import sym_text
+from opwire.program.signature import sym_text
 
 __all__ = ["arg_refs", "describe_arg", "dtype_name", "meta_label", "module_stack", "sym_label", "tensor_meta"]
 

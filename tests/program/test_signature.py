@@ -30,7 +30,7 @@ def test_one_op_spelling(target: str, shown: str) -> None:
     [
         ("Symbol('s77', positive=True, integer=True)", "s77"),
         ("Add(Symbol('s0', integer=True), Integer(1))", "s0 + 1"),
-        ("Mul(Integer(2), Add(Symbol('s0'), Integer(-1)))", "2*(s0 + -1)"),
+        ("Mul(Integer(2), Add(Symbol('s0'), Integer(-1)))", "2*(s0 - 1)"),
         ("FloorDiv(Symbol('s1'), Integer(2))", "s1//2"),
         ("s0", "s0"),
         ("__import__('os').system('x')", "__import__('os').system('x')"),  # shown as written, never evaluated
