@@ -13,9 +13,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from opwire.program.signature import sym_text
 from opwire.schema import models as m
 from opwire.schema.base import ThriftUnion
-from opwire.program.signature import sym_text
 
 __all__ = ["arg_refs", "describe_arg", "dtype_name", "meta_label", "module_stack", "sym_label", "tensor_meta"]
 
