@@ -91,17 +91,27 @@ class CollectiveRecorder:
         return args
 
 
-def wait(target: str, out: Any) -> None:
-    """Block until the collective that returned `out` has finished (its results are then safe to read)."""
+def wait(target: str, out: Any) -> Any:
+    """Block until the collective that returned `out` has finished; `out` with its Work replaced by a done one.
+
+    Its results are then safe to read. The program's own `wait()` then returns at once: waiting twice on some
+    backends' work (a gloo send or receive) would block for a second message that never comes.
+    """
     import torch.distributed as dist
 
     spec = collective_of(target)
-    for v in out if isinstance(out, tuple | list) else (out,):
-        if isinstance(v, torch.ScriptObject) and v._type().qualified_name() == _WORK:  # type: ignore[no-untyped-call]
-            dist.distributed_c10d.Work.unbox(v).wait()
-        elif isinstance(v, torch.Tensor) and target.startswith("_c10d_functional::") and spec is not None:
+    if isinstance(out, tuple):
+        return tuple(wait(target, v) for v in out)
+    if isinstance(out, torch.ScriptObject) and out._type().qualified_name() == _WORK:  # type: ignore[no-untyped-call]
+        dist.distributed_c10d.Work.unbox(out).wait()
+        done: torch.futures.Future[None] = torch.futures.Future()
+        done.set_result(None)
+        return torch._C._distributed_c10d._create_work_from_future(done).boxed()
+    for v in out if isinstance(out, list) else (out,):
+        if isinstance(v, torch.Tensor) and target.startswith("_c10d_functional::") and spec is not None:
             if spec.kind != "wait":
                 torch.ops._c10d_functional.wait_tensor(v)
+    return out
 
 
 def record_call(mode: Any, func: Any, schema: OpSchema, args: Any, kwargs: dict[str, Any], target: str) -> Any:
@@ -119,8 +129,7 @@ def record_call(mode: Any, func: Any, schema: OpSchema, args: Any, kwargs: dict[
     for _, value in written:
         for t in _flat(value):
             mode._bump(t)
-    out = func(*args, **kwargs)
-    wait(target, out)
+    out = wait(target, func(*args, **kwargs))
     try:
         outputs = mode.collectives.outputs(schema, out, target, lambda t: mode._name(t, True))
     except EncodeError as exc:

@@ -74,6 +74,7 @@ COLLECTIVES: dict[str, Collective] = {
     "_c10d_functional::broadcast": _fn("broadcast", "input", root="src"),
     "_c10d_functional::broadcast_": _fn("broadcast", "input", "input", root="src"),
     "_c10d_functional::wait_tensor": Collective("wait", "tensor", "return", group=""),
+    "_c10d_functional::_wrap_tensor_autograd": Collective("wait", "input", "return", group=""),
 }
 """Op ("namespace::name", every overload) -> what it does."""
 

@@ -69,23 +69,20 @@ def replay_live(
     dist.init_process_group("gloo", timeout=timedelta(seconds=timeout))
     try:
         groups, ranks = _groups(run, timeout)
-        try:
-            report = _replay_rank(run, info.rank, groups, ranks, rtol, atol, allow_ops)
-        except Exception as exc:  # this rank cannot go on: say so, and let torchrun stop the others
-            print(f"opwire replay: error: rank {info.rank}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-            os._exit(2)
+        report = _replay_rank(run, info.rank, groups, ranks, rtol, atol, allow_ops)
         reports = _gather(report.to_dict())
-        merged = RunReplay(path, "collectives", run.world_size)
-        from opwire.recording.replay_worker import report_from_dict
+    except Exception as exc:  # this rank cannot go on: say so, and let torchrun stop the others
+        print(f"opwire replay: error: rank {info.rank}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        os._exit(2)  # no destroy_process_group: it would wait for ranks that will never come
+    from opwire.recording.replay_worker import report_from_dict
 
-        merged.ranks = [report_from_dict(d) for d in reports]
-        if info.rank == 0:
-            merged.collectives = check_ranks(run)
-            print(json.dumps(merged.to_dict(), indent=2) if as_json else merged, flush=True)
-        ok = merged.overall() is None and all(r.ok for r in merged.ranks)
-        return 0 if ok else 1
-    finally:
-        dist.destroy_process_group()
+    merged = RunReplay(path, "collectives", run.world_size)
+    merged.ranks = [report_from_dict(d) for d in reports]
+    if info.rank == 0:
+        merged.collectives = check_ranks(run)
+        print(json.dumps(merged.to_dict(), indent=2) if as_json else merged, flush=True)
+    dist.destroy_process_group()
+    return 0 if merged.ok else 1
 
 
 def _groups(run: Run, timeout: float) -> tuple[dict[str, Any], dict[str, list[int]]]:
