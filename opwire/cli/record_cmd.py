@@ -21,8 +21,9 @@ def add_parser(sub: Any) -> None:
         description="Runs `python SCRIPT.py ARGS` or `python -m MODULE ARGS` in this process under opwire.record "
         "and writes the trace (also when the script fails: exit 1, after the script's own traceback). The script "
         "is any Python program that calls torch ops (training step, inference); the trace it writes is read by "
-        "`opwire replay TRACE`, `opwire inspect TRACE` and opwire.load_trace. Under torchrun (`torchrun --nproc-per-node N -m "
-        "opwire record --out RUN -- train.py`) every rank writes RUN/rank<N>.trace. Exit 0, 1 when the script failed, "
+        "`opwire replay TRACE`, `opwire inspect TRACE` and opwire.load_trace. Under torchrun "
+        "(`torchrun --nproc-per-node N -m opwire record --out RUN -- train.py`) every rank writes RUN/rank<N>.trace. "
+        "Exit 0, 1 when the script failed, "
         "2 on bad usage (no script, --out not writable).",
         usage="opwire record --out TRACE [options] -- python SCRIPT.py [ARGS] | -- python -m MODULE [ARGS]",
     )

@@ -40,7 +40,15 @@ __all__ = ["ROOT", "TraceReader", "TraceWriter", "is_stream"]
 
 ROOT = "TraceFrame"
 _FRAME = struct.Struct(">cQI")
-_MEMBER_KIND = {"header": b"H", "op_schema": b"S", "tensor": b"T", "record": b"R", "freed": b"F", "trailer": b"E", "group": b"g"}
+_MEMBER_KIND = {
+    "header": b"H",
+    "op_schema": b"S",
+    "tensor": b"T",
+    "record": b"R",
+    "freed": b"F",
+    "trailer": b"E",
+    "group": b"g",
+}
 _KIND_MEMBER = {v: k for k, v in _MEMBER_KIND.items()}
 _PAYLOAD = b"P"
 _DIGEST = 32

@@ -42,9 +42,9 @@ class CollectiveRecorder:
         import torch.distributed as dist
 
         if pg is None:
-            from torch.distributed.distributed_c10d import _resolve_process_group
+            from torch.distributed import distributed_c10d
 
-            pg = _resolve_process_group(name)
+            pg = distributed_c10d._resolve_process_group(name)  # type: ignore[attr-defined,arg-type]
         self._groups.add(name)
         ranks = [int(r) for r in dist.get_process_group_ranks(pg)]
         self._announce(m.TraceProcessGroup(name=name, ranks=ranks, backend=str(pg.name())))
@@ -60,7 +60,7 @@ class CollectiveRecorder:
         return to_argument(value, arg, target, name_of)
 
     def _object(self, obj: torch.ScriptObject, target: str, where: str) -> m.Argument:
-        fqn = obj._type().qualified_name()  # type: ignore[no-untyped-call]
+        fqn = obj._type().qualified_name()
         if fqn == _PG:
             import torch.distributed as dist
 
@@ -76,7 +76,9 @@ class CollectiveRecorder:
             return m.Argument(as_custom_obj=m.CustomObjArgument(name="work", class_fqn=fqn))
         raise EncodeError(f"{target}({where}): a {fqn} object has no reference opwire can record", where)
 
-    def outputs(self, schema: OpSchema, out: Any, target: str, name_of: Callable[[torch.Tensor], str]) -> list[m.Argument]:
+    def outputs(
+        self, schema: OpSchema, out: Any, target: str, name_of: Callable[[torch.Tensor], str]
+    ) -> list[m.Argument]:
         """The results of a finished c10d call as Arguments (nested tensor lists included)."""
         values = list(out) if len(schema.returns) > 1 else ([out] if schema.returns else [])
         args = []
@@ -94,19 +96,22 @@ class CollectiveRecorder:
 def wait(target: str, out: Any) -> Any:
     """Block until the collective that returned `out` has finished; `out` with its Work replaced by a done one.
 
-    Its results are then safe to read. The program's own `wait()` then returns at once: waiting twice on some
-    backends' work (a gloo send or receive) would block for a second message that never comes.
+    Its results are then safe to read. A send's or receive's Work is replaced by a finished one, so the
+    program's own `wait()` returns at once: waiting twice on a gloo send or receive blocks for a second
+    message that never comes.
     """
     import torch.distributed as dist
 
     spec = collective_of(target)
     if isinstance(out, tuple):
         return tuple(wait(target, v) for v in out)
-    if isinstance(out, torch.ScriptObject) and out._type().qualified_name() == _WORK:  # type: ignore[no-untyped-call]
+    if isinstance(out, torch.ScriptObject) and out._type().qualified_name() == _WORK:
         dist.distributed_c10d.Work.unbox(out).wait()
+        if spec is None or not spec.p2p:
+            return out  # DDP and others read the result through this Work's future: keep it
         done: torch.futures.Future[None] = torch.futures.Future()
         done.set_result(None)
-        return torch._C._distributed_c10d._create_work_from_future(done).boxed()
+        return torch._C._distributed_c10d._create_work_from_future(done).boxed()  # type: ignore[attr-defined]
     for v in out if isinstance(out, list) else (out,):
         if isinstance(v, torch.Tensor) and target.startswith("_c10d_functional::") and spec is not None:
             if spec.kind != "wait":
@@ -122,6 +127,12 @@ def record_call(mode: Any, func: Any, schema: OpSchema, args: Any, kwargs: dict[
     extra = spec.writes if spec is not None else ()
     try:
         bound = _bind(schema, args, kwargs)
+        if spec is not None and spec.kind != "wait":
+            # a collective reads what is there now: c10d's C++ side (DDP's parameter checks and buckets) writes
+            # through data pointers no dispatch mode sees, so its inputs are taken afresh, never from an older name
+            for value in bound.values():
+                for t in _flat(value):
+                    mode._bump(t)
         inputs = _inputs(mode, schema, bound, target)
     except EncodeError as exc:
         return mode._skip(target, str(exc), func(*args, **kwargs))

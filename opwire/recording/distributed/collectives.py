@@ -32,13 +32,13 @@ class Collective:
         return self.kind in ("send", "recv")
 
 
-def _c10d(kind: str, inputs: str, outputs: str = "", **kw: str) -> Collective:
+def _c10d(kind: str, inputs: str, outputs: str = "", reduce: str = "", root: str = "") -> Collective:
     writes = (outputs,) if outputs and outputs != "return" else ()
-    return Collective(kind, inputs, outputs, writes=writes, **kw)
+    return Collective(kind, inputs, outputs, reduce, root, writes)
 
 
-def _fn(kind: str, inputs: str, outputs: str = "return", **kw: str) -> Collective:
-    return Collective(kind, inputs, outputs, group="group_name", **kw)
+def _fn(kind: str, inputs: str, outputs: str = "return", reduce: str = "", root: str = "") -> Collective:
+    return Collective(kind, inputs, outputs, reduce, root, group="group_name")
 
 
 COLLECTIVES: dict[str, Collective] = {

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
-
-from functools import lru_cache
 
 from opwire.errors import DecodeError, OpwireError
 from opwire.recording.diff import CallDifference, OnlyIn, TraceDiff, diff_traces
@@ -32,7 +31,7 @@ def _noise(event: CallDifference | OnlyIn) -> bool:
     return _nondeterministic(event.op)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _nondeterministic(target: str) -> bool:
     import torch
 

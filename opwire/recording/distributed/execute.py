@@ -54,9 +54,9 @@ def run_collective(
     if spec.reduce and op is None:
         raise BindError(f"{where}: reduction {red!r} cannot be replayed")
     root = int(call.scalar(spec.root)) if spec.root else 0
-    ins = _map(call.inputs, live)
+    ins: Any = _map(call.inputs, live)
     if spec.outputs == "return":
-        outs = [_empty(meta(str(n)), where) for n in call.outputs]
+        outs: Any = [_empty(meta(str(n)), where) for n in call.outputs]
     elif spec.outputs:
         outs = _map(call.inputs if spec.outputs == spec.inputs else _written(call), live)
     else:

@@ -48,7 +48,9 @@ def _reduce(op: str, xs: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor
     if op == "SUM":
         return stack.sum(0), scale
     if op == "AVG":
-        return stack.sum(0) / len(xs) if floating else stack.sum(0) // len(xs), scale / len(xs) if scale is not None else None
+        return stack.sum(0) / len(xs) if floating else stack.sum(0) // len(xs), scale / len(
+            xs
+        ) if scale is not None else None
     if op == "PRODUCT":
         return stack.prod(0), stack.abs().prod(0) if floating else None
     if op == "MIN":
@@ -88,7 +90,9 @@ def _differs(got: torch.Tensor, want: torch.Tensor, scale: torch.Tensor | None) 
     )
 
 
-def _expected(calls: Sequence[CollectiveCall], load: Load) -> dict[tuple[int, tuple[int, ...]], tuple[torch.Tensor, torch.Tensor | None]]:
+def _expected(
+    calls: Sequence[CollectiveCall], load: Load
+) -> dict[tuple[int, tuple[int, ...]], tuple[torch.Tensor, torch.Tensor | None]]:
     """(group rank, output path) -> (expected value, tolerance scale or None for exact)."""
     first = calls[0]
     kind, w = first.spec.kind, len(calls)
@@ -114,8 +118,8 @@ def _expected(calls: Sequence[CollectiveCall], load: Load) -> dict[tuple[int, tu
             out.update({(i, (k, j)): (tensor(j, (k,)), None) for i in range(w) for j in range(w)})
     elif kind == "cat":
         for k in range(len(ins[0])):
-            value = torch.cat([tensor(j, (k,)) for j in range(w)])
-            out.update({(i, (k,)): (value, None) for i in range(w)})
+            gathered = torch.cat([tensor(j, (k,)) for j in range(w)])
+            out.update({(i, (k,)): (gathered, None) for i in range(w)})
     elif kind == "reduce_scatter":
         for k in range(len(ins[0])):
             out.update({(i, (k,)): _reduce(red, [tensor(j, (k, i)) for j in range(w)]) for i in range(w)})
@@ -131,7 +135,7 @@ def _expected(calls: Sequence[CollectiveCall], load: Load) -> dict[tuple[int, tu
         out.update({(i, (j,)): (tensor(j, (i,)), None) for i in range(w) for j in range(w)})
     elif kind == "all_to_all_single":
         parts = [_split(tensor(j, (0,)), calls[j].scalar("input_split_sizes"), w) for j in range(w)]
-        out.update({(i, (0,)): (torch.cat([parts[j][i] for j in range(w)]), None) for i in range(w)})
+        out.update({(i, (0,)): (torch.cat([p[i] for p in parts]), None) for i in range(w)})
     elif kind == "gather":
         root = int(first.scalar(first.spec.root))
         out.update({(root, (0, j)): (tensor(j, (0,)), None) for j in range(w)})
@@ -143,7 +147,7 @@ def _expected(calls: Sequence[CollectiveCall], load: Load) -> dict[tuple[int, tu
 
 def _split(t: torch.Tensor, sizes: object, w: int) -> list[torch.Tensor]:
     if isinstance(sizes, list) and sizes:
-        return list(t.split([int(s) for s in sizes]))
+        return list(torch.split(t, [int(s) for s in sizes]))
     return list(t.chunk(w))
 
 

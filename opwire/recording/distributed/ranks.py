@@ -100,7 +100,9 @@ def _finding(
     )
 
 
-def _numeric(group: str, seq: int, call: CollectiveCall | None, bad: list[Disagreement], calls: list[int]) -> m.RanksFinding:
+def _numeric(
+    group: str, seq: int, call: CollectiveCall | None, bad: list[Disagreement], calls: list[int]
+) -> m.RanksFinding:
     ranks = list(dict.fromkeys(d.rank for d in bad))
     detail = "; ".join(f"rank {d.rank} {d.what}: {d.detail}" for d in bad[:4])
     what = "not what the collective gives from all ranks' recorded inputs"
@@ -156,13 +158,17 @@ def format_ranks(report: m.RanksReport, path: str) -> str:
         f"{report.collectives} collectives checked"
     )
     if not report.findings:
-        return f"{head}\nconsistent: every group's ranks called the same collectives in the same order, and every "  \
+        return (
+            f"{head}\nconsistent: every group's ranks called the same collectives in the same order, and every "
             "collective's outputs follow from all ranks' inputs"
+        )
     lines = [head, f"{len(report.findings)} finding(s), earliest first:"]
     for f in report.findings:
         rank = f.ranks[0] if f.ranks else -1
         call = f.calls[rank] if 0 <= rank < len(f.calls) else -1
-        where = "".join(x for x in (f" at {f.source}" if f.source else "", f" in {f.module_path}" if f.module_path else ""))
+        where = "".join(
+            x for x in (f" at {f.source}" if f.source else "", f" in {f.module_path}" if f.module_path else "")
+        )
         lines.append(
             f"  {f.kind}: group {f.group} collective #{f.seq}: rank {rank}, call {call} {f.op or '(none)'}{where}; "
             f"disagreeing ranks {list(f.ranks)}"

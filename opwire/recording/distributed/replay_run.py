@@ -40,7 +40,9 @@ class Divergence:
     detail: str
 
     def __str__(self) -> str:
-        where = "".join(x for x in (f" at {self.source}" if self.source else "", f" in {self.module}" if self.module else ""))
+        where = "".join(
+            x for x in (f" at {self.source}" if self.source else "", f" in {self.module}" if self.module else "")
+        )
         return f"rank {self.rank}, call {self.index} {self.op}{where}: {self.detail}"
 
 
@@ -58,7 +60,10 @@ class RunReplay:
         """Each rank's first divergence (its replay or one of its collectives), None where it has none."""
         out: list[Divergence | None] = []
         for r, rep in enumerate(self.ranks):
-            cands = [Divergence(r, x.index, x.op, x.source, x.module, f"{x.output}: {x.kind}: {x.detail}") for x in rep.mismatches]
+            cands = [
+                Divergence(r, x.index, x.op, x.source, x.module, f"{x.output}: {x.kind}: {x.detail}")
+                for x in rep.mismatches
+            ]
             for f in self.collectives.findings if self.collectives is not None else []:
                 if r in f.ranks and 0 <= f.calls[r]:
                     cands.append(Divergence(r, f.calls[r], f.op, f.source, f.module_path, f"{f.kind}: {f.detail}"))

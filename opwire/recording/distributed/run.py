@@ -42,7 +42,7 @@ class Run:
                 f"{self.path}: expected a run directory holding rank0.trace ... rank<N-1>.trace "
                 f"(`torchrun ... -m opwire record --out RUN`); {hint}"
             )
-        found = sorted(int(g.group(1)) for p in self.path.iterdir() if (g := _RANK.fullmatch(p.name)))
+        found = sorted(int(hit.group(1)) for p in self.path.iterdir() if (hit := _RANK.fullmatch(p.name)))
         if not found:
             raise DecodeError(
                 f"{self.path}: expected rank0.trace ... rank<N-1>.trace in the run directory, found none; "

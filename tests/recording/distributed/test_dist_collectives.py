@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
-import torch.distributed  # noqa: F401  (registers the c10d ops)
+import torch.distributed
 
 import opwire
 from opwire.recording.distributed.collectives import COLLECTIVES, NOT_CHECKED, collective_of
@@ -14,11 +14,7 @@ from opwire.recording.distributed.launch import launch_info, rank_path
 
 
 def _schemas() -> dict[str, torch._C.FunctionSchema]:
-    return {
-        s.name: s
-        for s in torch._C._jit_get_all_schemas()
-        if s.name.startswith(("c10d::", "_c10d_functional::"))
-    }
+    return {s.name: s for s in torch._C._jit_get_all_schemas() if s.name.startswith(("c10d::", "_c10d_functional::"))}
 
 
 def test_every_row_names_arguments_its_op_has() -> None:
