@@ -64,6 +64,30 @@ def is_stream(head: bytes) -> bool:
     return sniffed is not None and sniffed[1] == ROOT
 
 
+def read_stream_header(path: str | Path) -> m.TraceHeader | None:
+    """The header frame of a streamed trace, read alone (None when `path` is not a streamed trace).
+
+    Op schemas and process groups come in later frames: open a `TraceReader` for those.
+    """
+    with open(path, "rb") as f:
+        head = f.read(256)
+        if not is_stream(head):
+            return None
+        h = framing.read_header(head, str(path))
+        f.seek(h.offset)
+        raw = f.read(_FRAME.size)
+        if len(raw) < _FRAME.size:
+            raise DecodeError(f"{path}: the streamed trace has no header frame; the file is cut or corrupt")
+        kind, size, check = _FRAME.unpack(raw)
+        body = f.read(min(size, MAX_FRAME)) if kind == b"H" else b""
+    if kind != b"H" or len(body) != size or zlib.crc32(body) != check:
+        raise DecodeError(f"{path}: the first frame is not a whole header frame; the file is cut or corrupt")
+    frame = thrift.decode(body, m.TraceFrame, "compact", framed=False, source=f"{path}@{h.offset}")
+    if frame.header is None:
+        raise DecodeError(f"{path}: the first frame holds a {frame.type}, not the header")
+    return frame.header
+
+
 class TraceWriter:
     """Writes a streamed trace: header first, then tensors, records and freed objects as they come.
 

@@ -78,6 +78,8 @@ def replay_live(
 
     merged = RunReplay(path, "collectives", run.world_size)
     merged.ranks = [report_from_dict(d) for d in reports]
+    for rep, d in zip(merged.ranks, reports, strict=True):
+        rep.seconds = float(d.get("seconds", 0.0))
     if info.rank == 0:
         merged.collectives = check_ranks(run)
         print(json.dumps(merged.to_dict(), indent=2) if as_json else merged, flush=True)

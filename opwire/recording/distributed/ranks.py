@@ -30,16 +30,20 @@ __all__ = ["check_ranks", "format_ranks"]
 def check_ranks(run: Run | str | Path, numerics: bool = True, max_findings: int = 100) -> m.RanksReport:
     """Check a run's ranks against each other; findings earliest first (by group place, then call)."""
     run = run if isinstance(run, Run) else Run(run)
-    report = m.RanksReport(run_id=run.run_id, world_size=run.world_size, groups=run.groups, collectives=0, findings=[])
     with ExitStack() as stack:
         srcs = [stack.enter_context(run.open(r)) for r in range(run.world_size)]
+        run.set_groups(srcs)
+        report = m.RanksReport(
+            run_id=run.run_id, world_size=run.world_size, groups=run.groups, collectives=0, findings=[]
+        )
 
         def load(rank: int, name: str) -> torch.Tensor:
             return srcs[rank].load(name, "cpu")
 
+        p2p: list[CollectiveCall] = []  # sends and receives, met on the way (one read of each rank per group)
         for g in run.groups:
-            _check_group(report, g, srcs, load if numerics else None, max_findings)
-        _check_p2p(report, run, srcs, load if numerics else None)
+            _check_group(report, g, srcs, load if numerics else None, max_findings, p2p)
+        _check_p2p(report, run, p2p, load if numerics else None)
     report.findings.sort(key=lambda f: (min((c for c in f.calls if c >= 0), default=-1), f.group, f.seq))
     del report.findings[max_findings:]
     return report
@@ -51,11 +55,35 @@ def _check_group(
     srcs: list[TraceSource],
     load: Callable[[int, str], torch.Tensor] | None,
     max_findings: int,
+    p2p: list[CollectiveCall],
 ) -> None:
     members = [int(r) for r in g.ranks]
-    streams: list[Iterator[CollectiveCall]] = [
-        (c for c in collective_calls(srcs[r], r, g.name) if not c.spec.p2p) for r in members
-    ]
+    streams = [_collectives(srcs[r], r, g.name, p2p) for r in members]
+    try:
+        _walk(report, g, members, srcs, streams, load, max_findings)
+    finally:
+        for s in streams:  # the rest of each rank's calls: its sends and receives are still matched
+            for _ in s:
+                pass
+
+
+def _collectives(src: TraceSource, rank: int, group: str, p2p: list[CollectiveCall]) -> Iterator[CollectiveCall]:
+    for c in collective_calls(src, rank, group):
+        if c.spec.p2p:
+            p2p.append(c)
+        else:
+            yield c
+
+
+def _walk(
+    report: m.RanksReport,
+    g: m.TraceProcessGroup,
+    members: list[int],
+    srcs: list[TraceSource],
+    streams: list[Iterator[CollectiveCall]],
+    load: Callable[[int, str], torch.Tensor] | None,
+    max_findings: int,
+) -> None:
     for seq, calls in enumerate(zip_longest(*streams)):
         report.collectives += 1
         sigs = [signature(c, srcs[c.rank]) if c is not None else "(no call: the rank's sequence ended)" for c in calls]
@@ -110,22 +138,20 @@ def _numeric(
 
 
 def _check_p2p(
-    report: m.RanksReport, run: Run, srcs: list[TraceSource], load: Callable[[int, str], torch.Tensor] | None
+    report: m.RanksReport, run: Run, p2p: list[CollectiveCall], load: Callable[[int, str], torch.Tensor] | None
 ) -> None:
     """Match the k-th send from a to b (tag t) with b's k-th receive from a (tag t), in global ranks."""
     sends: dict[tuple[str, int, int, int], list[CollectiveCall]] = {}
     recvs: dict[tuple[str, int, int, int], list[CollectiveCall]] = {}
-    for r, src in enumerate(srcs):
-        for c in collective_calls(src, r):
-            if not c.spec.p2p:
-                continue
-            ranks = [int(x) for x in run.group(c.group).ranks]
-            peer = ranks[int(c.scalar(c.spec.root))]
-            tag = int(c.scalar("tag") or 0)
-            if c.spec.kind == "send":
-                sends.setdefault((c.group, r, peer, tag), []).append(c)
-            else:
-                recvs.setdefault((c.group, peer, r, tag), []).append(c)
+    for c in sorted(p2p, key=lambda c: (c.rank, c.index)):
+        r = c.rank
+        ranks = [int(x) for x in run.group(c.group).ranks]
+        peer = ranks[int(c.scalar(c.spec.root))]
+        tag = int(c.scalar("tag") or 0)
+        if c.spec.kind == "send":
+            sends.setdefault((c.group, r, peer, tag), []).append(c)
+        else:
+            recvs.setdefault((c.group, peer, r, tag), []).append(c)
     for key in sorted(set(sends) | set(recvs)):
         group, a, b, tag = key
         s, v = sends.get(key, []), recvs.get(key, [])

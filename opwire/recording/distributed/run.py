@@ -64,7 +64,6 @@ class Run:
                 f"{rank_file(self.path, extra[0])}: rank {extra[0]} is outside the run's world size "
                 f"{self.world_size} (from rank0.trace); it belongs to another run"
             )
-        groups: dict[str, m.TraceProcessGroup] = {g.name: g for g in first.groups}
         for r in range(1, self.world_size):
             d = self._header(r)
             where = rank_file(self.path, r)
@@ -78,13 +77,39 @@ class Run:
                     f"{where}: run id {d.run_id!r}, rank0.trace has {self.run_id!r}; the ranks come from "
                     f"different runs: record them again in one torchrun launch"
                 )
-            for g in d.groups:
-                groups.setdefault(g.name, g)
-        self.groups = list(groups.values())
+        self._groups: list[m.TraceProcessGroup] | None = None
 
     def _header(self, rank: int) -> m.TraceDistributed:
+        from opwire.recording.stream import read_stream_header
+
+        where = rank_file(self.path, rank)
+        header = read_stream_header(where)  # the header frame alone: a run is validated without scanning it
+        if header is not None:
+            return _distributed(header, where, rank)
         with self.open(rank) as src:
-            return _distributed(src, rank_file(self.path, rank), rank)
+            return _distributed(src.header, where, rank)
+
+    @property
+    def groups(self) -> list[m.TraceProcessGroup]:
+        """Every process group a rank's calls used (read from each rank's group frames, once)."""
+        if self._groups is None:
+            found: dict[str, m.TraceProcessGroup] = {}
+            for r in range(self.world_size):
+                with self.open(r) as src:
+                    d = src.header.distributed
+                    for g in d.groups if d is not None else []:
+                        found.setdefault(g.name, g)
+            self._groups = list(found.values())
+        return self._groups
+
+    def set_groups(self, sources: list[TraceSource]) -> None:
+        """Take the groups from ranks' traces already open (saves reading them again)."""
+        found: dict[str, m.TraceProcessGroup] = {}
+        for src in sources:
+            d = src.header.distributed
+            for g in d.groups if d is not None else []:
+                found.setdefault(g.name, g)
+        self._groups = list(found.values())
 
     @contextmanager
     def open(self, rank: int) -> Iterator[TraceSource]:
@@ -115,8 +140,8 @@ class Run:
         raise DecodeError(f"{self.path}: a call uses process group {name!r} that no rank's header lists")
 
 
-def _distributed(src: TraceSource, where: Path, rank: int) -> m.TraceDistributed:
-    d = src.header.distributed
+def _distributed(header: m.TraceHeader, where: Path, rank: int) -> m.TraceDistributed:
+    d = header.distributed
     if d is None:
         raise DecodeError(
             f"{where}: a trace of a single-process run (its header has no rank, world size or run id); "
