@@ -24,6 +24,8 @@ _BLOCK = re.compile(
     r"(?:<!-- (?:file: (?P<file>\S+)|(?P<fresh>fresh process)) -->\s*\n)?```(?P<lang>\w+)\n(?P<body>.*?)```", re.S
 )
 _SLOW = {"aoti-extern-nodes.md"}  # compiles with AOTInductor
+_DISTRIBUTED = {"debug-a-distributed-run.md"}  # launches torchrun with 2 gloo ranks
+_ENV = re.compile(r"[A-Z_][A-Z0-9_]*=\S*")
 
 
 def _in_process(argv: list[str]) -> tuple[int, str]:
@@ -50,6 +52,16 @@ def _run_console(body: str, cwd: Path, where: str, fresh: bool) -> None:
         text, _, note = command.partition("#")
         want = int(note.split()[1]) if note.strip().startswith("exit") else 0
         argv = shlex.split(text)
+        env: dict[str, str] = {}
+        while argv and _ENV.fullmatch(argv[0]):  # `NAME=value command`, as a shell reads it
+            key, _, value = argv.pop(0).partition("=")
+            env[key] = value
+        if argv[0] == "torchrun":
+            code, output = _torchrun(argv[1:], cwd, env)
+            assert code == want, f"{where}: `{command}` exited {code}:\n{output[-4000:]}"
+            for line in expected:
+                assert line.strip() in output, f"{where}: `{command}` did not print {line!r}; it printed:\n{output}"
+            continue
         assert argv[0] == "opwire", f"{where}: only opwire commands run in the tutorials, got {command!r}"
         if fresh:
             done = run_cli(*argv[1:], cwd=cwd)
@@ -59,6 +71,19 @@ def _run_console(body: str, cwd: Path, where: str, fresh: bool) -> None:
         assert code == want, f"{where}: `{command}` exited {code}:\n{output}"
         for line in expected:
             assert line.strip() in output, f"{where}: `{command}` did not print {line!r}; it printed:\n{output}"
+
+
+def _torchrun(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, str]:
+    """A `torchrun` line as the reader types it (this checkout's opwire first on the path), bounded in time."""
+    import os
+    import subprocess
+
+    full = {**os.environ, **env, "OMP_NUM_THREADS": "1"}
+    root = str(Path(__file__).resolve().parents[1])
+    full["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [full.get("PYTHONPATH")])])
+    cmd = [sys.executable, "-m", "torch.distributed.run", *argv]
+    done = subprocess.run(cmd, cwd=cwd, env=full, capture_output=True, text=True, timeout=600)
+    return done.returncode, done.stdout + done.stderr
 
 
 def _run(doc: Path, cwd: Path) -> int:
@@ -79,7 +104,11 @@ def _run(doc: Path, cwd: Path) -> int:
 
 def _tutorials() -> list[object]:
     return [
-        pytest.param(p, marks=pytest.mark.slow, id=p.stem) if p.name in _SLOW else pytest.param(p, id=p.stem)
+        pytest.param(p, marks=[pytest.mark.slow, pytest.mark.distributed], id=p.stem)
+        if p.name in _DISTRIBUTED
+        else pytest.param(p, marks=pytest.mark.slow, id=p.stem)
+        if p.name in _SLOW
+        else pytest.param(p, id=p.stem)
         for p in sorted(TUTORIALS.glob("*.md"))
     ]
 
@@ -101,4 +130,5 @@ def test_there_is_a_tutorial_per_job() -> None:
         "validate-custom-ops",
         "record-and-replay",
         "aoti-extern-nodes",
+        "debug-a-distributed-run",
     }

@@ -25,6 +25,7 @@ COMMANDS = {
     "record": "opwire.cli.record_cmd",
     "replay": "opwire.cli.replay_cmd",
     "diff": "opwire.cli.diff_cmd",
+    "ranks": "opwire.cli.ranks_cmd",
     "ops": "opwire.cli.ops_cmd",
     "view": "opwire.cli.view_cmd",
 }

@@ -24,7 +24,11 @@ def add_parser(sub: Any) -> None:
     )
     add_loading(p)
     add_budget_flags(p)
-    p.add_argument("a", help="the first trace (any format opwire writes)")
+    p.add_argument(
+        "a",
+        help="the first trace (any format opwire writes), or a run directory (rank<N>.trace per rank): "
+        "then B is one too and the runs are compared rank by rank, the earliest divergence across ranks first",
+    )
     p.add_argument("b", help="the second trace")
     p.add_argument(
         "--rtol", type=float, default=None, help="relative tolerance for floating outputs (default: per dtype)"
@@ -40,7 +44,14 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Diff; exit 0 when the traces agree, 1 when they differ, 2 when one is unreadable."""
     import opwire
+    from opwire.recording.distributed.run import is_run
 
+    if is_run(args.a) or is_run(args.b):
+        from opwire.recording.distributed.diff_run import diff_runs
+
+        runs = diff_runs(args.a, args.b, rtol=args.rtol, atol=args.atol, max_listed=args.max_mismatches)
+        print(json.dumps(runs.to_dict(), indent=2) if args.json else runs)
+        return 0 if runs.ok else 1
     a = opwire.load_trace(args.a, max_elements=args.max_elements)
     b = opwire.load_trace(args.b, max_elements=args.max_elements)
     result = opwire.diff_traces(a, b, rtol=args.rtol, atol=args.atol, max_listed=args.max_mismatches)

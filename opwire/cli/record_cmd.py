@@ -21,7 +21,9 @@ def add_parser(sub: Any) -> None:
         description="Runs `python SCRIPT.py ARGS` or `python -m MODULE ARGS` in this process under opwire.record "
         "and writes the trace (also when the script fails: exit 1, after the script's own traceback). The script "
         "is any Python program that calls torch ops (training step, inference); the trace it writes is read by "
-        "`opwire replay TRACE`, `opwire inspect TRACE` and opwire.load_trace. Exit 0, 1 when the script failed, "
+        "`opwire replay TRACE`, `opwire inspect TRACE` and opwire.load_trace. Under torchrun "
+        "(`torchrun --nproc-per-node N -m opwire record --out RUN -- train.py`) every rank writes RUN/rank<N>.trace. "
+        "Exit 0, 1 when the script failed, "
         "2 on bad usage (no script, --out not writable).",
         usage="opwire record --out TRACE [options] -- python SCRIPT.py [ARGS] | -- python -m MODULE [ARGS]",
     )
@@ -73,6 +75,19 @@ def _unwritable(out: Path) -> str | None:
     return None
 
 
+def _rank_out(out: str) -> str:
+    """Under a launcher (RANK/WORLD_SIZE set, e.g. torchrun), `--out RUN` is a run directory: RUN/rank<N>.trace."""
+    from opwire.recording.distributed.launch import launch_info, rank_file
+
+    info = launch_info()
+    if info is None:
+        return out
+    if "{rank}" in out:
+        return out.replace("{rank}", str(info.rank))
+    Path(out).mkdir(parents=True, exist_ok=True)
+    return str(rank_file(out, info.rank))
+
+
 def _print_script_traceback(exc: BaseException) -> None:
     """The script's traceback as Python prints it, starting at the script's own frames (not runpy's or opwire's)."""
     tb = exc.__traceback__
@@ -99,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
     if kind == "path" and not Path(what).is_file():
         print(f"opwire record: error: no script {what!r}", file=sys.stderr)
         return 2
+    args.out = _rank_out(args.out)
     problem = _unwritable(Path(args.out))
     if problem is not None:
         print(f"opwire record: error: --out {args.out}: {problem}; the script did not run", file=sys.stderr)

@@ -25,8 +25,25 @@ def add_parser(sub: Any) -> None:
         "which). Custom ops the trace calls must be registered first: " + LOADING_HELP + " Exit 0 without "
         "mismatches, 1 with mismatches, 2 when the trace is unreadable.",
     )
-    p.add_argument("trace", help="a trace written by `opwire record` or Trace.save (any format)")
+    p.add_argument(
+        "trace",
+        help="a trace written by `opwire record` or Trace.save (any format), or a run directory (rank<N>.trace "
+        "per rank, from `torchrun -m opwire record`): every rank replays isolated and the collectives are checked "
+        "across ranks",
+    )
     p.add_argument("--chained", action="store_true", help="feed each call the replayed outputs of earlier calls")
+    p.add_argument(
+        "--collectives",
+        action="store_true",
+        help="RUN only, under `torchrun --nproc-per-node N -m opwire replay RUN --collectives`: replay chained on N "
+        "ranks with the collectives executed for real in a fresh process group (the only mode that runs them)",
+    )
+    p.add_argument(
+        "--collective-timeout",
+        type=float,
+        default=120.0,
+        help="seconds a collective may wait for the other ranks before the group aborts (default 120)",
+    )
     p.add_argument(
         "--rtol", type=float, default=None, help="relative tolerance for floating outputs (default: per dtype)"
     )
@@ -70,6 +87,10 @@ def run(args: argparse.Namespace) -> int:
             "opwire replay: error: --workers applies to isolated replay; drop --chained or --workers", file=sys.stderr
         )
         return 2
+    from opwire.recording.distributed.run import is_run
+
+    if is_run(args.trace) or args.collectives:
+        return _run_dir(args)
     trace = opwire.load_trace(args.trace, max_elements=args.max_elements)
     report = opwire.replay(
         trace,
@@ -88,3 +109,30 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(report)
     return 0 if report.ok else 1
+
+
+def _run_dir(args: argparse.Namespace) -> int:
+    """Replay a run directory: isolated in this process, or chained with real collectives under torchrun."""
+    if args.collectives:
+        from opwire.recording.distributed.live import replay_live
+
+        return replay_live(args.trace, args.rtol, args.atol, args.collective_timeout, args.allow_op, args.json)
+    if args.chained or args.workers > 1:
+        print(
+            "opwire replay: error: a run directory replays isolated in one process, or chained with real "
+            "collectives under torchrun with --collectives; drop --chained/--workers",
+            file=sys.stderr,
+        )
+        return 2
+    from opwire.recording.distributed.replay_run import replay_run
+
+    result = replay_run(
+        args.trace,
+        args.rtol,
+        args.atol,
+        allow_ops=args.allow_op,
+        timeout=args.timeout,
+        max_mismatches=args.max_mismatches,
+    )
+    print(json.dumps(result.to_dict(), indent=2) if args.json else result)
+    return 0 if result.ok else 1

@@ -5,7 +5,8 @@
 (replay), `report` (ReplayReport and its text), `compare` (tensor and scalar comparison), `replay_nodes`
 (trace records as nodes), `stream` (the streamed trace format), `source` (one read interface over both
 trace forms), `sinks` (where the recorder writes), `locate` (source lines and module names), `diff`
-(trace against trace), `progress` (the terminal progress bar), `replay_worker` (a parallel replay process).
+(trace against trace), `progress` (the terminal progress bar), `replay_worker` (a parallel replay process),
+`distributed` (runs under torchrun: one trace per rank, `opwire ranks`, replay and diff of run directories).
 """
 
 from __future__ import annotations

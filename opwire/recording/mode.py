@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import sys
 import warnings
 import weakref
 from collections.abc import Sequence
@@ -85,6 +86,9 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
         self._generation: dict[int, int] = {}
         self._dead: list[str] = []  # objects freed since the last record
         self._warned: set[str] = set()  # ops already warned about as skipped
+        from opwire.recording.distributed.capture import CollectiveRecorder
+
+        self.collectives = CollectiveRecorder(sink.group)
 
     # -------------------------------------------------------------------------------- filtering
     def _records(self, func: Any) -> bool:
@@ -100,6 +104,7 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
     # ----------------------------------------------------------------------------------- naming
     def _name(self, t: torch.Tensor, produced: bool) -> str:
         """The trace name of `t`'s current value; a new value is handed to the sink now (bytes or digest)."""
+        t = _unwrap_async(t)
         obj = self._objs.get(id(t))
         if obj is None or obj.ref() is not t:
             self._count += 1
@@ -170,6 +175,10 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
             schema = self._schemas[func] = op_schema(func)
             self.sink.op_schema(target_name(func), schema.schema)
         target = target_name(func)
+        if target.startswith(("c10d::", "_c10d_functional::")):  # process groups as references, results awaited
+            from opwire.recording.distributed.capture import record_call
+
+            return record_call(self, func, schema, args, kwargs, target)
         try:
             bound = _bind(schema, args, kwargs)
             inputs = self._inputs(schema, bound, target)
@@ -226,6 +235,14 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
             to_argument(v, r, target, lambda t: self._name(t, True), role="return")
             for r, v in zip(schema.returns, values, strict=True)
         ]
+
+
+def _unwrap_async(t: torch.Tensor) -> torch.Tensor:
+    """A functional collective's AsyncCollectiveTensor is named as the tensor it wraps (already waited for)."""
+    funcol = sys.modules.get("torch.distributed._functional_collectives")
+    if funcol is not None and isinstance(t, funcol.AsyncCollectiveTensor):
+        return t.elem  # type: ignore[no-any-return]
+    return t
 
 
 def _storage_key(t: torch.Tensor) -> int:

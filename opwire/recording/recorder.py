@@ -249,8 +249,10 @@ def load_trace(path: str | Path, *, max_elements: int | None = None) -> Trace:
 
 def _header(outputs: str) -> m.TraceHeader:
     from opwire._version import __version__
+    from opwire.recording.distributed.launch import launch_info
 
     return m.TraceHeader(
+        distributed=launch_info(),
         opwire_version=__version__,
         torch_version=str(torch.__version__),
         op_schemas={},
@@ -279,6 +281,10 @@ def record(
         raise ValueError(f"outputs must be 'full' or 'digest', got {outputs!r}")
     if isinstance(include, str) or isinstance(exclude, str):
         raise TypeError("include/exclude take a list of patterns such as ['aten::*'], not a single string")
+    if path is not None:
+        from opwire.recording.distributed.launch import rank_path
+
+        path = rank_path(path)
     trace = Trace()
     sink: MemorySink | TraceWriter = MemorySink() if path is None else TraceWriter(path, _header(outputs))
     bar = Progress("recording", enabled=progress)
@@ -300,4 +306,6 @@ def record(
         trace._source = StreamSource(sink.path)
     else:
         header = _header(outputs).model_copy(update={"op_schemas": dict(sorted(sink.op_schemas.items()))})
+        if header.distributed is not None:
+            header.distributed.groups = list(sink.groups)
         trace._source = ModelSource(m.CallTrace(header=header, records=sink.records, tensors=sink.tensors))

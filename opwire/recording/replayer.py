@@ -126,6 +126,8 @@ def _check_policy(src: TraceSource, exec_policy: ExecPolicy) -> None:
     """Refuse the trace before anything runs when a call (or an `as_operator` argument) names a refused op."""
     seen: set[str] = set()
     for i, rec in enumerate(src.records(0, len(src))):
+        if "skipped" in rec.metadata:
+            continue  # never executed
         names = [rec.target, *(na.arg.value for na in rec.inputs if na.arg.type == "as_operator")]
         for name in names:
             if name not in seen:

@@ -27,6 +27,9 @@ class Sink(Protocol):
     def freed(self, objects: list[str]) -> None:
         """Tensor objects that no later record names."""
 
+    def group(self, group: m.TraceProcessGroup) -> None:
+        """A process group that later records use."""
+
     def before_write(self, t: torch.Tensor | None) -> None:
         """A call is about to write to `t`'s storage (None: to some storage): finish reading it first."""
 
@@ -38,6 +41,7 @@ class MemorySink:
         self.records: list[m.CallRecord] = []
         self.tensors: dict[str, m.TensorValue] = {}
         self.op_schemas: dict[str, str] = {}
+        self.groups: list[m.TraceProcessGroup] = []
 
     def tensor(self, name: str, t: torch.Tensor, full: bool, version: Any = None) -> None:
         """Copy `t` into the tensor table."""
@@ -53,6 +57,10 @@ class MemorySink:
 
     def freed(self, objects: list[str]) -> None:
         """Nothing to do: an in-memory trace keeps every value."""
+
+    def group(self, group: m.TraceProcessGroup) -> None:
+        """Keep a process group for the header."""
+        self.groups.append(group)
 
     def before_write(self, t: torch.Tensor | None) -> None:
         """Nothing to do: values were copied when seen."""

@@ -7,7 +7,8 @@ File layout (docs/wire-format.md, "Streamed traces"): opwire's header (codec com
 
 `P` frames hold a payload: its SHA-256 (32 bytes) and the bytes (check: CRC-32 of the digest; the digest
 checks the bytes). Every other kind holds one `TraceFrame` in compact Thrift (check: CRC-32 of the body):
-`H` header, `S` op schema, `T` tensor, `R` record, `F` freed objects, `E` end. A frame that a record
+`H` header, `S` op schema, `T` tensor, `R` record, `F` freed objects, `E` end, `g` a process group (records
+1.2; lowercase so older readers skip it). A frame that a record
 names comes before the record. A file without its `E` frame was cut (a crash, a full disk): the reader
 reads every whole frame before the cut and says where the trace ends. Unknown kinds in lowercase are
 skipped (room for optional additions); any other unknown kind is refused.
@@ -39,7 +40,15 @@ __all__ = ["ROOT", "TraceReader", "TraceWriter", "is_stream"]
 
 ROOT = "TraceFrame"
 _FRAME = struct.Struct(">cQI")
-_MEMBER_KIND = {"header": b"H", "op_schema": b"S", "tensor": b"T", "record": b"R", "freed": b"F", "trailer": b"E"}
+_MEMBER_KIND = {
+    "header": b"H",
+    "op_schema": b"S",
+    "tensor": b"T",
+    "record": b"R",
+    "freed": b"F",
+    "trailer": b"E",
+    "group": b"g",
+}
 _KIND_MEMBER = {v: k for k, v in _MEMBER_KIND.items()}
 _PAYLOAD = b"P"
 _DIGEST = 32
@@ -53,6 +62,30 @@ def is_stream(head: bytes) -> bool:
     """Whether bytes starting a file are a streamed trace (opwire's header naming root TraceFrame)."""
     sniffed = framing.sniff(head)
     return sniffed is not None and sniffed[1] == ROOT
+
+
+def read_stream_header(path: str | Path) -> m.TraceHeader | None:
+    """The header frame of a streamed trace, read alone (None when `path` is not a streamed trace).
+
+    Op schemas and process groups come in later frames: open a `TraceReader` for those.
+    """
+    with open(path, "rb") as f:
+        head = f.read(256)
+        if not is_stream(head):
+            return None
+        h = framing.read_header(head, str(path))
+        f.seek(h.offset)
+        raw = f.read(_FRAME.size)
+        if len(raw) < _FRAME.size:
+            raise DecodeError(f"{path}: the streamed trace has no header frame; the file is cut or corrupt")
+        kind, size, check = _FRAME.unpack(raw)
+        body = f.read(min(size, MAX_FRAME)) if kind == b"H" else b""
+    if kind != b"H" or len(body) != size or zlib.crc32(body) != check:
+        raise DecodeError(f"{path}: the first frame is not a whole header frame; the file is cut or corrupt")
+    frame = thrift.decode(body, m.TraceFrame, "compact", framed=False, source=f"{path}@{h.offset}")
+    if frame.header is None:
+        raise DecodeError(f"{path}: the first frame holds a {frame.type}, not the header")
+    return frame.header
 
 
 class TraceWriter:
@@ -161,6 +194,10 @@ class TraceWriter:
         """Write tensor objects that no later record names."""
         if objects:
             self._frame("freed", m.TraceFreed(objects=objects))
+
+    def group(self, group: m.TraceProcessGroup) -> None:
+        """Write a process group (before the first record that uses it)."""
+        self._frame("group", group)
 
     def tensor(self, name: str, t: torch.Tensor, full: bool, version: Any = None) -> None:
         """Write the tensor entry `name` for `t` (and its payload unless it is stored already or `full` is False).
@@ -293,6 +330,7 @@ class _Index:
     tensors: dict[str, m.TraceTensor] = field(default_factory=dict)
     payloads: dict[str, tuple[int, int]] = field(default_factory=dict)  # hex digest -> (offset, length)
     freed: dict[int, list[str]] = field(default_factory=dict)  # after record i (-1: before the first)
+    groups: list[m.TraceProcessGroup] = field(default_factory=list)
     end: m.TraceEnd | None = None
     cut: str | None = None
 
@@ -387,6 +425,8 @@ class TraceReader:
             idx.freed.setdefault(len(idx.records) - 1, []).extend(frame.freed.objects)
         elif frame.trailer is not None:
             idx.end = frame.trailer
+        elif frame.group is not None:
+            idx.groups.append(frame.group)
 
     def _decode(self, body: int, size: int, check: int, member: str, pos: int) -> m.TraceFrame:
         self._f.seek(body)
@@ -404,7 +444,11 @@ class TraceReader:
         """The header, with the op schemas of every op frame."""
         h = self._index.header
         assert h is not None
-        return h.model_copy(update={"op_schemas": dict(sorted(self._index.op_schemas.items()))})
+        update: dict[str, Any] = {"op_schemas": dict(sorted(self._index.op_schemas.items()))}
+        if h.distributed is not None and self._index.groups:
+            groups = [*h.distributed.groups, *self._index.groups]
+            update["distributed"] = h.distributed.model_copy(update={"groups": groups})
+        return h.model_copy(update=update)
 
     @property
     def cut(self) -> str | None:

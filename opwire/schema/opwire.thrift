@@ -8,7 +8,7 @@ namespace py opwire.schema.opwire
 /** Major version of opwire's own records. */
 const i64 RECORDS_VERSION_MAJOR = 1
 /** Minor version of opwire's own records. */
-const i64 RECORDS_VERSION_MINOR = 1
+const i64 RECORDS_VERSION_MINOR = 2
 
 /** Summary of a tensor kept instead of its bytes (record with outputs="digest"). */
 struct TensorDigest {
@@ -124,6 +124,66 @@ struct TraceHeader {
   40: string outputs_mode;
   /** Export schema version of the records. */
   50: export_schema.SchemaVersion schema_version;
+  /** Where this trace sits in a distributed run (absent for a single-process trace). Since records 1.2. */
+  60: optional TraceDistributed distributed;
+}
+
+/** A process group that a recorded call used: a reference that replay and `opwire ranks` resolve, never a pickled object. */
+struct TraceProcessGroup {
+  /** torch's group name (`"0"` for the default group; what functional collectives pass as `group_name`). */
+  10: string name;
+  /** Global ranks of the group's members, in group-rank order. */
+  20: list<i64> ranks;
+  /** Backend name (`gloo`, `nccl`, ...). */
+  30: string backend;
+}
+
+/** A rank's place in a distributed run, taken from the launcher's environment (RANK, WORLD_SIZE, TORCHELASTIC_RUN_ID). */
+struct TraceDistributed {
+  /** Global rank of the recorded process. */
+  10: i64 rank;
+  /** Number of ranks of the run. */
+  20: i64 world_size;
+  /** The launcher's run id (TORCHELASTIC_RUN_ID; empty when the launcher set none). */
+  30: string run_id;
+  /** Every process group a recorded call used, in the order first used (streamed traces carry them as group frames). */
+  40: list<TraceProcessGroup> groups;
+}
+
+/** One finding of `opwire ranks`: ranks that disagree on a collective. */
+struct RanksFinding {
+  /** "sequence" (a different collective, shape or dtype at the same place of a group) or "numeric" (outputs that do not follow from all ranks' inputs). */
+  10: string kind;
+  /** Process group name. */
+  20: string group;
+  /** Position of the collective in the group's sequence (0-based). */
+  30: i64 seq;
+  /** The op of the first rank that disagrees (as "ns::op.overload"; empty when that rank's sequence ended). */
+  40: string op;
+  /** The ranks that disagree with the majority (sequence) or whose outputs are wrong (numeric), first one first. */
+  50: list<i64> ranks;
+  /** Call index in each rank's trace of the collective at this position, in global-rank order (-1: none). */
+  60: list<i64> calls;
+  /** What differs. */
+  70: string detail;
+  /** Source line of the first disagreeing rank's call. */
+  80: string source;
+  /** Module path of the first disagreeing rank's call. */
+  90: string module_path;
+}
+
+/** What `opwire ranks --json` prints. */
+struct RanksReport {
+  /** The run id the ranks share. */
+  10: string run_id;
+  /** Number of ranks. */
+  20: i64 world_size;
+  /** The process groups the run used. */
+  30: list<TraceProcessGroup> groups;
+  /** Collectives checked (each counted once per group position). */
+  40: i64 collectives;
+  /** Findings, earliest first; empty when the ranks agree. */
+  50: list<RanksFinding> findings;
 }
 
 /** A recorded sequence of operator calls with the tensors they read and wrote. */
@@ -186,6 +246,8 @@ union TraceFrame {
   50: TraceFreed freed;
   /** The last frame of a complete trace. */
   60: TraceEnd trailer;
+  /** A process group a later record uses (kind `g`: lowercase, so readers before records 1.2 skip it). Since 1.2. */
+  70: TraceProcessGroup group;
 }
 
 /** One argument or return of an operator schema. */

@@ -1,0 +1,193 @@
+"""`torchrun --nproc-per-node N -m opwire replay RUN --collectives`: every rank replays chained, collectives for real.
+
+Each launched process replays the trace of its RANK, chained (each call fed by the replayed outputs of the
+calls before it), and runs the recorded collectives across a fresh gloo process group among the launched
+ranks (groups the run created are created again with the same members), with `timeout` on every collective.
+The execution policy admits the trace's c10d ops in this mode only, through its caller allowlist. A rank that
+fails prints its error and exits: torchrun then stops the other ranks and the group's timeout bounds any wait,
+so a failure never hangs. Reports travel to rank 0 as JSON over the group, and rank 0 prints the merged one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Iterable
+from datetime import timedelta
+from typing import Any
+
+import torch
+
+from opwire.errors import OpwireError
+from opwire.proxy_executor.executor import ProxyExecutor
+from opwire.proxy_executor.policy import DefaultPolicy
+from opwire.proxy_executor.safety import ExecPolicy
+from opwire.recording.compare import Errors
+from opwire.recording.distributed.collectives import is_distributed_op
+from opwire.recording.distributed.execute import run_collective
+from opwire.recording.distributed.launch import launch_info
+from opwire.recording.distributed.ranks import check_ranks
+from opwire.recording.distributed.replay_run import RunReplay
+from opwire.recording.distributed.run import Run
+from opwire.recording.distributed.sequence import collective_calls
+from opwire.recording.mode import object_of
+from opwire.recording.report import Mismatch, OpStats, ReplayReport
+from opwire.recording.source import TraceSource
+from opwire.schema import models as m
+
+__all__ = ["replay_live"]
+
+
+def replay_live(
+    path: str, rtol: float | None, atol: float | None, timeout: float, allow_ops: Iterable[str], as_json: bool
+) -> int:
+    """Replay this rank of run `path` with real collectives; rank 0 prints the merged report. Exit 0/1/2."""
+    import torch.distributed as dist
+
+    info = launch_info()
+    if info is None:
+        print(
+            "opwire replay: error: --collectives runs under torchrun: `torchrun --nproc-per-node N -m opwire replay "
+            f"{path} --collectives` (RANK/WORLD_SIZE are not set)",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        run = Run(path)
+    except OpwireError as exc:
+        print(f"opwire replay: error: rank {info.rank}: {exc}", file=sys.stderr)
+        return 2
+    if run.world_size != info.world_size:
+        print(
+            f"opwire replay: error: {path} holds {run.world_size} ranks, torchrun launched {info.world_size}; "
+            f"launch with --nproc-per-node {run.world_size}",
+            file=sys.stderr,
+        )
+        return 2
+    dist.init_process_group("gloo", timeout=timedelta(seconds=timeout))
+    try:
+        groups, ranks = _groups(run, timeout)
+        report = _replay_rank(run, info.rank, groups, ranks, rtol, atol, allow_ops)
+        reports = _gather(report.to_dict())
+    except Exception as exc:  # this rank cannot go on: say so, and let torchrun stop the others
+        print(f"opwire replay: error: rank {info.rank}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        os._exit(2)  # no destroy_process_group: it would wait for ranks that will never come
+    from opwire.recording.replay_worker import report_from_dict
+
+    merged = RunReplay(path, "collectives", run.world_size)
+    merged.ranks = [report_from_dict(d) for d in reports]
+    for rep, d in zip(merged.ranks, reports, strict=True):
+        rep.seconds = float(d.get("seconds", 0.0))
+    if info.rank == 0:
+        merged.collectives = check_ranks(run)
+        print(json.dumps(merged.to_dict(), indent=2) if as_json else merged, flush=True)
+    dist.destroy_process_group()
+    return 0 if merged.ok else 1
+
+
+def _groups(run: Run, timeout: float) -> tuple[dict[str, Any], dict[str, list[int]]]:
+    """Recorded group name -> a fresh group with the same members (every rank creates them in the same order)."""
+    import torch.distributed as dist
+
+    world = list(range(run.world_size))
+    groups: dict[str, Any] = {}
+    ranks: dict[str, list[int]] = {}
+    for g in sorted(run.groups, key=lambda g: g.name):
+        members = [int(r) for r in g.ranks]
+        ranks[g.name] = members
+        same = members == world
+        groups[g.name] = dist.group.WORLD if same else dist.new_group(members, timeout=timedelta(seconds=timeout))
+    return groups, ranks
+
+
+def _replay_rank(
+    run: Run,
+    rank: int,
+    groups: dict[str, Any],
+    ranks: dict[str, list[int]],
+    rtol: float | None,
+    atol: float | None,
+    allow_ops: Iterable[str],
+) -> ReplayReport:
+    from opwire.recording.replayer import _check_policy, _Options, _Replayer
+
+    with run.open(rank) as src:
+        ops = {rec.target for rec in src.records() if is_distributed_op(rec.target)}
+        policy = ExecPolicy([*allow_ops, *ops])  # collectives admitted in this mode only
+        _check_policy(src, policy)
+        opts = _Options(DefaultPolicy.FROM_SCHEMA, "chained", rtol, atol, None, policy)
+        runner = _Replayer(src, ProxyExecutor(policy=DefaultPolicy.FROM_SCHEMA, exec_policy=policy), opts)
+        report = ReplayReport("chained", len(src), recorded_torch=src.header.torch_version)
+        calls = {c.index: c for c in collective_calls(src, rank)} if ops else {}
+        start = time.perf_counter()
+        runner.free(-1)
+        with torch.no_grad():
+            for i, rec in enumerate(src.records()):
+                if "skipped" in rec.metadata:
+                    report.skipped.append((i, rec.target, rec.metadata["skipped"]))
+                    runner.free(i)
+                    continue
+                stats = report.ops.setdefault(rec.target, OpStats())
+                runner.errors = Errors()
+                if is_distributed_op(rec.target):
+                    found = _collective(runner, src, i, rec, calls, groups, ranks)
+                else:
+                    found = runner.run(i, rec)
+                stats.calls += 1
+                stats.mismatches += bool(found)
+                stats.worst_abs = max(stats.worst_abs, runner.errors.abs)
+                report.mismatches += found
+                report.replayed += 1
+                runner.free(i)
+        report.seconds = time.perf_counter() - start
+        return report
+
+
+def _collective(
+    runner: Any, src: TraceSource, i: int, rec: m.CallRecord, calls: dict[int, Any], groups: dict[str, Any],
+    ranks: dict[str, list[int]],
+) -> list[Mismatch]:  # fmt: skip
+    """Run a c10d call for real and compare its results with the recorded ones (chained: results go live)."""
+    from opwire.recording.distributed.sequence import CollectiveCall
+
+    call = calls.get(i)
+    if call is None:  # an unwrapping op (wait_tensor, _wrap_tensor_autograd): its output is its input
+        ins = [n for na in rec.inputs for n in _names(na.arg)]
+        outs = [n for a in rec.outputs for n in _names(a)]
+        for a, b in zip(ins, outs, strict=False):
+            runner.live[object_of(b)] = runner._tensor(a, False)
+        return []
+    assert isinstance(call, CollectiveCall)
+    got = run_collective(call, groups, ranks, lambda n: runner._tensor(n, False), src.meta)
+    found: list[Mismatch] = []
+    for k, (name, t) in enumerate(zip(_flat(call.outputs), got, strict=False)):
+        runner.live[object_of(name)] = t
+        found += runner._check(i, rec, f"output [{k}]", t, name, True)
+    return found
+
+
+def _names(arg: m.Argument) -> list[str]:
+    from opwire.schema.refs import tensor_names
+
+    return tensor_names(arg)
+
+
+def _flat(names: Any) -> list[str]:
+    return [x for n in names for x in (_flat(n) if isinstance(n, list) else [n])]
+
+
+def _gather(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every rank's report (JSON bytes over the group; nothing pickled)."""
+    import torch.distributed as dist
+
+    raw = torch.frombuffer(bytearray(json.dumps(data).encode()), dtype=torch.uint8)
+    sizes = [torch.zeros(1, dtype=torch.int64) for _ in range(dist.get_world_size())]
+    dist.all_gather(sizes, torch.tensor([raw.numel()]))
+    most = int(max(s.item() for s in sizes))
+    padded = torch.zeros(most, dtype=torch.uint8)
+    padded[: raw.numel()] = raw
+    bufs = [torch.zeros(most, dtype=torch.uint8) for _ in sizes]
+    dist.all_gather(bufs, padded)
+    return [json.loads(bytes(b[: int(s.item())].tolist())) for b, s in zip(bufs, sizes, strict=True)]

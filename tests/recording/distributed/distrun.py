@@ -1,0 +1,24 @@
+"""Running opwire under torchrun in a child process (2 gloo ranks), for the distributed tests."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+__all__ = ["JOB", "torchrun"]
+
+JOB = Path(__file__).with_name("collectives_job.py")
+_ROOT = Path(__file__).resolve().parents[3]
+
+
+def torchrun(
+    *args: object, cwd: Path, timeout: float = 300, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`torchrun --standalone --nproc-per-node 2 -m opwire ARGS` in `cwd` (this checkout's opwire first)."""
+    full = {**os.environ, **(env or {})}
+    full["PYTHONPATH"] = os.pathsep.join([str(_ROOT), *filter(None, [full.get("PYTHONPATH")])])
+    full.setdefault("OMP_NUM_THREADS", "1")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "opwire"]
+    return subprocess.run([*cmd, *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=full)

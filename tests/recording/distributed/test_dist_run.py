@@ -1,0 +1,196 @@
+"""A 2-rank gloo job recorded through torchrun: headers, collectives as calls, ranks, replay (both ways), diff."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+from clirun import Cli
+from distrun import JOB, torchrun
+
+import opwire
+from opwire.recording.distributed.diff_run import diff_runs
+from opwire.recording.distributed.ranks import check_ranks
+from opwire.recording.distributed.replay_run import replay_run
+from opwire.schema import models as m
+from opwire.serde import DecodeError
+
+pytestmark = [pytest.mark.slow, pytest.mark.distributed, pytest.mark.xdist_group("distributed")]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    cwd = tmp_path_factory.mktemp("dist")
+    done = torchrun("record", "--out", "run", "--", "python", JOB, cwd=cwd)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return cwd / "run"
+
+
+def _copy(run: Path, to: Path) -> Path:
+    to.mkdir()
+    for p in run.iterdir():
+        shutil.copy(p, to / p.name)
+    return to
+
+
+def _tamper(run: Path, to: Path, rank: int, pick: str, delta: float = 0.5) -> str:
+    """A copy of `run` whose rank `rank` records a changed result of the first call to `pick`; its name."""
+    out = _copy(run, to)
+    trace = opwire.load_trace(run / f"rank{rank}.trace")
+    for rec in trace:
+        if rec.target.startswith(pick):
+            names = [n for v in json.loads(rec.metadata.get("mutated", "{}")).values() for n in v]
+            names += [a.value.name for a in rec.outputs if a.type == "as_tensor"]
+            break
+    else:
+        raise AssertionError(f"no {pick} call")
+    trace.set_tensor(names[-1], trace.tensor(names[-1]) + delta)
+    (out / f"rank{rank}.trace").unlink()
+    trace.save(out / f"rank{rank}.trace", format="stream")
+    return rec.target
+
+
+def test_every_rank_writes_its_trace_with_the_run_in_its_header(run_dir: Path) -> None:
+    headers = [opwire.load_trace(run_dir / f"rank{r}.trace").header.distributed for r in (0, 1)]
+    assert [h.rank for h in headers if h] == [0, 1]
+    assert {h.world_size for h in headers if h} == {2}
+    assert headers[0] is not None and headers[1] is not None
+    assert headers[0].run_id and headers[0].run_id == headers[1].run_id
+    groups = {g.name: (list(g.ranks), g.backend) for g in headers[0].groups}
+    assert groups["0"] == ([0, 1], "gloo") and len(groups) == 2  # the default group and new_group([0, 1])
+
+
+def test_collectives_are_calls_and_groups_are_references(run_dir: Path) -> None:
+    trace = opwire.load_trace(run_dir / "rank1.trace")
+    c10d = [r for r in trace if "c10d" in r.target]
+    assert not [r.target for r in c10d if "skipped" in r.metadata]
+    targets = {r.target.split(".")[0] for r in c10d}
+    assert {"c10d::allreduce_", "c10d::allgather_", "c10d::broadcast_", "c10d::alltoall_base_", "c10d::recv_",
+            "c10d::barrier", "_c10d_functional::all_reduce"} <= targets  # fmt: skip
+    first = next(r for r in c10d if r.target.startswith("c10d::allreduce_"))
+    args = {na.name: na.arg for na in first.inputs}
+    assert args["process_group"].value == m.CustomObjArgument(
+        name="0", class_fqn="__torch__.torch.classes.c10d.ProcessGroup"
+    )
+    assert args["reduce_op"].value.name == "SUM"
+
+
+def test_ranks_agree_and_json_is_the_idl_record(run_dir: Path, cli: Cli) -> None:
+    done = cli("ranks", run_dir)
+    assert done.returncode == 0, done.stderr
+    assert "consistent" in done.stdout
+    done = cli("ranks", run_dir, "--json")
+    report = opwire.loads(done.stdout.encode(), m.RanksReport, format="json")
+    assert report.world_size == 2 and report.collectives >= 10 and report.findings == []
+
+
+def test_isolated_replay_of_every_rank_is_clean(run_dir: Path, cli: Cli) -> None:
+    done = cli("replay", run_dir)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "no divergence on any rank" in done.stdout
+
+
+def test_replay_with_real_collectives_under_torchrun(run_dir: Path) -> None:
+    done = torchrun("replay", run_dir, "--collectives", "--collective-timeout", "60", cwd=run_dir.parent)
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    assert "no divergence on any rank" in done.stdout and "(collectives)" in done.stdout
+
+
+@pytest.mark.parametrize(
+    "pick",
+    ["c10d::allreduce_", "c10d::allgather_", "c10d::_allgather_base_", "c10d::_reduce_scatter_base_",
+     "c10d::broadcast_", "c10d::alltoall_base_", "c10d::recv_", "_c10d_functional::all_reduce"],
+)  # fmt: skip
+def test_ranks_names_the_rank_with_a_tampered_collective_output(run_dir: Path, tmp_path: Path, pick: str) -> None:
+    target = _tamper(run_dir, tmp_path / "bad", 1, pick)
+    report = check_ranks(tmp_path / "bad")
+    assert report.findings, pick
+    first = report.findings[0]
+    assert (first.kind, first.op, first.ranks) == ("numeric", target, [1])
+
+
+def test_ranks_names_the_first_desynchronizing_collective(run_dir: Path, tmp_path: Path, cli: Cli) -> None:
+    out = _copy(run_dir, tmp_path / "desync")
+    trace = opwire.load_trace(run_dir / "rank1.trace").model
+    drop = next(i for i, r in enumerate(trace.records) if r.target.startswith("c10d::broadcast_"))
+    del trace.records[drop]
+    (out / "rank1.trace").write_bytes(opwire.dumps(trace, format="compact"))
+    done = cli("ranks", out)
+    assert done.returncode == 1, done.stderr
+    assert "sequence: group 0 collective #5: rank 1" in done.stdout
+    assert "c10d::alltoall_base_" in done.stdout and "c10d::broadcast_" in done.stdout
+
+
+def test_diff_names_the_rank_where_two_runs_part(run_dir: Path, tmp_path: Path, cli: Cli) -> None:
+    _tamper(run_dir, tmp_path / "b", 1, "aten::mul", delta=1e-3)
+    result = diff_runs(run_dir, tmp_path / "b")
+    rank, first = result.divergences()[0]
+    assert rank == 1 and "aten::mul" in first.op
+    done = cli("diff", run_dir, tmp_path / "b")
+    assert done.returncode == 1 and "  rank 1, call " in done.stdout
+    assert cli("diff", run_dir, run_dir).returncode == 0
+
+
+def _bad(run_dir: Path, tmp_path: Path, how: str) -> Path:
+    out = _copy(run_dir, tmp_path / how)
+    if how == "missing":
+        (out / "rank1.trace").unlink()
+    elif how == "truncated":
+        data = (out / "rank1.trace").read_bytes()
+        (out / "rank1.trace").write_bytes(data[: len(data) // 2])
+    elif how in ("run_id", "world_size"):
+        trace = opwire.load_trace(run_dir / "rank1.trace").model
+        d = trace.header.distributed
+        assert d is not None
+        if how == "run_id":
+            d.run_id = "another-run"
+        else:
+            d.world_size = 3
+        (out / "rank1.trace").write_bytes(opwire.dumps(trace, format="compact"))
+    elif how == "single":
+        with opwire.record() as trace:
+            torch.ones(2).add(1)
+        for p in out.iterdir():
+            p.unlink()
+        trace.save(out / "rank0.trace")
+    return out
+
+
+@pytest.mark.parametrize(
+    ("how", "message"),
+    [
+        ("missing", "rank1.trace: missing; rank0.trace says the run has 2 ranks"),
+        ("truncated", "rank1.trace: the trace is cut at byte"),
+        ("run_id", "rank1.trace: run id 'another-run', rank0.trace has"),
+        ("world_size", "rank1.trace: world size 3, rank0.trace says 2"),
+        ("single", "rank0.trace: a trace of a single-process run"),
+    ],
+)
+def test_bad_runs_are_one_clear_error(run_dir: Path, tmp_path: Path, cli: Cli, how: str, message: str) -> None:
+    bad = _bad(run_dir, tmp_path, how)
+    done = cli("ranks", bad)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    for read in (check_ranks, replay_run, lambda p: diff_runs(run_dir, p)):
+        with pytest.raises(DecodeError, match=re.escape(message)):
+            read(bad)
+
+
+def test_a_single_trace_where_a_run_is_expected(run_dir: Path, cli: Cli) -> None:
+    done = cli("ranks", run_dir / "rank0.trace")
+    assert done.returncode == 2
+    assert "expected a run directory holding rank0.trace" in done.stderr and "it is a single trace" in done.stderr
+
+
+def test_a_failing_rank_aborts_the_group_under_collectives(run_dir: Path, tmp_path: Path) -> None:
+    out = _copy(run_dir, tmp_path / "stuck")
+    trace = opwire.load_trace(run_dir / "rank1.trace").model
+    trace.records = [r for r in trace.records if not r.target.startswith("c10d::barrier")]
+    (out / "rank1.trace").write_bytes(opwire.dumps(trace, format="compact"))
+    done = torchrun("replay", out, "--collectives", "--collective-timeout", "10", cwd=tmp_path, timeout=240)
+    assert done.returncode != 0
+    assert "opwire replay: error: rank" in done.stderr
