@@ -232,19 +232,22 @@ def _check_kind(data: bytes, source: str) -> None:
     )
 
 
-def load_trace(path: str | Path, *, max_elements: int | None = None) -> Trace:
+def load_trace(path: str | Path, *, max_elements: int | None = None, max_bytes: int | None = None) -> Trace:
     """Read a trace file that `Trace.save`, `opwire.record(path=...)` or `opwire record` wrote (any format).
 
-    A streamed trace is opened, not read: records and tensors are read from the file when used. Any other
-    trace is read within the decoding budgets.
+    A streamed trace is opened, not read: records and tensors are read from the file when used, and what
+    opening keeps is bounded by one `max_elements` and `max_bytes` budget for all its frames. Any other
+    trace is read within the same budgets.
     """
+    from opwire.serde import budgets
     from opwire.serde.files import read_head, read_input
 
     head = read_head(path)
     if is_stream(head[:256]):
-        return Trace(source=StreamSource(Path(path)))
+        return Trace(source=StreamSource(Path(path), max_elements=max_elements, max_bytes=max_bytes))
     _check_kind(head, str(path))  # a device or a stranger's file is refused before it is read
-    return Trace.loads(read_input(path, what="trace"), str(path), max_elements=max_elements)
+    data = read_input(path, what="trace", max_bytes=budgets.MAX_INPUT_BYTES if max_bytes is None else max_bytes)
+    return Trace.loads(data, str(path), max_elements=max_elements)
 
 
 def _header(outputs: str) -> m.TraceHeader:
