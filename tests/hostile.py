@@ -443,7 +443,7 @@ def tensor_frames_trace(work: Work, n: int = 300_000) -> Path:
         dtype=m.ScalarType.FLOAT, sizes=[0], strides=[1], storage_offset=0, device=m.Device(type="cpu"),
         requires_grad=False, data=b"",
     )  # fmt: skip
-    body = thrift.encode(m.TraceFrame(tensor=m.TraceTensor(name="t%06d" % 0, value=value)), "compact", framed=False)
+    body = thrift.encode(m.TraceFrame(tensor=m.TraceTensor(name="t000000", value=value)), "compact", framed=False)
     head, tail = body.split(b"t000000")
     parts = [framing.write_header("compact", ROOT), frame(b"H", {"header": header})]
     for i in range(n):

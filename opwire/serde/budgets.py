@@ -26,7 +26,8 @@ MAX_ELEMENTS = 2_000_000
 """Values one input may decode into: containers (JSON objects and arrays; Thrift structs, unions, lists and
 maps) and the leaves in them (strings, numbers, bools, nulls; a key is part of its entry). Each becomes a
 Python object of 30 bytes to a kilobyte (a decode stays near a gigabyte); a torch program needs about 60
-per node (30k nodes fit). A streamed trace counts every frame it decodes against one budget. Keyword `max_elements=`, CLI `--max-elements`."""
+per node (30k nodes fit). A streamed trace counts every frame it decodes on open against one budget.
+Keyword `max_elements=`, CLI `--max-elements`."""
 
 MAX_INPUT_BYTES = 4 << 30
 """Bytes read from one file that is not a zip archive (JSON or Thrift). Keyword `max_bytes=`."""

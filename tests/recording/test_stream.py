@@ -229,5 +229,7 @@ def test_the_frames_of_a_stream_share_one_budget_and_load_trace_passes_it_on(tmp
     with pytest.raises(DecodeError, match=r"more than 1000 exceeds the budget max_elements=1000.*--max-elements"):
         opwire.load_trace(path, max_elements=1000)
     assert len(opwire.load_trace(path, max_elements=5000).names()) == 200
-    with pytest.raises(DecodeError, match=r"bytes of the frames decoded on open: \d+ exceeds the budget max_bytes=2000"):
+    with pytest.raises(
+        DecodeError, match=r"bytes of the frames decoded on open: \d+ exceeds the budget max_bytes=2000"
+    ):
         opwire.load_trace(path, max_bytes=2000)
