@@ -8,7 +8,6 @@ unknown fields are skipped (within the same bounds) and no byte is left over.
 
 from __future__ import annotations
 
-from collections.abc import Generator
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -34,6 +33,7 @@ from opwire.serde._thrift.spec import (
     enum_class,
     plan,
 )
+from opwire.serde._thrift.stack import Frames, run_frames
 
 __all__ = ["Located", "budget_message", "count_payload", "decode_payload"]
 
@@ -50,39 +50,6 @@ class Located(Exception):
         super().__init__(message)
         self.message = message
         self.loc = loc
-
-
-Frames = Generator["Frames", Any, Any]
-"""A container being read: it yields the reader of each container it holds and is sent that value back."""
-
-
-def _run(top: Frames) -> Any:
-    """Drive nested container readers with an explicit stack (no Python recursion, so `max_depth` is the
-    only depth limit); an exception in a child is thrown into its parent, as a call would raise it."""
-    stack = [top]
-    value: Any = None
-    error: BaseException | None = None
-    while True:
-        frame = stack[-1]
-        try:
-            if error is None:
-                child = frame.send(value)
-            else:
-                child, error = frame.throw(error), None
-        except StopIteration as done:
-            stack.pop()
-            if not stack:
-                return done.value
-            value = done.value
-            continue
-        except Exception as exc:  # WireError, Located, ...: the parent's handlers see it next
-            stack.pop()
-            if not stack:
-                raise
-            error = exc
-            continue
-        stack.append(child)
-        value = None
 
 
 class _Decoder:
@@ -332,7 +299,7 @@ def count_payload(data: bytes, start: int, codec: str, max_depth: int, limit: in
     reader: Reader = BinaryReader(data, start) if codec == "binary" else CompactReader(data, start)
     dec = _Decoder(reader, max_depth, "", limit)
     try:
-        _run(dec.skip(STRUCT, (), 0))
+        run_frames(dec.skip(STRUCT, (), 0))
     except Located:
         return limit + 1 if dec.elements < 0 else None
     except WireError:
@@ -352,7 +319,7 @@ def decode_payload(
     dec = _Decoder(reader, max_depth, newer, max_elements)
     loc: Loc = ()
     try:
-        obj: BaseModel = _run(dec.struct(root, loc, 0))
+        obj: BaseModel = run_frames(dec.struct(root, loc, 0))
     except WireError as exc:
         raise Located(str(exc), loc) from None
     if reader.pos != reader.end:
