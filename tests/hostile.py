@@ -410,6 +410,49 @@ def _varint(n: int) -> bytes:
             return bytes(out)
 
 
+def _short_strings(work: Work) -> Path:
+    """Issue 16: 60 MB of compact `Argument.as_strings` holding 20M two-character strings (1.5 GB decoded)."""
+    from opwire.serde import framing
+
+    n = 20_000_000
+    body = b"\x09\xca\x01" + b"\xf8" + _varint(n) + b"\x02ab" * n + b"\x00"  # field 101: list of n strings
+    return _write(work, "strings.bin", framing.write_header("compact", "Argument") + body)
+
+
+def _escaped_quotes(work: Work) -> Path:
+    """Issue 16: an unterminated JSON string of `\\"[` runs (2.4 MB): the old pre-scan regex was quadratic."""
+    return _write(work, "quotes.json", b'{"graph_module": ["' + b'\\"[' * 800_000)
+
+
+def tensor_frames_trace(work: Work, n: int = 300_000) -> Path:
+    """Issue 16: a streamed trace of `n` tensor frames (47 bytes each: 14 MB for 300k) that cost +1 GB at
+    open when each frame had a fresh budget. Built from one encoded frame with the name's digits replaced."""
+    from opwire.recording.stream import ROOT
+    from opwire.schema import models as m
+    from opwire.serde import framing, thrift
+
+    def frame(kind: bytes, value: Any) -> bytes:
+        body = thrift.encode(m.TraceFrame(**value), "compact", framed=False)
+        return struct.pack(">cQI", kind, len(body), zlib.crc32(body)) + body
+
+    version = m.SchemaVersion(major=8, minor=0)
+    header = m.TraceHeader(
+        opwire_version="0", torch_version="0", op_schemas={}, outputs_mode="full", schema_version=version
+    )
+    value = m.TensorValue(
+        dtype=m.ScalarType.FLOAT, sizes=[0], strides=[1], storage_offset=0, device=m.Device(type="cpu"),
+        requires_grad=False, data=b"",
+    )  # fmt: skip
+    body = thrift.encode(m.TraceFrame(tensor=m.TraceTensor(name="t000000", value=value)), "compact", framed=False)
+    head, tail = body.split(b"t000000")
+    parts = [framing.write_header("compact", ROOT), frame(b"H", {"header": header})]
+    for i in range(n):
+        b = head + b"t%06d" % i + tail
+        parts.append(struct.pack(">cQI", b"T", len(b), zlib.crc32(b)) + b)
+    parts.append(frame(b"E", {"trailer": m.TraceEnd(records=0, tensors=n, payloads=0, payload_bytes=0)}))
+    return _write(work, "frames.trace", b"".join(parts))
+
+
 def _deep_json(work: Work) -> Path:
     return _write(work, "deep.json", b"[" * 100_000 + b"]" * 100_000)
 
@@ -563,6 +606,22 @@ CASES: list[Case] = [
         r"/dev/zero: neither .* expected a Values file",
     ),
     Case("dev_zero_idl", 9, lambda work: "/dev/zero", ("schema diff {file} {file}",), r"no such IDL file"),
+    Case(
+        "trace_tensor_frames",
+        16,
+        tensor_frames_trace,
+        ("replay {file} --max-elements 100000", "diff {file} {file} --max-elements 100000"),
+        r"frames\.trace@\d+: values decoded so far: more than 100000 exceeds the budget max_elements=100000.*"
+        r"--max-elements",
+    ),
+    Case("strings_amplification", 16, _short_strings, ("inspect {file}",), r"exceeds the budget max_elements=2000000"),
+    Case(
+        "json_prescan_quadratic",
+        16,
+        _escaped_quotes,
+        ("inspect {file} --max-elements 1000",),
+        r"JSON values .* exceeds the budget max_elements=1000",
+    ),
     Case("deep_json_trace", 9, _deep_object, ("replay {file}",), r"Expected a trace|nest"),
     Case("dev_zero_inputs", 9, lambda work: "/dev/zero", VALUES_COMMANDS, r"/dev/zero: not a Values JSON object"),
 ]

@@ -128,11 +128,11 @@ def prepare(args: argparse.Namespace) -> None:
 
 
 def add_budget_flags(p: argparse.ArgumentParser) -> None:
-    """`--max-elements N`: the decoded-elements budget per input (opwire.serde.budgets.MAX_ELEMENTS)."""
+    """`--max-elements N`: the decoded-values budget per input (opwire.serde.budgets.MAX_ELEMENTS)."""
     p.add_argument(
         "--max-elements",
         type=int,
         default=MAX_ELEMENTS,
         metavar="N",
-        help=f"decode at most N containers per input file (default {MAX_ELEMENTS}; raise for trusted input)",
+        help=f"decode at most N values (containers and leaves) per input (default {MAX_ELEMENTS}; raise if trusted)",
     )

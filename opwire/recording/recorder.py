@@ -232,18 +232,19 @@ def _check_kind(data: bytes, source: str) -> None:
     )
 
 
-def load_trace(path: str | Path, *, max_elements: int | None = None) -> Trace:
+def load_trace(path: str | Path, *, max_elements: int | None = None, max_bytes: int | None = None) -> Trace:
     """Read a trace file that `Trace.save`, `opwire.record(path=...)` or `opwire record` wrote (any format).
 
-    A streamed trace is opened, not read: records and tensors are read from the file when used. Any other
-    trace is read within the decoding budgets (through `opwire.program.open`, as every file is).
+    A streamed trace is opened, not read: records and tensors are read from the file when used, and what
+    opening keeps is bounded by one `max_elements` and `max_bytes` budget for all its frames. Any other
+    trace is read within the same budgets (through `opwire.program.open`, as every file is).
     """
     from opwire.program import StreamedTrace
     from opwire.program import open as open_file
 
-    opened = open_file(path, expect="trace", max_elements=max_elements)
+    opened = open_file(path, expect="trace", max_elements=max_elements, max_bytes=max_bytes)
     if isinstance(opened, StreamedTrace):
-        return Trace(source=StreamSource(opened.path))
+        return Trace(source=StreamSource(opened.path, max_elements=max_elements, max_bytes=max_bytes))
     return Trace(opened)
 
 

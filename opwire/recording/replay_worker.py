@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     o = args["opts"]
     exec_policy = ExecPolicy(o.get("allow_ops", ()), timeout=o.get("timeout"))
     opts = _Options(DefaultPolicy(o["policy"]), "isolated", o["rtol"], o["atol"], o["device"], exec_policy)
-    src = StreamSource(args["path"])
+    src = StreamSource(args["path"], max_elements=o.get("max_elements"), max_bytes=o.get("max_bytes"))
     part = ReplayReport("isolated", len(src))
     try:
         _run(src, part, opts, int(args["start"]), int(args["stop"]), Progress("", enabled=False))

@@ -199,6 +199,7 @@ def _parallel(
         "device": None if device is None else str(device),
         "allow_ops": sorted(exec_policy.allow_ops),
         "timeout": exec_policy.timeout,
+        **_budgets_of(tr, temporary),  # workers reopen the file within the budgets the caller opened it with
     }
     procs = []
     try:
@@ -405,3 +406,13 @@ def _copy(t: torch.Tensor) -> torch.Tensor:
     out = torch.empty(0, dtype=t.dtype, device=t.device)
     out.set_(storage.clone(), t.storage_offset(), t.shape, t.stride())  # type: ignore[no-untyped-call]
     return out.requires_grad_(t.requires_grad)
+
+
+def _budgets_of(tr: Trace, temporary: bool) -> dict[str, int]:
+    """The decoding budgets a streamed trace was opened with; none for a file opwire just wrote from memory."""
+    import sys
+
+    reader = getattr(getattr(tr, "_source", None), "reader", None)
+    if temporary or reader is None:
+        return {"max_elements": sys.maxsize, "max_bytes": sys.maxsize}
+    return {"max_elements": reader.max_elements, "max_bytes": reader.max_bytes}

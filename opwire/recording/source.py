@@ -117,8 +117,8 @@ class ModelSource(TraceSource):
 class StreamSource(TraceSource):
     """A streamed trace file; replaced tensors live in memory beside it."""
 
-    def __init__(self, path: str | Path) -> None:
-        self.reader = TraceReader(path)
+    def __init__(self, path: str | Path, *, max_elements: int | None = None, max_bytes: int | None = None) -> None:
+        self.reader = TraceReader(path, max_elements=max_elements, max_bytes=max_bytes)
         self.path = Path(path)
         self.cut = self.reader.cut
         self._header = self.reader.header

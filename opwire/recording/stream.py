@@ -34,7 +34,7 @@ import torch
 from opwire.errors import DecodeError, EncodeError
 from opwire.recording.payloads import Span, digest_of, rebuild_span, span_of
 from opwire.schema import models as m
-from opwire.serde import framing, thrift
+from opwire.serde import budgets, framing, thrift
 
 __all__ = ["ROOT", "TraceReader", "TraceWriter", "is_stream"]
 
@@ -336,11 +336,21 @@ class _Index:
 
 
 class TraceReader:
-    """Reads a streamed trace: an index of its frames on open, records and payloads on demand."""
+    """Reads a streamed trace: an index of its frames on open, records and payloads on demand.
 
-    def __init__(self, path: str | Path) -> None:
+    What the index keeps is bounded by one budget for the whole file: every frame decoded on open (header,
+    op schemas, tensors, freed lists, end) is charged the values it holds, every record or payload frame
+    indexed one value, against `max_elements`; their bytes together against `max_bytes`. A record decoded
+    on demand is held only while used and is bounded by `max_elements` on its own.
+    """
+
+    def __init__(self, path: str | Path, *, max_elements: int | None = None, max_bytes: int | None = None) -> None:
         self.path = Path(path)
         self.source = str(path)
+        self.max_elements = budgets.MAX_ELEMENTS if max_elements is None else max_elements
+        self.max_bytes = budgets.MAX_INPUT_BYTES if max_bytes is None else max_bytes
+        self._budget = budgets.Budget(self.max_elements)
+        self._read_bytes = 0
         self._f: io.BufferedReader = open(self.path, "rb")
         self._size = os.fstat(self._f.fileno()).st_size
         self._verified: set[str] = set()
@@ -389,6 +399,8 @@ class TraceReader:
         )
 
     def _take(self, idx: _Index, kind: bytes, body: int, size: int, check: int, pos: int) -> None:
+        if kind in (_PAYLOAD, _MEMBER_KIND["record"]):
+            self._budget.spend(1, f"{self.source}: frames indexed and values decoded on open", f"byte {pos}")
         if kind == _PAYLOAD:
             if size < _DIGEST:
                 raise DecodeError(f"{self.source}: payload frame at byte {pos} is shorter than its digest")
@@ -410,7 +422,11 @@ class TraceReader:
         if member == "record":
             idx.records.append((body, size, check))
             return
-        frame = self._decode(body, size, check, member, pos)
+        self._read_bytes += size
+        if self._read_bytes > self.max_bytes:
+            what = f"{self.source}: bytes of the frames decoded on open"
+            raise budgets.exceeded(what, self._read_bytes, "max_bytes", self.max_bytes, f"byte {pos}")
+        frame = self._decode(body, size, check, member, pos, self._budget)
         if member == "header":
             if idx.header is not None:
                 raise DecodeError(f"{self.source}: a second header frame at byte {pos}")
@@ -428,12 +444,15 @@ class TraceReader:
         elif frame.group is not None:
             idx.groups.append(frame.group)
 
-    def _decode(self, body: int, size: int, check: int, member: str, pos: int) -> m.TraceFrame:
+    def _decode(
+        self, body: int, size: int, check: int, member: str, pos: int, budget: budgets.Budget | int
+    ) -> m.TraceFrame:
         self._f.seek(body)
         data = self._f.read(size)
         if zlib.crc32(data) != check:
             raise DecodeError(f"{self.source}: corrupt {member} frame at byte {pos} (CRC-32 check failed)")
-        frame = thrift.decode(data, m.TraceFrame, "compact", framed=False, source=f"{self.source}@{pos}")
+        where = f"{self.source}@{pos}"
+        frame = thrift.decode(data, m.TraceFrame, "compact", framed=False, source=where, max_elements=budget)
         if getattr(frame, member) is None:
             raise DecodeError(f"{self.source}: the {member} frame at byte {pos} holds a {frame.type}")
         return frame
@@ -461,7 +480,7 @@ class TraceReader:
     def record(self, i: int) -> m.CallRecord:
         """Record `i`, decoded from the file."""
         body, size, check = self._index.records[i]
-        rec = self._decode(body, size, check, "record", body - _FRAME.size).record
+        rec = self._decode(body, size, check, "record", body - _FRAME.size, self.max_elements).record
         assert rec is not None
         return rec
 

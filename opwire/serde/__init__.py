@@ -87,7 +87,7 @@ def loads(
     `cls` None the root type comes from the header, or for JSON from its top-level keys (as `opwire inspect`
     tells it); raw Thrift has neither, so it needs both `cls` and `format`. `max_depth` bounds nesting
     (structs, lists, maps; default `opwire.serde.framing.MAX_DEPTH`) and `max_elements` the number of
-    containers (default `opwire.serde.budgets.MAX_ELEMENTS`), the same way in every codec.
+    values, containers and the leaves in them (default `opwire.serde.budgets.MAX_ELEMENTS`), in every codec.
     """
     if format is not None:
         _check_format(format)

@@ -18,13 +18,16 @@ __all__ = [
     "MAX_EXPR_CHARS",
     "MAX_INPUT_BYTES",
     "ArchiveLimits",
+    "Budget",
     "exceeded",
 ]
 
-MAX_ELEMENTS = 1_000_000
-"""Containers (JSON objects and arrays; Thrift structs, unions, lists and maps) one input may decode into.
-Each becomes a Python object of up to a kilobyte, so this bounds a decode to about a gigabyte; a torch
-program needs about 27 per node (37k nodes fit). Keyword `max_elements=`, CLI `--max-elements`."""
+MAX_ELEMENTS = 2_000_000
+"""Values one input may decode into: containers (JSON objects and arrays; Thrift structs, unions, lists and
+maps) and the leaves in them (strings, numbers, bools, nulls; a key is part of its entry). Each becomes a
+Python object of 30 bytes to a kilobyte (a decode stays near a gigabyte); a torch program needs about 60
+per node (30k nodes fit). A streamed trace counts every frame it decodes on open against one budget.
+Keyword `max_elements=`, CLI `--max-elements`."""
 
 MAX_INPUT_BYTES = 4 << 30
 """Bytes read from one file that is not a zip archive (JSON or Thrift). Keyword `max_bytes=`."""
@@ -37,6 +40,26 @@ MAX_COMPRESSION_RATIO = 1000
 
 MAX_EXPR_CHARS = 100_000
 """Characters of one symbolic expression string (`expr_str`)."""
+
+
+class Budget:
+    """A `max_elements` budget spent across several decodes (the frames of one streamed trace)."""
+
+    def __init__(self, max_elements: int = MAX_ELEMENTS) -> None:
+        self.max_elements = max_elements
+        self.spent = 0
+
+    @property
+    def remaining(self) -> int:
+        """Values the next decodes may still produce."""
+        return self.max_elements - self.spent
+
+    def spend(self, n: int, what: str, where: str = "") -> None:
+        """Charge `n` values for `what`; the budget's DecodeError once the total passes `max_elements`."""
+        self.spent += n
+        if self.spent > self.max_elements:
+            got = f"more than {self.max_elements}"
+            raise exceeded(what, got, "max_elements", self.max_elements, where, cli="--max-elements")
 
 
 class ArchiveLimits(TypedDict, total=False):

@@ -97,11 +97,12 @@ def decode(
     framed: bool | None = None,
     max_depth: int = MAX_DEPTH,
     source: str = "",
-    max_elements: int = budgets.MAX_ELEMENTS,
+    max_elements: int | budgets.Budget = budgets.MAX_ELEMENTS,
 ) -> M:
     """Read a `cls` model from Thrift `format` bytes: with opwire's header, or raw when framed=False (None: detect).
 
-    More than `max_elements` containers (structs, unions, lists, maps) is refused before any is built."""
+    More than `max_elements` values (structs, unions, lists, maps and the leaves in them) is refused before
+    any is built; a `budgets.Budget` is charged what the value holds, across the decodes it is passed to."""
     codec = _codec(format)
     name = getattr(cls, "__name__", repr(cls))
     if MODELS.get(name) is not cls:
@@ -120,8 +121,14 @@ def decode(
         start = h.offset
         newer = f"a newer schema (the file says {h.version[0]}.{h.version[1]})"
     fast_ok = max_depth >= container_depth_bound()
-    if len(data) - start > max_elements:  # every container takes a byte at least: only then can there be too many
-        _check_elements(data, start, name, codec, max_depth, max_elements, fast_ok, where)
+    if isinstance(max_elements, budgets.Budget):
+        limit = max_elements.remaining
+        count = _count(data, start, name, codec, max_depth, limit, fast_ok)
+        max_elements.spend(count, f"{source or name}: values decoded so far", "")
+        max_elements = limit
+    elif len(data) - start > max_elements:  # every value takes a byte at least: only then can there be too many
+        if _count(data, start, name, codec, max_depth, max_elements, fast_ok) > max_elements:
+            raise DecodeError(f"{where}{name}: {budget_message(max_elements)}")
     with paused_gc():
         obj = None
         if fast_ok:
@@ -136,19 +143,14 @@ def decode(
     return obj  # type: ignore[return-value]
 
 
-def _check_elements(
-    data: bytes, start: int, name: str, codec: str, max_depth: int, max_elements: int, fast_ok: bool, where: str
-) -> None:
-    """DecodeError if the value holds more than `max_elements` containers, found before any model is built:
-    fastbinary counts structs (about a microsecond each), else the checking decoder walks without building."""
-    count = _thrift_fast.count_structs(data, start, name, codec, max_elements) if fast_ok else None
-    if count is not None:
-        if count > max_elements:
-            raise DecodeError(f"{where}{name}: {budget_message(max_elements)}")
-        return
-    problem = count_payload(data, start, codec, max_depth, max_elements)
-    if problem is not None:
-        raise DecodeError(f"{where}{name}: {problem}")
+def _count(data: bytes, start: int, name: str, codec: str, max_depth: int, limit: int, fast_ok: bool) -> int:
+    """Values the payload holds (`limit + 1` once past `limit`), found before any model is built: fastbinary
+    counts (about a microsecond a struct), else the checking decoder walks without building. Malformed bytes
+    count as what was read: the decoder reports them."""
+    count = _thrift_fast.count_values(data, start, name, codec, limit) if fast_ok else None
+    if count is None:
+        count = count_payload(data, start, codec, max_depth, limit)
+    return 0 if count is None else count
 
 
 def _check_program_version(obj: Any, where: str) -> None:

@@ -211,3 +211,25 @@ def test_streamed_header_is_opwires(tmp_path: Path) -> None:
     from opwire.serde import framing
 
     assert framing.sniff(path.read_bytes()[:64]) == ("compact", "TraceFrame", m.RECORDS_VERSION)
+
+
+def test_the_frames_of_a_stream_share_one_budget_and_load_trace_passes_it_on(tmp_path: Path) -> None:
+    """Issue 16: every frame had a fresh budget and load_trace passed none, so 300k small tensor frames
+    (14 MB) cost +1 GB at open. Now what opening keeps is charged to one max_elements / max_bytes budget."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parents[1]))
+    from hostile import Work, tensor_frames_trace
+
+    path = tensor_frames_trace(Work(tmp_path), 200)  # 14 values a frame, plus the header's
+    with TraceReader(path) as reader:
+        assert len(reader.names()) == 200
+    with pytest.raises(DecodeError, match=r"frames\.trace@\d+: values decoded so far: more than 1000 exceeds"):
+        TraceReader(path, max_elements=1000)
+    with pytest.raises(DecodeError, match=r"more than 1000 exceeds the budget max_elements=1000.*--max-elements"):
+        opwire.load_trace(path, max_elements=1000)
+    assert len(opwire.load_trace(path, max_elements=5000).names()) == 200
+    with pytest.raises(
+        DecodeError, match=r"bytes of the frames decoded on open: \d+ exceeds the budget max_bytes=2000"
+    ):
+        opwire.load_trace(path, max_bytes=2000)

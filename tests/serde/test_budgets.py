@@ -1,4 +1,5 @@
-"""The decoded-elements budget (amplification): refused before models are built, named, and raisable."""
+"""The decoded-values budget (amplification): containers and leaves counted, refused before models are built,
+named, and raisable; one budget across the frames of a streamed trace; a linear JSON pre-scan."""
 
 from __future__ import annotations
 
@@ -21,7 +22,103 @@ def test_more_containers_than_the_budget_are_refused_and_the_budget_raises(fmt: 
     data = opwire.dumps(_node(3000), format=fmt)  # type: ignore[arg-type]
     with pytest.raises(DecodeError, match=r"exceeds the budget max_elements=1000.*pass a larger max_elements="):
         opwire.loads(data, m.Node, format=fmt, max_elements=1000)  # type: ignore[arg-type]
-    assert len(opwire.loads(data, m.Node, format=fmt, max_elements=5000).outputs) == 3000  # type: ignore[arg-type]
+    assert len(opwire.loads(data, m.Node, format=fmt, max_elements=7000).outputs) == 3000  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("fmt", ["json", "binary", "compact"])
+@pytest.mark.parametrize("leaves", [["ab"] * 3000, list(range(3000)), [[1, 2]] * 1000])
+def test_leaves_count_like_containers(fmt: str, leaves: list[object]) -> None:
+    """A list of 3000 short strings or ints (or 1000 pairs) is one container but 3001 values."""
+    if isinstance(leaves[0], list):
+        arg = m.Argument(as_int_lists=leaves)
+    else:
+        arg = m.Argument(as_strings=leaves) if isinstance(leaves[0], str) else m.Argument(as_ints=leaves)
+    data = opwire.dumps(arg, format=fmt)  # type: ignore[arg-type]
+    with pytest.raises(DecodeError, match=r"exceeds the budget max_elements=2000.*--max-elements"):
+        opwire.loads(data, m.Argument, format=fmt, max_elements=2000)  # type: ignore[arg-type]
+    assert opwire.loads(data, m.Argument, format=fmt, max_elements=3100) == arg  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("fmt", ["binary", "compact"])
+def test_the_checking_decoder_counts_leaves_too(fmt: str) -> None:
+    """Past fastbinary (max_depth below its bound, so the pure-Python decoder reads) the answer is the same."""
+    data = opwire.dumps(m.Argument(as_strings=["ab"] * 3000), format=fmt)  # type: ignore[arg-type]
+    with pytest.raises(DecodeError, match=r"exceeds the budget max_elements=2000"):
+        opwire.loads(data, m.Argument, format=fmt, max_elements=2000, max_depth=3)  # type: ignore[arg-type]
+    assert len(opwire.loads(data, m.Argument, format=fmt, max_elements=3002, max_depth=3).as_strings or []) == 3000  # type: ignore[arg-type]
+
+
+def test_a_budget_is_shared_by_the_decodes_it_is_passed_to() -> None:
+    data = opwire.dumps(m.Argument(as_ints=[1, 2, 3]), format="compact")
+    budget = budgets.Budget(10)
+    for _ in range(2):  # 1 union + 1 list + 3 ints = 5 values each
+        opwire.serde.thrift.decode(data, m.Argument, max_elements=budget)
+    assert budget.spent == 10
+    with pytest.raises(DecodeError, match=r"more than 10 exceeds the budget max_elements=10.*--max-elements"):
+        opwire.serde.thrift.decode(data, m.Argument, max_elements=budget)
+
+
+def _strings_argument(n: int) -> bytes:
+    """A compact Argument whose `as_strings` holds n two-character strings: 3 bytes a string."""
+    from hostile import _varint
+
+    from opwire.serde import framing
+
+    body = b"\x09\xca\x01" + b"\xf8" + _varint(n) + b"\x02ab" * n + b"\x00"  # field 101 (list), n strings, stop
+    return framing.write_header("compact", "Argument") + body
+
+
+def test_a_list_of_short_strings_is_refused_early_in_bounded_memory() -> None:
+    """Issue 16: 60 MB of two-character strings passed max_elements=10 and cost 1.5 GB. Here 6 MB (2M strings)
+    in a child with 200 MB of address space above its start: refused by the pre-count, nothing built."""
+    code = (
+        "import resource, sys\n"
+        "import opwire\n"
+        "from opwire.schema import models as m\n"
+        "sys.path.insert(0, 'tests/serde'); sys.path.insert(0, 'tests')\n"
+        "from test_budgets import _strings_argument\n"
+        "data = _strings_argument(2_000_000)\n"
+        "vm = int([l for l in open('/proc/self/status') if l.startswith('VmSize')][0].split()[1]) * 1024\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (vm + (200 << 20), resource.getrlimit(resource.RLIMIT_AS)[1]))\n"
+        "for limit in (10, 1_000_000):\n"
+        "    try:\n        opwire.loads(data, m.Argument, format='compact', max_elements=limit)\n"
+        "    except opwire.OpwireError as e:\n        print(e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.strip().splitlines()
+    assert len(lines) == 2, out.stdout
+    assert "exceeds the budget max_elements=10;" in lines[0]
+    assert "exceeds the budget max_elements=1000000;" in lines[1]
+
+
+def test_the_json_prescan_is_linear() -> None:
+    """An unterminated string of escaped quotes made the old regex quadratic (2.4 MB: about 8 minutes).
+    Run in a child with a time limit far above the linear cost (not a timed assertion)."""
+    code = (
+        "from opwire.serde.json import check_elements\n"
+        "from opwire.errors import DecodeError\n"
+        "data = b'[\"' + bytes([92, 34, 91]) * 800_000\n"  # `\"[` 800k times: 2.4 MB, never closed
+        "try:\n    check_elements(data, 10)\nexcept DecodeError as e:\n    print(e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "exceeds the budget max_elements=10;" in out.stdout
+
+
+@pytest.mark.parametrize(
+    ("text", "values"),
+    [
+        (b"[]", 1),
+        (b"[[]]", 2),
+        (b'{"a": [1, 2, "x,{\\"["], "b": { }}', 6),
+        (b'[1, {"a": null, "b": {}}, "]"]', 6),
+    ],
+)
+def test_json_values_are_counted_outside_strings(text: bytes, values: int) -> None:
+    from opwire.serde.json import count_values
+
+    assert count_values(text) == values
 
 
 def test_braces_inside_strings_do_not_count() -> None:
@@ -57,6 +154,7 @@ def test_the_million_as_none_node_is_refused_fast_in_bounded_memory(tmp_path: Pa
 
 
 def test_the_default_fits_the_corpus(corpus_programs: list[object]) -> None:
+    from opwire.serde.json import count_values
+
     for prog in corpus_programs:
-        data = prog.json_bytes  # type: ignore[attr-defined]
-        assert data.count(b"{") + data.count(b"[") < budgets.MAX_ELEMENTS // 100
+        assert count_values(prog.json_bytes) < budgets.MAX_ELEMENTS // 100  # type: ignore[attr-defined]

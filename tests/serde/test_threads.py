@@ -1,5 +1,6 @@
-"""Decoders share no process-wide state: 4 threads decoding while a fifth decodes deep input, results
-checked, and `sys.getrecursionlimit()` never changes (the checking decoder counts depth itself)."""
+"""Decoders share no process-wide state: 4 threads decoding while a fifth decodes input deeper than the
+interpreter's stack, results checked, and `sys.getrecursionlimit()` never changes (the checking decoder is
+iterative)."""
 
 from __future__ import annotations
 
@@ -56,8 +57,10 @@ def test_four_threads_and_a_deep_decode(codec: str, corpus_programs: list[Any]) 
     def deep_decode() -> None:
         try:
             while not stop.is_set():
-                with pytest.raises(DecodeError, match="nesting deeper than this Python stack allows"):
-                    opwire.loads(deep, m.Value, format=codec, max_depth=100_000)  # type: ignore[arg-type]
+                value = opwire.loads(deep, m.Value, format=codec, max_depth=100_000)  # type: ignore[arg-type]
+                assert value.as_list is not None
+                with pytest.raises(DecodeError, match="nesting deeper than max_depth=5000"):
+                    opwire.loads(deep, m.Value, format=codec, max_depth=5000)  # type: ignore[arg-type]
                 seen_limits.add(sys.getrecursionlimit())
         except BaseException as exc:
             errors.append(exc)

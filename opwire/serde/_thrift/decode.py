@@ -8,7 +8,6 @@ unknown fields are skipped (within the same bounds) and no byte is left over.
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -31,13 +30,17 @@ from opwire.serde._thrift.spec import (
     TTYPE,
     TTYPE_NAMES,
     UUID,
+    enum_class,
     plan,
 )
+from opwire.serde._thrift.stack import Frames, run_frames
 
 __all__ = ["Located", "budget_message", "count_payload", "decode_payload"]
 
 Loc = tuple[str | int, ...]
 Reader = BinaryReader | CompactReader
+_CONTAINERS = frozenset({"struct", "list", "set", "map"})
+_NESTED = frozenset({STRUCT, LIST, SET, MAP})  # wire types of containers
 
 
 class Located(Exception):
@@ -55,7 +58,13 @@ class _Decoder:
         self.max_depth = max_depth
         self.newer = newer  # how to name a newer writer in messages
         self.max_elements = max_elements
-        self.elements = max_elements  # containers still allowed
+        self.elements = max_elements  # values still allowed
+
+    def spend(self, n: int, loc: Loc) -> None:
+        """Charge `n` values (leaves) against the budget."""
+        self.elements -= n
+        if self.elements < 0:
+            raise Located(budget_message(self.max_elements), loc)
 
     def enter(self, depth: int, loc: Loc) -> int:
         depth += 1
@@ -64,13 +73,11 @@ class _Decoder:
                 f"nesting deeper than max_depth={self.max_depth}; pass a larger max_depth if the input is trusted",
                 loc,
             )
-        self.elements -= 1
-        if self.elements < 0:
-            raise Located(budget_message(self.max_elements), loc)
+        self.spend(1, loc)
         return depth
 
     def value(self, t: TypeRef, wire: int, loc: Loc, depth: int) -> Any:
-        """Read one value of IDL type `t` sent with wire type `wire`."""
+        """One value of IDL type `t` sent with wire type `wire`: a leaf read now, or the reader of a container."""
         expected = TTYPE[t.kind]
         if wire != expected and not (t.kind == "list" and wire == SET):
             raise Located(
@@ -78,10 +85,19 @@ class _Decoder:
                 f"{TTYPE_NAMES.get(wire, wire)}",
                 loc,
             )
-        r = self.r
         kind = t.kind
         if kind == "struct":
             return self.struct(str(t.name), loc, depth)
+        if kind in ("list", "set"):
+            return self.list_(t.args[0], loc, depth)
+        if kind == "map":
+            return self.map_(t.args[0], t.args[1], loc, depth)
+        return self.leaf(t, loc)
+
+    def leaf(self, t: TypeRef, loc: Loc) -> Any:
+        """Read one scalar of IDL type `t` (its wire type already checked)."""
+        r = self.r
+        kind = t.kind
         if kind == "string":
             raw = r.read_bytes()
             try:
@@ -102,16 +118,10 @@ class _Decoder:
             return r.read_i32()
         if kind == "i16":
             return r.read_i16()
-        if kind == "i8":
-            return r.read_i8()
-        if kind in ("list", "set"):
-            return self.list_(t.args[0], loc, depth)
-        return self.map_(t.args[0], t.args[1], loc, depth)
+        return r.read_i8()
 
     def enum(self, name: str, v: int, loc: Loc) -> Any:
-        from opwire.serde._thrift.spec import _enum_class
-
-        cls = _enum_class(name)
+        cls = enum_class(name)
         try:
             return cls(v)
         except ValueError:
@@ -122,26 +132,36 @@ class _Decoder:
                 loc,
             ) from None
 
-    def list_(self, et: TypeRef, loc: Loc, depth: int) -> list[Any]:
+    def list_(self, et: TypeRef, loc: Loc, depth: int) -> Frames:
         depth = self.enter(depth, loc)
         wire, n = self.r.list_begin()
         if n and wire != TTYPE[et.kind]:
             raise Located(f"Expected list elements of `{et.spelled()}`, got wire type {TTYPE_NAMES.get(wire)}", loc)
-        return [self.value(et, wire, (*loc, i), depth) for i in range(n)]
+        if et.kind not in _CONTAINERS:
+            self.spend(n, loc)  # every leaf charged before one is read
+            return [self.value(et, wire, (*loc, i), depth) for i in range(n)]
+        out = []
+        for i in range(n):
+            out.append((yield self.value(et, wire, (*loc, i), depth)))
+        return out
 
-    def map_(self, kt: TypeRef, vt: TypeRef, loc: Loc, depth: int) -> dict[Any, Any]:
+    def map_(self, kt: TypeRef, vt: TypeRef, loc: Loc, depth: int) -> Frames:
         depth = self.enter(depth, loc)
         kw, vw, n = self.r.map_begin()
         if n and (kw != TTYPE[kt.kind] or vw != TTYPE[vt.kind]):
             got = f"{TTYPE_NAMES.get(kw)}, {TTYPE_NAMES.get(vw)}"
             raise Located(f"Expected map entries of `{kt.spelled()}, {vt.spelled()}`, got wire types {got}", loc)
+        nested = vt.kind in _CONTAINERS
+        if not nested:
+            self.spend(n, loc)
         out: dict[Any, Any] = {}
         for _ in range(n):
             k = self.value(kt, kw, loc, depth)
-            out[k] = self.value(vt, vw, (*loc, str(k)), depth)
+            v = self.value(vt, vw, (*loc, str(k)), depth)
+            out[k] = (yield v) if nested else v
         return out
 
-    def struct(self, name: str, loc: Loc, depth: int) -> BaseModel:
+    def struct(self, name: str, loc: Loc, depth: int) -> Frames:
         """Read struct or union `name` and build its model."""
         depth = self.enter(depth, loc)
         p = plan(name)
@@ -164,7 +184,10 @@ class _Decoder:
                         loc,
                     )
                 try:
-                    self.skip(wire, (*loc, f"<field {fid}>"), depth)
+                    if wire in _NESTED:
+                        yield self.skip(wire, (*loc, f"<field {fid}>"), depth)
+                    else:
+                        self.skip_leaf(wire, (*loc, f"<field {fid}>"))
                 except WireError as exc:
                     raise Located(str(exc), (*loc, f"<field {fid}>")) from None
                 continue
@@ -172,7 +195,11 @@ class _Decoder:
             if f.name in kwargs:
                 raise Located(f"field `{f.name}` (id {fid}) of {name} appears twice", floc)
             try:
-                kwargs[f.name] = self.value(f.type, wire, floc, depth)
+                if f.type.kind in _CONTAINERS:
+                    kwargs[f.name] = yield self.value(f.type, wire, floc, depth)
+                else:
+                    self.spend(1, floc)
+                    kwargs[f.name] = self.value(f.type, wire, floc, depth)
             except WireError as exc:
                 raise Located(str(exc), floc) from None
         r.struct_end()
@@ -196,8 +223,44 @@ class _Decoder:
             err = exc.errors(include_url=False)[0]
             raise Located(str(err["msg"]), (*loc, *err["loc"])) from None
 
-    def skip(self, wire: int, loc: Loc, depth: int) -> None:
-        """Skip a value of a field this schema does not know, within the same length and depth bounds."""
+    def skip(self, wire: int, loc: Loc, depth: int) -> Frames:
+        """Skip a struct, list or map this schema does not know, within the same length, depth and element bounds."""
+        r = self.r
+        depth = self.enter(depth, loc)
+        if wire == STRUCT:
+            r.struct_begin()
+            while True:
+                w, _ = r.field_begin()
+                if w == 0:
+                    break
+                if w in _NESTED:
+                    yield self.skip(w, loc, depth)
+                else:
+                    self.skip_leaf(w, loc)
+            r.struct_end()
+        elif wire == MAP:
+            kt, vt, n = r.map_begin()
+            for _ in range(n):
+                if kt in _NESTED:
+                    yield self.skip(kt, loc, depth)
+                else:
+                    self.skip_leaf(kt, loc, key=True)
+                if vt in _NESTED:
+                    yield self.skip(vt, loc, depth)
+                else:
+                    self.skip_leaf(vt, loc)
+        else:
+            et, n = r.list_begin()
+            if et not in _NESTED:
+                self.spend(n, loc)
+                for _ in range(n):
+                    self.skip_leaf(et, loc, key=True)  # already charged
+            else:
+                for _ in range(n):
+                    yield self.skip(et, loc, depth)
+
+    def skip_leaf(self, wire: int, loc: Loc, key: bool = False) -> None:
+        """Skip one scalar of wire type `wire`, charged as a value unless it is a map key (or charged already)."""
         r = self.r
         if wire == BOOL:
             r.read_bool()
@@ -215,50 +278,33 @@ class _Decoder:
             r.read_bytes()
         elif wire == UUID:
             r.skip_fixed(16)
-        elif wire == STRUCT:
-            depth = self.enter(depth, loc)
-            r.struct_begin()
-            while True:
-                w, _ = r.field_begin()
-                if w == 0:
-                    break
-                self.skip(w, loc, depth)
-            r.struct_end()
-        elif wire in (LIST, SET):
-            depth = self.enter(depth, loc)
-            et, n = r.list_begin()
-            for _ in range(n):
-                self.skip(et, loc, depth)
-        elif wire == MAP:
-            depth = self.enter(depth, loc)
-            kt, vt, n = r.map_begin()
-            for _ in range(n):
-                self.skip(kt, loc, depth)
-                self.skip(vt, loc, depth)
         else:
             raise Located(f"invalid wire type code {wire}", loc)
+        if not key:
+            self.spend(1, loc)
 
 
 def budget_message(max_elements: int) -> str:
-    """The message for a value holding more than `max_elements` containers."""
+    """The message for a value holding more than `max_elements` values."""
     return (
-        f"more than {max_elements} containers (structs, unions, lists, maps) exceeds the budget "
-        f"max_elements={max_elements}; pass a larger max_elements= (CLI: --max-elements) if the input is trusted"
+        f"more than {max_elements} values (structs, unions, lists, maps and the strings, numbers and bools in "
+        f"them) exceeds the budget max_elements={max_elements}; pass a larger max_elements= (CLI: --max-elements) "
+        "if the input is trusted"
     )
 
 
-def count_payload(data: bytes, start: int, codec: str, max_depth: int, max_elements: int) -> str | None:
-    """Walk one struct in `data[start:]` building nothing: the budget message if it holds more than
-    `max_elements` containers, else None (also when the bytes are malformed: the decoder reports that)."""
+def count_payload(data: bytes, start: int, codec: str, max_depth: int, limit: int) -> int | None:
+    """Values one struct in `data[start:]` holds, building nothing: `limit + 1` as soon as the count passes
+    `limit`; None when the bytes are malformed (the decoder reports that)."""
     reader: Reader = BinaryReader(data, start) if codec == "binary" else CompactReader(data, start)
-    dec = _Decoder(reader, max_depth, "", max_elements)
+    dec = _Decoder(reader, max_depth, "", limit)
     try:
-        dec.skip(STRUCT, (), 0)
-    except Located as exc:
-        return exc.message if dec.elements < 0 else None
-    except (WireError, RecursionError):
+        run_frames(dec.skip(STRUCT, (), 0))
+    except Located:
+        return limit + 1 if dec.elements < 0 else None
+    except WireError:
         return None
-    return None
+    return limit - dec.elements
 
 
 def decode_payload(
@@ -266,23 +312,16 @@ def decode_payload(
 ) -> BaseModel:
     """Decode exactly one `root` value from `data[start:]`; Located on any problem.
 
-    Recursive, and it never touches the process-wide recursion limit (other threads rely on it): nesting
-    that `max_depth` allows but the interpreter's limit does not is refused with a message saying so.
+    Iterative (an explicit stack of container readers), so any nesting `max_depth` allows decodes whatever
+    the interpreter's recursion limit, which is never touched.
     """
     reader: Reader = BinaryReader(data, start) if codec == "binary" else CompactReader(data, start)
     dec = _Decoder(reader, max_depth, newer, max_elements)
     loc: Loc = ()
     try:
-        obj = dec.struct(root, loc, 0)
+        obj: BaseModel = run_frames(dec.struct(root, loc, 0))
     except WireError as exc:
         raise Located(str(exc), loc) from None
-    except RecursionError:
-        raise Located(
-            f"nesting deeper than this Python stack allows (sys.getrecursionlimit() is {sys.getrecursionlimit()}, "
-            f"max_depth={max_depth}); opwire does not change the process-wide limit: raise it yourself for "
-            "trusted input this deep",
-            loc,
-        ) from None
     if reader.pos != reader.end:
         raise Located(
             f"{reader.end - reader.pos} trailing bytes after the {root} value (offset {reader.pos} of {reader.end}); "

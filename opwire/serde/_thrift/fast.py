@@ -19,7 +19,7 @@ from thrift.transport.TTransport import TMemoryBuffer
 
 from opwire.serde._thrift.spec import build_specs, plan
 
-__all__ = ["count_structs", "decode", "encode", "verify"]
+__all__ = ["count_values", "decode", "encode", "verify"]
 
 _DECODERS = {"binary": fastbinary.decode_binary, "compact": fastbinary.decode_compact}
 _ENCODERS = {"binary": fastbinary.encode_binary, "compact": fastbinary.encode_compact}
@@ -102,19 +102,40 @@ def _checker(name: str) -> type:
 
 
 class _TooMany(Exception):
-    """More structs than the caller's budget (raised inside fastbinary's callbacks to stop early)."""
+    """More values than the caller's budget (raised inside fastbinary's callbacks to stop early)."""
 
 
 _COUNTING = threading.local()
 
 
+def _values(v: Any) -> int:
+    """Values a field's decoded value adds: structs count themselves (their counter returned None)."""
+    if v is None:
+        return 0
+    kind = type(v)
+    if kind is list or kind is set or kind is frozenset:
+        if not v:
+            return 1
+        first = next(iter(v))
+        if first is None or type(first) in _CONTAINER_TYPES:
+            return 1 + sum(map(_values, v))
+        return 1 + len(v)
+    if kind is dict:
+        return 1 + sum(map(_values, v.values()))
+    return 1
+
+
+_CONTAINER_TYPES = (list, set, frozenset, dict)
+
+
 def _counter(name: str) -> type:
-    """A TFrozenBase subclass whose construction only counts (against the budget of the current thread)."""
+    """A TFrozenBase subclass whose construction only counts the struct and its leaves (against the budget of
+    the current thread)."""
     del name
 
     def new(_cls: type, **kw: Any) -> None:
         state = _COUNTING.state
-        state[0] += 1
+        state[0] += 1 + sum(map(_values, kw.values()))
         if state[0] > state[1]:
             raise _TooMany
 
@@ -170,17 +191,20 @@ def verify(payload: bytes, root: str, codec: str) -> bool:
     return bool(trans.cstringio_buf.tell() == len(payload))
 
 
-def count_structs(data: bytes, start: int, root: str, codec: str, limit: int) -> int | None:
-    """Structs and unions the `root` value in `data[start:]` holds, building none: `limit + 1` as soon as
-    the count passes `limit`; None when fastbinary cannot read the bytes (the checking decoder counts then)."""
+def count_values(data: bytes, start: int, root: str, codec: str, limit: int) -> int | None:
+    """Values (structs, unions, lists, maps and leaves) the `root` value in `data[start:]` holds, building no
+    model: `limit + 1` as soon as the count passes `limit`; None when fastbinary cannot read the bytes (the
+    checking decoder counts then). No list or map longer than `limit` is read (fastbinary's length limit)."""
     trans = TMemoryBuffer(data)
     trans.cstringio_buf.seek(start)
+    protocol = _Protocol(trans, len(data) - start)
+    protocol.container_length_limit = limit
     _COUNTING.state = [0, limit]
     try:
-        _DECODERS[codec](None, _Protocol(trans, len(data) - start), _count_specs()[root])
+        _DECODERS[codec](None, protocol, _count_specs()[root])
     except _TooMany:
         return limit + 1
-    except Exception:  # malformed or too deep for fastbinary
+    except Exception:  # malformed, too deep for fastbinary, or a list longer than the limit
         return None
     finally:
         count: int = _COUNTING.state[0]

@@ -20,6 +20,7 @@ __all__ = [
     "TTYPE_NAMES",
     "StructPlan",
     "container_depth_bound",
+    "enum_class",
     "plan",
     "ttype_of",
 ]
@@ -98,11 +99,11 @@ def plan(name: str) -> StructPlan:
     sdef = SCHEMA.structs[name]
     model = MODELS[name]
     required = frozenset(f.name for f in sdef.fields if model.model_fields[f.name].is_required())
-    enums = tuple((f.name, _enum_class(str(f.type.name))) for f in sdef.fields if f.type.kind == "enum")
+    enums = tuple((f.name, enum_class(str(f.type.name))) for f in sdef.fields if f.type.kind == "enum")
     return StructPlan(name, sdef.kind == "union", model, {f.id: f for f in sdef.fields}, required, enums)
 
 
-def _enum_class(name: str) -> type[IntEnum]:
+def enum_class(name: str) -> type[IntEnum]:
     """The generated IntEnum class of IDL enum `name`."""
     from opwire.schema import models
 
