@@ -1,10 +1,11 @@
-"""`opwire convert IN OUT --to json|binary|compact|pt2`: programs and archives between formats.
+"""`opwire convert IN OUT --to json|binary|compact|pt2|opw`: programs and archives between formats.
 
 The input is recognized from its content: a zip (a torch .pt2 archive, read without unpickling),
-JSON (a program, or an OpwireArchive), or a file opwire wrote in Thrift form (its header says what
-it holds). `json` writes the program alone, byte-identical to torch's `models/model.json`;
-`binary`/`compact` write the whole OpwireArchive when the input is an archive (else the program);
-`pt2` writes a torch archive that `torch.export.load` accepts.
+a .opw archive (its magic), JSON (a program, or an OpwireArchive), or a file opwire wrote in Thrift
+form (its header says what it holds). `json` writes the program alone, byte-identical to torch's
+`models/model.json`; `binary`/`compact` write the whole OpwireArchive when the input is an archive
+(else the program); `pt2` writes a torch archive that `torch.export.load` accepts; `opw` writes
+opwire's mappable archive (from a .pt2 or .opw the weights are mapped, never copied into memory).
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from opwire.serde.archive import is_zip
 
 __all__ = ["TARGETS", "add_parser", "convert", "run"]
 
-TARGETS = ("json", "binary", "compact", "pt2")
-_BY_SUFFIX = {".json": "json", ".pt2": "pt2"}
+TARGETS = ("json", "binary", "compact", "pt2", "opw")
+_BY_SUFFIX = {".json": "json", ".pt2": "pt2", ".opw": "opw"}
 _Root = m.ExportedProgram | m.OpwireArchive
 _Codec = Literal["json", "binary", "compact"]
 
@@ -31,7 +32,7 @@ def add_parser(sub: Any) -> None:
     """Register `convert`."""
     p = sub.add_parser(
         "convert",
-        help="convert programs and archives between JSON, Thrift binary/compact and .pt2",
+        help="convert programs and archives between JSON, Thrift binary/compact, .pt2 and .opw",
         description="Convert a program or archive. IN is a .pt2 archive (torch.export.save), torch's program "
         "JSON (models/model.json inside a .pt2), an OpwireArchive, or a file an earlier `opwire convert` wrote; "
         "it is recognized from its content. Exit 0 on success, 2 on bad input. For programs that call "
@@ -39,7 +40,7 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("input", metavar="IN", help=".pt2 archive, JSON program or archive, or a file opwire wrote")
     p.add_argument("output", metavar="OUT", help="file to write")
-    p.add_argument("--to", choices=TARGETS, help="output format (default: from OUT's suffix, .json or .pt2)")
+    p.add_argument("--to", choices=TARGETS, help="output format (default: from OUT's suffix, .json, .pt2 or .opw)")
     p.add_argument("--model", help="which program of a .pt2 archive holding several (default: model)")
     p.add_argument("--allow-pickle", action="store_true", help="load pickled archive entries (trusted files only)")
     add_loading(p)
@@ -77,11 +78,23 @@ def convert(
     if to not in TARGETS:
         raise DecodeError(f"unknown target format {to!r}: expected one of {', '.join(TARGETS)}")
     src, dst = Path(src), Path(dst)
-    if is_zip(src):
+    from opwire.serde import opw
+
+    if to == "opw" and (is_zip(src) or opw.is_opw(src)):
+        return _to_opw(src, dst, model, allow_pickle, max_elements)
+    if opw.is_opw(src):
+        with opw.open(src, max_elements=max_elements) as opened:
+            obj: _Root = opened.program if to == "json" else opened.materialize()
+    elif is_zip(src):
         obj = _read_pt2(src, to, model, allow_pickle, max_elements)
     else:
         obj = _read_file(src, max_elements)
     _check_specs(obj.program if isinstance(obj, m.OpwireArchive) else obj)
+    if to == "opw":
+        if not isinstance(obj, m.OpwireArchive):
+            obj = _bare_archive(obj, src)
+        opw.write(obj, dst)
+        return "OpwireArchive", dst.stat().st_size
     if to == "pt2":
         from opwire.serde import pt2
 
@@ -94,6 +107,20 @@ def convert(
     data = opwire.dumps(out, format=cast(_Codec, to))
     dst.write_bytes(data)
     return type(out).__name__, len(data)
+
+
+def _to_opw(src: Path, dst: Path, model: str | None, allow_pickle: bool, max_elements: int) -> tuple[str, int]:
+    """An archive to .opw straight from the opened (mapped) input: no weight is read into memory."""
+    from opwire.serde import opw, pt2
+
+    opened: pt2.Pt2Archive | opw.OpwArchive
+    if opw.is_opw(src):
+        opened = opw.open(src, max_elements=max_elements)
+    else:
+        opened = pt2.open(src, model=model, allow_pickle=allow_pickle, max_elements=max_elements)
+    with opened:
+        _check_specs(opened.program)
+        return "OpwireArchive", opw.write(opened, dst)
 
 
 def _check_specs(program: m.ExportedProgram) -> None:

@@ -34,6 +34,11 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("file", help="JSON program, extern-node JSON, .pt2 archive, or a file opwire wrote")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="check the CRC-32 of every entry of a .pt2 or blob of a .opw (reads the whole file once, keeps nothing)",
+    )
     add_loading(p)
     add_budget_flags(p)
     p.set_defaults(func=run)
@@ -43,8 +48,14 @@ def run(args: argparse.Namespace) -> int:
     """Print the summary; exit 0, or 2 when the file is unreadable."""
     path = Path(args.file)
     limit = args.max_elements
-    if _is_streamed_trace(path):
+    from opwire.serde import opw
+
+    if opw.is_opw(path):
+        summary = _summarize_opw(path, limit, args.verify)
+    elif _is_streamed_trace(path):
         summary = _summarize_stream(path)
+    elif args.verify and is_zip(path):
+        summary = _summarize_zip(path, limit, verify=True)
     else:
         summary = _summarize_zip(path, limit) if is_zip(path) else summarize(load_any(path, max_elements=limit))
     if args.json:
@@ -82,10 +93,36 @@ def _summarize_stream(path: Path) -> dict[str, Any]:
     return summary
 
 
-def _summarize_zip(path: Path, max_elements: int) -> dict[str, Any]:
-    """Summarize a .pt2 archive reading only its JSON entries (never a weight)."""
+def _summarize_opw(path: Path, max_elements: int, verify: bool) -> dict[str, Any]:
+    """Summarize a .opw archive from its table and program blob (tensors are never read unless `verify`)."""
+    from opwire.serde import opw
+
+    with opw.open(path, max_elements=max_elements) as archive:
+        if verify:
+            archive.verify()
+        summary = summarize(archive.program)
+        summary.pop("kind")
+        summary = {"kind": "opw archive", **summary}
+        summary["weights"] = len(archive.names("weights"))
+        summary["stored_constants"] = len(archive.names("constants"))
+        summary["blobs"] = len(archive.table.blobs)
+        if verify:
+            summary["verified"] = "every blob's CRC-32 matches"
+    return summary
+
+
+def _summarize_zip(path: Path, max_elements: int, *, verify: bool = False) -> dict[str, Any]:
+    """Summarize a .pt2 archive reading only its JSON entries (never a weight, unless `verify` checks CRCs)."""
+    if verify:
+        from opwire.serde.archive import ZipArchive
+
+        with ZipArchive(path) as z:
+            for name in z.names():
+                z.verify(name)
     obj = load_any(path, lazy_archive=True, max_elements=max_elements)
     summary = summarize(obj)
+    if verify:
+        summary["verified"] = "every entry's CRC-32 matches"
     if isinstance(obj, m.ExportedProgram):
         from opwire.serde import pt2
 

@@ -313,33 +313,64 @@ def _one_line(spec: Any) -> str:
 
 
 # ------------------------------------------------------------------------------------------ loading
-def _as_archive(obj: Any) -> m.OpwireArchive:
+def _as_archive(obj: Any) -> Any:
+    """An OpwireArchive, or a lazily opened archive whose `tensors(device)` maps them (`serde.pt2` / `serde.opw`)."""
     if isinstance(obj, str | Path):
-        from opwire.serde.detect import load_any
-
-        obj = load_any(obj)
+        obj = _open_path(Path(obj))
     if isinstance(obj, torch.export.ExportedProgram):
         from opwire.serde.torch_bridge import archive_from_exported_program
 
         obj = archive_from_exported_program(obj)
     if isinstance(obj, m.ExportedProgram):
         obj = m.OpwireArchive(program=obj, weights={}, constants={}, opwire_version="")
-    if not isinstance(obj, m.OpwireArchive):
+    if not isinstance(obj, m.OpwireArchive) and not _is_lazy(obj):
         raise DecodeError(
-            f"Expected an OpwireArchive, ExportedProgram model, torch ExportedProgram or a path, got "
-            f"{type(obj).__name__}"
+            f"Expected an OpwireArchive, ExportedProgram model, torch ExportedProgram, an opened archive "
+            f"(opwire.serde.pt2.open / opwire.serde.opw.open) or a path, got {type(obj).__name__}"
         )
     return obj
 
 
+def _is_lazy(obj: Any) -> bool:
+    """Whether `obj` is an opened archive: a `program` and `tensors(device) -> (weights, constants)`."""
+    from opwire.serde.opw import OpwArchive
+    from opwire.serde.pt2 import Pt2Archive
+
+    return isinstance(obj, Pt2Archive | OpwArchive)
+
+
+def _open_path(p: Path) -> Any:
+    """A .pt2 export archive or a .opw archive opened lazily (tensors mapped), anything else decoded whole."""
+    from opwire.serde import opw, pt2
+    from opwire.serde.archive import ZipArchive, is_zip
+    from opwire.serde.detect import aoti_wrapper, load_any
+
+    if opw.is_opw(p):
+        return opw.open(p)
+    if is_zip(p):
+        with ZipArchive(p) as z:
+            names = z.names()
+            program = any("/models/" in n and n.endswith(".json") for n in names)
+            aoti = not program and aoti_wrapper(z) is not None
+        if not aoti:
+            return pt2.open(p)
+    return load_any(p)
+
+
 def _load_tensors(
-    archive: m.OpwireArchive, device: str | torch.device | None
+    archive: Any, device: str | torch.device | None
 ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
-    """Parameters/persistent buffers and constants of the archive as tensors (each runner rebuilds them once)."""
+    """Parameters/persistent buffers and constants of the archive as tensors (each runner rebuilds them once).
+
+    An opened archive maps them; an OpwireArchive's tensors view its payload bytes (no copy): nothing writes
+    to them, since every run works on copies of what the signature says it mutates (`_fresh`)."""
     from opwire.serde import tensors as _tensors
 
-    state = {k: _tensors.to_tensor(v, device, f"weights[{k!r}]") for k, v in archive.weights.items()}
-    consts = {k: _tensors.to_tensor(v, device, f"constants[{k!r}]") for k, v in archive.constants.items()}
+    if isinstance(archive, m.OpwireArchive):
+        state = {k: _tensors.shared_tensor(v, device, f"weights[{k!r}]") for k, v in archive.weights.items()}
+        consts = {k: _tensors.shared_tensor(v, device, f"constants[{k!r}]") for k, v in archive.constants.items()}
+    else:
+        state, consts = archive.tensors(device)
     for t in [*state.values(), *consts.values()]:
         t.requires_grad_(False)
     _check_bound(archive.program, state, consts)

@@ -56,7 +56,7 @@ def load_any(
     max_elements: int = budgets.MAX_ELEMENTS,
     max_bytes: int | None = None,
 ) -> BaseModel:
-    """Decode a file whatever it holds: .pt2 archive, framed Thrift, or JSON.
+    """Decode a file whatever it holds: .pt2 archive, .opw archive, framed Thrift, or JSON.
 
     With `lazy_archive=True` a .pt2 export archive yields only its program (no weight is read), and an
     AOTInductor package yields its extern-kernel nodes. The format is judged from the first bytes, so a
@@ -65,6 +65,11 @@ def load_any(
     p = Path(path)
     if is_zip(p):
         return _load_zip(p, allow_pickle, lazy_archive, max_elements, max_bytes)
+    from opwire.serde import opw
+
+    if opw.is_opw(p):
+        with opw.open(p, max_elements=max_elements) as archive:
+            return archive.program if lazy_archive else archive.materialize()
     head = read_head(p)
     from opwire.serde import framing
 
