@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from clirun import Cli
 from torch import nn
 
 import opwire
@@ -284,3 +285,27 @@ def test_file_changed_while_open_is_refused(
     copy.write_bytes(path.read_bytes()[:100])  # truncated under the mapping: a fresh mapping is refused
     with pytest.raises(DecodeError, match="changed while open"):
         archive.tensors()
+
+
+def test_cli_convert_and_inspect_verify(
+    files: tuple[Path, Path, torch.export.ExportedProgram], cli: Cli, tmp_path: Path
+) -> None:
+    """`opwire convert IN OUT.opw` (and back to .pt2) and `opwire inspect --verify`, as a user runs them."""
+    src, _, _ = files
+    opw_path, back = tmp_path / "m.opw", tmp_path / "back.pt2"
+    done = cli("convert", src, opw_path)
+    assert done.returncode == 0 and f"wrote {opw_path}: OpwireArchive as opw" in done.stdout, done.stderr
+    done = cli("convert", opw_path, back)
+    assert done.returncode == 0, done.stderr
+    x = torch.randn(2, 4)
+    assert torch.allclose(torch.export.load(back).module()(x), _fresh(src, x))
+    done = cli("inspect", opw_path, "--verify")
+    assert done.returncode == 0 and "opw archive" in done.stdout and "every blob's CRC-32 matches" in done.stdout
+    done = cli("inspect", src, "--verify")
+    assert done.returncode == 0 and "every entry's CRC-32 matches" in done.stdout, done.stderr
+    data = bytearray(opw_path.read_bytes())
+    data[-1] ^= 0xFF
+    opw_path.write_bytes(bytes(data))
+    assert cli("inspect", opw_path).returncode == 0  # nothing read beyond the table and the program
+    done = cli("inspect", opw_path, "--verify")
+    assert done.returncode == 2 and "fails its CRC-32" in done.stderr and len(done.stderr.splitlines()) == 1
