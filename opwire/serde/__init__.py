@@ -34,6 +34,7 @@ _SUBMODULES = (
     "thrift",
     "framing",
     "pt2",
+    "opw",
     "torch_bridge",
     "detect",
     "tensors",
