@@ -1,6 +1,6 @@
 """opwire's own archive on disk, `.opw`: a header, a tensor table, and 64-byte aligned blobs that are mapped.
 
-`write(archive, path)` stores the program (with example inputs) as one compact-Thrift blob and every
+`write(archive, path)` stores the program (with example inputs) as one JSON blob and every
 weight and constant as the bytes of its storage; identical storages are stored once and identical
 tensors are recorded as aliases. `open(path)` reads the header and table only; `.program` decodes the
 program blob on first use and `tensors()` views each tensor over the file, mapped copy-on-write (the
@@ -106,13 +106,11 @@ class OpwArchive:
 
     @cached_property
     def _meta(self) -> m.OpwireArchive:
-        from opwire.serde import thrift
+        from opwire.serde import json as _json
 
         buffer, start, length = self._blob(self.table.meta)
         data = bytes(memoryview(buffer)[start : start + length])
-        return thrift.decode(
-            data, m.OpwireArchive, "compact", framed=True, source=f"{self._src}:meta", max_elements=self.max_elements
-        )
+        return _json.decode(data, m.OpwireArchive, source=f"{self._src}:meta", max_elements=self.max_elements)
 
     @property
     def program(self) -> m.ExportedProgram:
@@ -219,7 +217,8 @@ def write(archive: Any, path: str | Path) -> int:
     """Write an OpwireArchive, or an opened archive (`pt2.open`, `opw.open`: no weight copied), as .opw; its size."""
     from opwire._version import __version__
     from opwire.errors import EncodeError
-    from opwire.serde import _opw_write, thrift
+    from opwire.serde import _opw_write
+    from opwire.serde import json as _json
 
     if isinstance(archive, m.OpwireArchive):
         meta = archive.model_copy(update={"weights": {}, "constants": {}, "opwire_version": __version__})
@@ -229,4 +228,4 @@ def write(archive: Any, path: str | Path) -> int:
         meta = m.OpwireArchive(program=archive.program, weights={}, constants={}, opwire_version=__version__)
     else:
         raise EncodeError(f"Expected an OpwireArchive or an opened archive, got {type(archive).__name__}")
-    return _opw_write.write(archive, path, thrift.encode(meta, "compact"))
+    return _opw_write.write(archive, path, _json.encode(meta))
