@@ -382,6 +382,81 @@ def _pt2_raw_weight(
     return build
 
 
+def _scale_export() -> Any:
+    import torch
+
+    class Scale(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.ones(3, 4))
+            self.v = torch.nn.Parameter(torch.full((3, 4), 2.0))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x * self.w + self.v
+
+    return torch.export.export(Scale(), (torch.ones(3, 4),))
+
+
+def _opw_with(edit: Callable[[dict[str, Any]], None], cut: int = 0) -> Callable[[Work], Path]:
+    """A good two-weight .opw whose table `edit` changes (header length and CRC fixed up), `cut` bytes cut off."""
+
+    def build(work: Work) -> Path:
+        from opwire.serde import opw
+        from opwire.serde._opw_table import HEADER, Header, pack_header
+        from opwire.serde.torch_bridge import archive_from_exported_program
+
+        src = work.path("good.opw")
+        opw.write(archive_from_exported_program(_scale_export()), src)
+        data = src.read_bytes()
+        src.unlink()
+        _, _, _, _, t_len, d_off, d_len, _, _, _ = HEADER.unpack_from(data)
+        table = json.loads(data[64 : 64 + t_len])
+        edit(table)
+        raw = json.dumps(table).encode()
+        new_off = (64 + len(raw) + 63) // 64 * 64
+        out = pack_header(Header(64, len(raw), new_off, d_len, zlib.crc32(raw))) + raw
+        out += b"\0" * (new_off - len(out)) + data[d_off:]
+        return _write(work, "evil.opw", out[: len(out) - cut])
+
+    return build
+
+
+def _opw_tensor(**fields: Any) -> Callable[[dict[str, Any]], None]:
+    def edit(table: dict[str, Any]) -> None:
+        table["weights"]["w"].update(fields)
+
+    return edit
+
+
+def _pt2_shared_deflated_entry(work: Work) -> Path:
+    """A .pt2 whose 12 weights name one deflated entry, the first claiming more bytes than the entry holds."""
+    import torch
+
+    src = work.path("good.pt2")
+    torch.export.save(_scale_export(), src)
+    dst = work.path("shared.pt2")
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+        for info in zin.infolist():
+            data = zin.read(info)
+            if info.filename.endswith("_weights_config.json"):
+                cfg = json.loads(data)
+                meta = cfg["config"]["w"]
+                for i in range(12):
+                    cfg["config"][f"extra{i}"] = meta
+                cfg["config"]["v"] = json.loads(json.dumps(meta))
+                cfg["config"]["v"]["tensor_meta"]["sizes"] = [{"as_int": 3}, {"as_int": 1 << 20}]
+                cfg["config"]["v"]["tensor_meta"]["strides"] = [{"as_int": 1 << 20}, {"as_int": 1}]
+                data = json.dumps(cfg).encode()
+            method = zipfile.ZIP_DEFLATED if "/data/weights/weight_" in info.filename else zipfile.ZIP_STORED
+            zout.writestr(info.filename, data, compress_type=method)
+    src.unlink()
+    return dst
+
+
+OPW_OPEN_COMMANDS = ("inspect {file}", "convert {file} {out}.json", "run {file} --inputs {inputs}")
+OPW_TENSOR_COMMANDS = ("convert {file} {out}.pt2", "run {file} --inputs {inputs}")
+
+
 # ---------------------------------------------------------------------- item 6: amplification budget
 def _as_none_node(work: Work) -> Path:
     """A compact Node with 1M `as_none` outputs: 2 MB of bytes that decode into a million models."""
@@ -557,6 +632,65 @@ CASES: list[Case] = [
         for dev in ("cuda", "xpu", "mtia", "hpu", "privateuseone", "cuda:7")
     ),
     Case("device_unknown", 9, lambda work: "banana", DEVICE_COMMANDS, r"--device 'banana': expected a device"),
+    # issue 16/17: one deflated entry named by many weights; the .opw reader (docs/wire-format.md)
+    Case(
+        "zip_shared_entry_short",
+        5,
+        _pt2_shared_deflated_entry,
+        ("convert {file} {out}.pt2", "run {file} --inputs {inputs}"),
+        r"Expected a storage of at least 12582912 bytes",
+    ),
+    Case("opw_truncated", 6, _opw_with(lambda t: None, cut=7), OPW_OPEN_COMMANDS, r"the file is truncated"),
+    Case(
+        "opw_overlapping_blobs",
+        6,
+        _opw_with(lambda t: t["blobs"][2].__setitem__(0, t["blobs"][1][0])),
+        OPW_OPEN_COMMANDS,
+        r"overlaps the previous blob",
+    ),
+    Case(
+        "opw_blob_past_end",
+        6,
+        _opw_with(lambda t: t["blobs"][1].__setitem__(1, 1 << 40)),
+        OPW_OPEN_COMMANDS,
+        r"run past the data section",
+    ),
+    Case(
+        "opw_misaligned_blob",
+        6,
+        _opw_with(lambda t: t["blobs"][1].__setitem__(0, t["blobs"][1][0] + 4)),
+        OPW_OPEN_COMMANDS,
+        r"not aligned to 64 bytes",
+    ),
+    Case("opw_bad_blob_index", 6, _opw_with(_opw_tensor(blob=99)), OPW_OPEN_COMMANDS, r"weights\['w'\]\.blob"),
+    Case(
+        "opw_alias_cycle",
+        6,
+        _opw_with(lambda t: t["weights"].update(a={"alias": "weights/b"}, b={"alias": "weights/a"})),
+        OPW_OPEN_COMMANDS,
+        r"chains and cycles are refused",
+    ),
+    Case(
+        "opw_huge_sizes",
+        6,
+        _opw_with(_opw_tensor(sizes=[1 << 40, 1 << 40], strides=[1 << 40, 1])),
+        OPW_TENSOR_COMMANDS,
+        r"64 bits|storage of at least",
+    ),
+    Case(
+        "opw_dtype_size_mismatch",
+        6,
+        _opw_with(_opw_tensor(dtype=8, sizes=[3, 4], strides=[4, 1])),  # DOUBLE: twice the blob's bytes
+        OPW_TENSOR_COMMANDS,
+        r"Expected a storage of at least 96 bytes",
+    ),
+    Case(
+        "opw_zero_strides",
+        6,
+        _opw_with(_opw_tensor(sizes=[1 << 26, 4], strides=[0, 0])),
+        OPW_TENSOR_COMMANDS,
+        r"materializes 1073741824 bytes from a storage of 48",
+    ),
     # item 6: decoded-elements budget
     Case(
         "as_none_amplification",

@@ -1,27 +1,31 @@
-"""`opwire convert IN OUT --to json|binary|compact|pt2`: programs and archives between formats.
+"""`opwire convert IN OUT --to json|binary|compact|pt2|opw`: programs and archives between formats.
 
 The input is recognized from its content: a zip (a torch .pt2 archive, read without unpickling),
-JSON (a program, or an OpwireArchive), or a file opwire wrote in Thrift form (its header says what
-it holds). `json` writes the program alone, byte-identical to torch's `models/model.json`;
-`binary`/`compact` write the whole OpwireArchive when the input is an archive (else the program);
-`pt2` writes a torch archive that `torch.export.load` accepts.
+a .opw archive (its magic), JSON (a program, or an OpwireArchive), or a file opwire wrote in Thrift
+form (its header says what it holds). `json` writes the program alone, byte-identical to torch's
+`models/model.json`; `binary`/`compact` write the whole OpwireArchive when the input is an archive
+(else the program); `pt2` writes a torch archive that `torch.export.load` accepts; `opw` writes
+opwire's mappable archive (from a .pt2 or .opw the weights are mapped, never copied into memory).
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from opwire.cli.options import LOADING_HELP, add_budget_flags, add_loading
 from opwire.errors import DecodeError
 from opwire.schema import models as m
 from opwire.serde import budgets
 
+if TYPE_CHECKING:
+    from opwire.program import OpenedProgram
+
 __all__ = ["TARGETS", "add_parser", "convert", "run"]
 
-TARGETS = ("json", "binary", "compact", "pt2")
-_BY_SUFFIX = {".json": "json", ".pt2": "pt2"}
+TARGETS = ("json", "binary", "compact", "pt2", "opw")
+_BY_SUFFIX = {".json": "json", ".pt2": "pt2", ".opw": "opw"}
 _Root = m.ExportedProgram | m.OpwireArchive
 _Codec = Literal["json", "binary", "compact"]
 
@@ -30,7 +34,7 @@ def add_parser(sub: Any) -> None:
     """Register `convert`."""
     p = sub.add_parser(
         "convert",
-        help="convert programs and archives between JSON, Thrift binary/compact and .pt2",
+        help="convert programs and archives between JSON, Thrift binary/compact, .pt2 and .opw",
         description="Convert a program or archive. IN is a .pt2 archive (torch.export.save), torch's program "
         "JSON (models/model.json inside a .pt2), an OpwireArchive, or a file an earlier `opwire convert` wrote; "
         "it is recognized from its content. Exit 0 on success, 2 on bad input. For programs that call "
@@ -38,7 +42,7 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("input", metavar="IN", help=".pt2 archive, JSON program or archive, or a file opwire wrote")
     p.add_argument("output", metavar="OUT", help="file to write")
-    p.add_argument("--to", choices=TARGETS, help="output format (default: from OUT's suffix, .json or .pt2)")
+    p.add_argument("--to", choices=TARGETS, help="output format (default: from OUT's suffix, .json, .pt2 or .opw)")
     p.add_argument("--model", help="which program of a .pt2 archive holding several (default: model)")
     p.add_argument("--allow-pickle", action="store_true", help="load pickled archive entries (trusted files only)")
     add_loading(p)
@@ -76,8 +80,18 @@ def convert(
     if to not in TARGETS:
         raise DecodeError(f"unknown target format {to!r}: expected one of {', '.join(TARGETS)}")
     src, dst = Path(src), Path(dst)
-    obj = _read(src, to, model, allow_pickle, max_elements)
+    with _open(src, model, allow_pickle, max_elements) as opened:
+        if to == "opw" and opened.pt2 is not None:  # straight from the mapped input: no weight read into memory
+            from opwire.serde import opw
+
+            _check_specs(opened.program)
+            return "OpwireArchive", opw.write(opened.pt2, dst)
+        obj: _Root = opened.program if to == "json" or opened.kind == "program" else opened.archive()
     _check_specs(obj.program if isinstance(obj, m.OpwireArchive) else obj)
+    if to == "opw":
+        from opwire.serde import opw
+
+        return "OpwireArchive", opw.write(obj if isinstance(obj, m.OpwireArchive) else _bare_archive(obj, src), dst)
     if to == "pt2":
         from opwire.serde import pt2
 
@@ -100,8 +114,8 @@ def _check_specs(program: m.ExportedProgram) -> None:
         check_spec(spec, where)
 
 
-def _read(src: Path, to: str, model: str | None, allow_pickle: bool, max_elements: int) -> _Root:
-    """The program alone when only JSON is wanted (a .pt2's weights stay unread), else the whole archive."""
+def _open(src: Path, model: str | None, allow_pickle: bool, max_elements: int) -> OpenedProgram:
+    """The input opened lazily (a .pt2's or .opw's weights stay unread until asked for)."""
     from opwire.program import OpenedProgram
     from opwire.program import open as open_file
 
@@ -111,9 +125,7 @@ def _read(src: Path, to: str, model: str | None, allow_pickle: bool, max_element
             f"{src}: holds a {type(opened).__name__}; convert handles programs (ExportedProgram) and archives "
             "(OpwireArchive)"
         )
-    if to == "json" or opened.kind == "program":
-        return opened.program
-    return opened.archive()
+    return opened
 
 
 def _bare_archive(program: m.ExportedProgram, src: Path) -> m.OpwireArchive:

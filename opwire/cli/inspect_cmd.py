@@ -36,6 +36,11 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("file", help="JSON program, extern-node JSON, .pt2 archive, or a file opwire wrote")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="check the CRC-32 of every entry of a .pt2 or blob of a .opw (reads the whole file once, keeps nothing)",
+    )
     add_loading(p)
     add_budget_flags(p)
     p.set_defaults(func=run)
@@ -59,6 +64,8 @@ def run(args: argparse.Namespace) -> int:
         summary = summarize(obj)
         if is_zip(path):
             summary["kind"] = f"AOTInductor package ({summary['kind']})"
+    if args.verify:
+        summary["verified"] = _verify(obj, path)
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
@@ -78,12 +85,32 @@ def _summarize_program(opened: OpenedProgram) -> dict[str, Any]:
     summary = summarize(opened.program)
     summary.pop("kind")
     head: dict[str, Any] = {"kind": "pt2 archive", "model": pt2.model} if isinstance(pt2, Pt2Archive) else {}
+    if not head:
+        head = {"kind": "opw archive", "blobs": len(pt2.table.blobs)} if hasattr(pt2, "table") else {}
     return {
         **(head or {"kind": f"archive ({type(pt2).__name__})"}),
         **summary,
         "weights": len(opened.tensor_names("weights")),
         "stored_constants": len(opened.tensor_names("constants")),
     }
+
+
+def _verify(obj: Any, path: Path) -> str:
+    """Check the CRC-32 of every entry (.pt2, AOTInductor package) or blob (.opw), streamed; what was checked."""
+    from opwire.errors import DecodeError
+    from opwire.program import OpenedProgram
+
+    if isinstance(obj, OpenedProgram) and obj.pt2 is not None:
+        obj.pt2.verify()
+        return "every blob's CRC-32 matches" if hasattr(obj.pt2, "table") else "every entry's CRC-32 matches"
+    if is_zip(path):
+        from opwire.serde.archive import ZipArchive
+
+        with ZipArchive(path) as z:
+            for name in z.names():
+                z.verify(name)
+        return "every entry's CRC-32 matches"
+    raise DecodeError(f"{path}: --verify checks .pt2, AOTInductor and .opw archives; this file carries no checksums")
 
 
 def _summarize_stream(path: Path) -> dict[str, Any]:

@@ -108,12 +108,25 @@ def _open_json(path: Path, b: Budgets, expect: Kind | None) -> Opened:
     return from_bytes(_read(path, b), str(path), b, expect)
 
 
+def _is_opw_head(head: bytes) -> bool:
+    return head.startswith(framing.OPW_MAGIC)
+
+
+def _open_opw(path: Path, b: Budgets, expect: Kind | None) -> Opened:
+    """opwire's own archive: header and table checked now, the program on first use, tensors mapped."""
+    want("archive", expect, str(path))
+    from opwire.serde import opw
+
+    return OpenedProgram("archive", str(path), pt2=opw.open(path, max_elements=b.max_elements), owns_pt2=True)
+
+
 def is_zip_head(head: bytes) -> bool:
     return head.startswith((b"PK\x03\x04", b"PK\x05\x06"))
 
 
 CONTAINERS: list[Container] = [
     Container("zip (.pt2 export archive or AOTInductor package)", is_zip_head, _open_zip),
+    Container(".opw archive", _is_opw_head, _open_opw),
     Container("Thrift with opwire's header", framing.has_header, _open_framed),
     Container("JSON", json_codec.looks_like_json, _open_json),
 ]

@@ -35,7 +35,8 @@ __all__ = ["LazyArchive", "OpenedProgram", "opened_of"]
 
 
 class LazyArchive(Protocol):
-    """What an archive opened lazily offers (`opwire.serde.pt2.Pt2Archive`; any mappable archive format)."""
+    """What an archive opened lazily offers (`opwire.serde.pt2.Pt2Archive`, `opwire.serde.opw.OpwArchive`):
+    the program, entries by name, one tensor as a TensorValue, and every tensor mapped (`tensors`)."""
 
     @property
     def program(self) -> m.ExportedProgram: ...
@@ -45,6 +46,8 @@ class LazyArchive(Protocol):
     def constant_entries(self) -> Mapping[str, Any]: ...
     def weight(self, name: str) -> m.TensorValue: ...
     def constant(self, name: str) -> m.TensorValue: ...
+    def tensors(self, device: str | torch.device | None) -> tuple[dict[str, Tensor], dict[str, Tensor]]: ...
+    def verify(self) -> None: ...
     def materialize(self) -> m.OpwireArchive: ...
     def close(self) -> None: ...
 
@@ -151,14 +154,23 @@ class OpenedProgram:
         }
 
     def load_tensors(self, device: str | torch.device | None) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
-        """(parameters and persistent buffers, constants) as tensors on `device`, gradients off."""
+        """(parameters and persistent buffers, constants) as tensors on `device`, gradients off.
+
+        Nothing is copied that need not be: a lazy archive maps its tensors from the file (copy-on-write), an
+        OpwireArchive's tensors view their payload bytes. Runners copy what the signature says a run mutates,
+        so neither the file nor the caller's model is ever written."""
         from opwire.serde import tensors as _tensors
 
         self.check()
-        state = {k: _tensors.to_tensor(v, device, f"weights[{k!r}]") for k, v in self.tensor_values("weights").items()}
-        consts = {
-            k: _tensors.to_tensor(v, device, f"constants[{k!r}]") for k, v in self.tensor_values("constants").items()
-        }
+        model = self._resolved()
+        if model is None and self._pt2 is not None:
+            state, consts = self._pt2.tensors(device)
+        else:
+            tables = {t: self.tensor_values(t) for t in ("weights", "constants")}
+            state, consts = (
+                {k: _tensors.shared_tensor(v, device, f"{t}[{k!r}]") for k, v in tables[t].items()}
+                for t in ("weights", "constants")
+            )
         for t in [*state.values(), *consts.values()]:
             t.requires_grad_(False)
         return state, consts

@@ -170,6 +170,7 @@ def _open_path(path: Path, b: Budgets, expect: Kind | None) -> Opened:
 
 def _open_object(obj: Any, expect: Kind | None) -> Opened:
     """Models and programs already in memory: wrapped, never copied."""
+    from opwire.serde.opw import OpwArchive
     from opwire.serde.pt2 import Pt2Archive
 
     if isinstance(obj, OpenedProgram):
@@ -179,7 +180,7 @@ def _open_object(obj: Any, expect: Kind | None) -> Opened:
         opened = opened_of(obj)
         want(opened.kind, expect, opened.source)
         return opened
-    if isinstance(obj, Pt2Archive):
+    if isinstance(obj, Pt2Archive | OpwArchive):
         want("archive", expect, str(obj.path))
         return OpenedProgram("archive", str(obj.path), pt2=obj)
     if type(obj).__name__ == "ExportedProgram" and type(obj).__module__.startswith("torch."):

@@ -12,8 +12,9 @@ from typing import Any
 
 from opwire.errors import DecodeError
 from opwire.schema import models as m
+from opwire.serde._mapping import TensorLayout
 
-__all__ = ["pickle_refused", "raw_tensor_value", "unpickle"]
+__all__ = ["payload_layout", "pickle_refused", "raw_tensor_value", "unpickle"]
 
 
 def pickle_refused(archive: str, entry: str, what: str) -> DecodeError:
@@ -45,6 +46,29 @@ def _as_ints(values: list[m.SymInt], where: str) -> list[int]:
             raise DecodeError(f"Expected a concrete size (as_int), got {v.type} - at `{where}[{i}]`", f"{where}[{i}]")
         out.append(v.as_int)
     return out
+
+
+def payload_layout(meta: m.PayloadMeta, where: str) -> TensorLayout:
+    """The layout a raw payload's tensor_meta claims (concrete ints, strided, not on the meta device)."""
+    tm = meta.tensor_meta
+    if tm is None:
+        raise DecodeError(f"Expected tensor_meta for a raw (unpickled) payload, got none - at `{where}`", where)
+    if tm.layout not in (m.Layout.Strided, None):
+        raise DecodeError(f"Expected a strided tensor, got layout {m.Layout(tm.layout).name} - at `{where}`", where)
+    if tm.device.type == "meta":
+        raise DecodeError(
+            f"device 'meta' holds no data, but the archive stores an entry for it - at `{where}`; "
+            "the archive is corrupt or hostile",
+            where,
+        )
+    return TensorLayout(
+        int(tm.dtype),
+        _as_ints(tm.sizes, f"{where}.tensor_meta.sizes"),
+        _as_ints(tm.strides, f"{where}.tensor_meta.strides"),
+        _as_ints([tm.storage_offset], f"{where}.tensor_meta.storage_offset")[0],
+        tm.device,
+        bool(tm.requires_grad),
+    )
 
 
 def raw_tensor_value(meta: m.PayloadMeta, storage: bytes, where: str) -> m.TensorValue:

@@ -15,14 +15,14 @@ from pathlib import Path
 from opwire.errors import EncodeError
 from opwire.schema import models as m
 
-__all__ = ["write"]
+__all__ = ["storage_bytes", "write"]
 
 
 def _sym_ints(values: list[int]) -> list[m.SymInt]:
     return [m.SymInt(as_int=v) for v in values]
 
 
-def _storage_bytes(tv: m.TensorValue, where: str) -> bytes:
+def storage_bytes(tv: m.TensorValue, where: str) -> bytes:
     """The bytes of a storage in which (sizes, strides, storage_offset) views the elements."""
     from opwire.errors import DecodeError
     from opwire.serde import tensors as _tensors
@@ -102,7 +102,7 @@ def write(archive: m.OpwireArchive, path: str | Path, *, model: str = "model") -
             where = f"{kind}[{name!r}]"
             _check_tensor(tv, where)
             path_name = f"{prefix}{i}"
-            entries.append((f"data/{kind}/{path_name}", _storage_bytes(tv, where)))
+            entries.append((f"data/{kind}/{path_name}", storage_bytes(tv, where)))
             configs[kind][name] = _payload(tv, path_name, kind == "weights" and name in params)
     sample_inputs = _example_inputs(archive)
     target = Path(path)

@@ -5,8 +5,10 @@ opwire did not write: it inflates a whole bzip2/LZMA entry (and up to 2 GiB of d
 noticing the declared size, and it raises `NotImplementedError`, `zlib.error`, `RuntimeError` for
 method 99, corrupt streams and encryption. So `zipfile` lists the entries and this module reads them:
 only STORED and DEFLATED entries, never encrypted ones, inflated in chunks that stop at the declared
-size, a ratio of inflated to stored bytes, and a total budget per archive; the CRC-32 is checked.
-Everything else is a `DecodeError` naming the archive and the entry.
+size, and budgets charged against the archive as a whole (the bytes inflated, and their ratio to the
+archive's size). A deflated entry's CRC-32 is checked while it inflates; a stored entry's only on demand
+(`read(verify=True)`, `verify`), since a stored entry is usually mapped (`span`), not read. Everything
+else is a `DecodeError` naming the archive and the entry.
 """
 
 from __future__ import annotations
@@ -67,7 +69,8 @@ class ZipArchive:
         self.src = str(self.path)
         self.max_bytes = max_bytes
         self.max_ratio = max_ratio
-        self.read_bytes = 0  # inflated so far, against max_bytes
+        self.read_bytes = 0  # read or inflated so far, against max_bytes
+        self.inflated = 0  # inflated from deflated entries so far, against max_ratio x the archive's size
         if not is_zip(self.path):
             raise DecodeError(
                 f"{self.src}: not a readable zip archive (no end-of-central-directory record in a regular file)"
@@ -98,11 +101,38 @@ class ZipArchive:
     def __contains__(self, name: object) -> bool:
         return name in self.infos
 
-    def read(self, name: str) -> bytes:
-        """The bytes of entry `name`, checked (method, flags, sizes, ratio, budget, CRC) before and while inflating."""
+    @property
+    def size(self) -> int:
+        """The archive file's size in bytes, taken at open."""
+        return self._size
+
+    def info(self, name: str) -> zipfile.ZipInfo:
+        """The directory record of entry `name`; DecodeError when there is none."""
         info = self.infos.get(name)
         if info is None:
             raise DecodeError(f"{self.src}: missing entry `{name}`", name)
+        return info
+
+    def is_stored(self, name: str) -> bool:
+        """Whether entry `name` is stored uncompressed (and so can be mapped rather than read)."""
+        return self.info(name).compress_type == zipfile.ZIP_STORED
+
+    def span(self, name: str) -> tuple[int, int]:
+        """(offset, length) of a STORED entry's bytes in the file, checked against the directory and the file size.
+
+        Nothing is read but the local header, and nothing is charged to the budgets: mapping costs no memory."""
+        info = self.info(name)
+        if info.flag_bits & 0x1 or info.compress_type != zipfile.ZIP_STORED:
+            raise self._bad(info, "it is not a plain stored entry, so it cannot be mapped")
+        if info.file_size != info.compress_size:
+            raise self._bad(info, f"a stored entry claims {info.file_size} bytes from {info.compress_size} stored")
+        return self._data_start(info), info.compress_size
+
+    def read(self, name: str, *, verify: bool = True) -> bytes:
+        """The bytes of entry `name`, checked (method, flags, sizes, ratio, budget) before and while inflating.
+
+        A deflated entry's CRC-32 is always checked (while inflating); a stored entry's when `verify`."""
+        info = self.info(name)
         self._check_entry(info)
         start = self._data_start(info)
         if info.compress_type == zipfile.ZIP_STORED:
@@ -110,18 +140,47 @@ class ZipArchive:
             data = self._file.read(info.compress_size)
             if len(data) != info.compress_size:
                 raise self._bad(info, f"the file ends inside it ({len(data)} of {info.compress_size} stored bytes)")
-        else:
-            data = self._inflate(info, start)
-        if zlib.crc32(data) != info.CRC:
-            raise self._bad(info, f"CRC-32 mismatch (stored {info.CRC:08x}, computed {zlib.crc32(data):08x})")
-        return data
+            if verify:
+                self._check_crc(info, zlib.crc32(data))
+            return data
+        return bytes(self._inflate(info, start))
+
+    def inflate(self, name: str) -> bytearray:
+        """A deflated entry's bytes in a fresh writable buffer (checked and charged as `read`)."""
+        info = self.info(name)
+        self._check_entry(info)
+        if info.compress_type == zipfile.ZIP_STORED:
+            raise self._bad(info, "it is stored, not deflated (map it with `span`)")
+        return self._inflate(info, self._data_start(info))
+
+    def verify(self, name: str) -> None:
+        """Check entry `name`'s CRC-32, streaming its bytes in chunks (nothing is kept, nothing charged)."""
+        info = self.info(name)
+        if info.compress_type != zipfile.ZIP_STORED:
+            self._check_entry(info, charge=False)
+            self._inflate(info, self._data_start(info))
+            return
+        start, left = self.span(name)
+        crc = 0
+        self._file.seek(start)
+        while left:
+            buf = self._file.read(min(_CHUNK, left))
+            if not buf:
+                raise self._bad(info, "the file ends inside it")
+            crc = zlib.crc32(buf, crc)
+            left -= len(buf)
+        self._check_crc(info, crc)
+
+    def _check_crc(self, info: zipfile.ZipInfo, crc: int) -> None:
+        if crc != info.CRC:
+            raise self._bad(info, f"CRC-32 mismatch (stored {info.CRC:08x}, computed {crc:08x})")
 
     def _bad(self, info: zipfile.ZipInfo, why: str) -> DecodeError:
         return DecodeError(
             f"{self.src}: entry `{info.filename}`: {why}; the archive is corrupt or hostile", info.filename
         )
 
-    def _check_entry(self, info: zipfile.ZipInfo) -> None:
+    def _check_entry(self, info: zipfile.ZipInfo, *, charge: bool = True) -> None:
         if info.flag_bits & 0x1:
             raise self._bad(info, "it is encrypted (opwire reads no encrypted entries)")
         method = info.compress_type
@@ -141,6 +200,17 @@ class ZipArchive:
                 self.max_ratio,
                 info.filename,
             )
+        if not charge:
+            return
+        if method == zipfile.ZIP_DEFLATED and self.inflated + info.file_size > self.max_ratio * max(self._size, 1):
+            raise budgets.exceeded(
+                f"{self.src}: inflating entry `{info.filename}` brings the bytes inflated from this archive of "
+                f"{self._size} bytes to {self.inflated + info.file_size}, a ratio of",
+                (self.inflated + info.file_size) // max(self._size, 1),
+                "max_ratio",
+                self.max_ratio,
+                info.filename,
+            )
         if self.read_bytes + info.file_size > self.max_bytes:
             raise budgets.exceeded(
                 f"{self.src}: reading entry `{info.filename}` brings the bytes read from the archive to",
@@ -152,6 +222,8 @@ class ZipArchive:
         if info.header_offset + info.compress_size > self._size:
             raise self._bad(info, f"it claims {info.compress_size} stored bytes past the end of the file")
         self.read_bytes += info.file_size
+        if method == zipfile.ZIP_DEFLATED:
+            self.inflated += info.file_size
 
     def _data_start(self, info: zipfile.ZipInfo) -> int:
         """Offset of the entry's stored bytes, from its local header (which must match the directory)."""
@@ -169,7 +241,7 @@ class ZipArchive:
             raise self._bad(info, "its stored bytes run past the end of the file")
         return start
 
-    def _inflate(self, info: zipfile.ZipInfo, start: int) -> bytes:
+    def _inflate(self, info: zipfile.ZipInfo, start: int) -> bytearray:
         """Raw-deflate `compress_size` bytes in chunks, never producing more than the declared size."""
         inflater = zlib.decompressobj(-15)
         out = bytearray()
@@ -195,7 +267,8 @@ class ZipArchive:
             raise self._bad(info, f"corrupt deflate data ({exc})") from None
         if remaining:
             raise self._bad(info, f"it inflates to {len(out)} bytes, not the declared {info.file_size}")
-        return bytes(out)
+        self._check_crc(info, zlib.crc32(out))
+        return out
 
     def close(self) -> None:
         """Close the file."""

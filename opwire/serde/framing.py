@@ -28,6 +28,7 @@ __all__ = [
     "HEADER_VERSION",
     "MAGIC",
     "MAX_DEPTH",
+    "OPW_MAGIC",
     "Header",
     "check_versions",
     "has_header",
@@ -42,6 +43,9 @@ arrays count the same). A subgraph adds 7 levels, so a program may nest about 26
 use a handful. Every codec takes `max_depth=` to change it."""
 
 MAGIC = b"\x89OPWIRE\n"
+OPW_MAGIC = b"\x89OPW\r\n\x1a\n"
+"""The first bytes of a .opw archive (`opwire.serde.opw`, docs/wire-format.md): kept here beside the framed
+Thrift magic so a file is sniffed without loading the archive reader."""
 HEADER_VERSION = 1
 CODECS = {"binary": b"B", "compact": b"C"}
 _BY_BYTE = {v: k for k, v in CODECS.items()}

@@ -2,7 +2,11 @@
 
 `open(path)` reads only the zip directory; `.program` parses the program JSON on first use and each
 weight or constant is read when asked for, so inspecting a multi-GB archive reads only its JSON.
-`read(path)` materializes everything into an `OpwireArchive`. Both the current layout
+`tensors()` gives every weight and constant as a torch tensor viewing the memory-mapped file (stored
+entries; torch writes them uncompressed and 64-byte aligned) - what `run_program(pt2.open(path))` runs
+on, with no copy. An entry several tensors name is mapped, or inflated, once. CRCs are checked on
+demand (`verify=True`, `verify()`), never by reading every weight up front.
+`read(path)` materializes everything into an `OpwireArchive` (each weight's bytes copied once). Both the current layout
 (`<root>/models/model.json`, `data/weights/…`, `data/constants/…`) and the older one
 (`serialized_exported_program.json` with pickled state dict) are read; pickled entries raise a
 DecodeError naming the entry unless `allow_pickle=True`.
@@ -12,18 +16,25 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 from opwire.errors import DecodeError
 from opwire.schema import models as m
 from opwire.serde import _pt2_payload as _payload
 from opwire.serde import budgets
+from opwire.serde._mapping import MAPPABLE, MappedFile, view_tensor
 from opwire.serde._pt2_write import write
 from opwire.serde.archive import ZipArchive
+
+if TYPE_CHECKING:
+    import mmap as _mmap
+
+    import torch
 
 __all__ = ["Pt2Archive", "open", "read", "read_program", "write"]
 
 _LEGACY_PROGRAM = "serialized_exported_program.json"
+_ALIGN = 64  # torch's zip writer aligns every entry's data to 64 bytes; others are copied, not mapped
 _LEGACY_PICKLES = {"weights": "serialized_state_dict.pt", "constants": "serialized_constants.pt"}
 
 
@@ -39,10 +50,17 @@ class Pt2Archive:
         max_bytes: int = budgets.MAX_ARCHIVE_BYTES,
         max_ratio: int = budgets.MAX_COMPRESSION_RATIO,
         max_elements: int = budgets.MAX_ELEMENTS,
+        verify: bool = False,
+        mmap: bool = True,
     ) -> None:
         self.path = Path(path)
         self.allow_pickle = allow_pickle
         self.max_elements = max_elements
+        self.check_crc = verify  # check each stored entry's CRC-32 when it is read or mapped
+        self.use_mmap = mmap and MAPPABLE
+        self._mapped: MappedFile | None = None
+        self._buffers: dict[str, tuple[_mmap.mmap | bytearray, int, int]] = {}  # entry -> (buffer, start, length)
+        self._read_cache: dict[str, bytes] | None = None
         self._src = str(self.path)
         self._zip = ZipArchive(self.path, max_bytes=max_bytes, max_ratio=max_ratio)
         self._infos = self._zip.infos
@@ -101,7 +119,7 @@ class Pt2Archive:
     # -- entries ----------------------------------------------------------------------------
     def _bytes(self, name: str) -> bytes:
         try:
-            return self._zip.read(name)
+            return self._zip.read(name, verify=self.check_crc)
         except OSError as exc:
             raise DecodeError(f"{self._src}: cannot read entry `{name}` ({exc.strerror or exc})", name) from None
 
@@ -152,11 +170,36 @@ class Pt2Archive:
         if meta.use_pickle:
             return self._pickled_tensor(entry, where)
         try:
-            return _payload.raw_tensor_value(meta, self._bytes(entry), where)
+            storage = self._entry_bytes(entry)
+            value = _payload.raw_tensor_value(meta, storage, where)
+            if value.data is not storage:  # a part of the entry, copied: charged like a read
+                self._charge(len(value.data), entry)
+            return value
         except DecodeError as exc:
             if str(exc).startswith(self._src):
                 raise
             raise DecodeError(f"{self._src}: {exc} (entry `{entry}`)", exc.path) from None
+
+    def _entry_bytes(self, entry: str) -> bytes:
+        """An entry's bytes, read once while `materialize` runs (several tensors may name one entry)."""
+        cache = self._read_cache
+        if cache is None:
+            return self._bytes(entry)
+        if entry not in cache:
+            cache[entry] = self._bytes(entry)
+        return cache[entry]
+
+    def _charge(self, n: int, entry: str) -> None:
+        z = self._zip
+        if z.read_bytes + n > z.max_bytes:
+            raise budgets.exceeded(
+                f"{self._src}: the tensors viewing entry `{entry}` bring the bytes held from the archive to",
+                z.read_bytes + n,
+                "max_bytes",
+                z.max_bytes,
+                entry,
+            )
+        z.read_bytes += n
 
     def _pickled_tensor(self, entry: str, where: str) -> m.TensorValue:
         if not self.allow_pickle:
@@ -172,13 +215,93 @@ class Pt2Archive:
         """One tensor constant, read now."""
         return self._tensor("constants", name)
 
+    # -- mapped tensors ---------------------------------------------------------------------
+    def tensor(self, kind: str, name: str, device: str | torch.device | None = None) -> torch.Tensor:
+        """Weight or constant `name` (`kind` is "weights" or "constants") as a tensor viewing the mapped file.
+
+        A stored entry is mapped copy-on-write (writes stay private to this process; the file is never
+        written), a deflated one inflated within the budgets; each entry once, however many tensors name it
+        (those tensors share it, as torch's loader shares a storage). Pickled entries follow `allow_pickle`."""
+        from opwire.serde import tensors as _tensors
+
+        if kind not in ("weights", "constants"):
+            raise ValueError(f"kind must be 'weights' or 'constants', got {kind!r}")
+        entries = self.weight_entries if kind == "weights" else self.constant_entries
+        meta = entries.get(name)
+        if meta is None:
+            raise DecodeError(f"{self._src}: no {kind[:-1]} named {name!r}; known: {', '.join(entries)}", name)
+        entry = f"{self._root}data/{kind}/{meta.path_name}"
+        where = f"{kind}[{name!r}]"
+        if meta.use_pickle or not MAPPABLE:
+            return _tensors.to_tensor(self._tensor(kind, name), device, where)
+        buffer, start, length = self._buffer(entry)
+        try:
+            layout = _payload.payload_layout(meta, where)
+            return view_tensor(buffer, start, length, layout, where, device)
+        except DecodeError as exc:
+            raise DecodeError(f"{self._src}: {exc} (entry `{entry}`)", exc.path) from None
+
+    def tensors(
+        self, device: str | torch.device | None = None
+    ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+        """(weights, constants): every tensor the archive stores, mapped (see `tensor`)."""
+        from opwire.serde import tensors as _tensors
+
+        if self._mapped is not None:
+            self._mapped.check()
+        out: list[dict[str, torch.Tensor]] = []
+        for kind in ("weights", "constants"):
+            single = self._single_file(kind)
+            if self.layout == "legacy" or single in self._infos:
+                table = self._pickled_table(kind, single)
+                out.append({k: _tensors.to_tensor(v, device, f"{kind}[{k!r}]") for k, v in table.items()})
+            else:
+                names = self.weight_entries if kind == "weights" else self.constant_entries
+                out.append({n: self.tensor(kind, n, device) for n in names})
+        return out[0], out[1]
+
+    def _buffer(self, entry: str) -> tuple[_mmap.mmap | bytearray, int, int]:
+        """(buffer, start, length) of an entry's bytes: the mapped file for a stored entry, else its inflated copy."""
+        hit = self._buffers.get(entry)
+        if hit is not None:
+            return hit
+        try:
+            stored = self._zip.is_stored(entry)
+            if self.use_mmap and stored and self._zip.span(entry)[0] % _ALIGN == 0:
+                start, length = self._zip.span(entry)
+                if self.check_crc:
+                    self._zip.verify(entry)
+                if self._mapped is None:
+                    self._mapped = MappedFile(self.path, self._zip.size)
+                hit = (self._mapped.buffer, start, length)
+            else:
+                # deflated, or stored unaligned by a foreign writer (torch aligns to 64): a private, aligned copy
+                data = self._zip.inflate(entry) if not stored else bytearray(self._bytes(entry))
+                hit = (data, 0, len(data))
+        except OSError as exc:
+            raise DecodeError(f"{self._src}: cannot read entry `{entry}` ({exc.strerror or exc})", entry) from None
+        self._buffers[entry] = hit
+        return hit
+
+    def verify(self) -> None:
+        """Check the CRC-32 of every entry this program reads (streamed in chunks; nothing is kept)."""
+        for name in self._infos:
+            try:
+                self._zip.verify(name)
+            except OSError as exc:
+                raise DecodeError(f"{self._src}: cannot read entry `{name}` ({exc.strerror or exc})", name) from None
+
     # -- whole archive ----------------------------------------------------------------------
     def materialize(self) -> m.OpwireArchive:
         """Everything: the program, every weight and constant, and the example inputs if allowed."""
         from opwire._version import __version__
 
         program = self.program  # first: a bad program is reported before any weight is read
-        weights, constants = self._tensors("weights"), self._tensors("constants")
+        self._read_cache = {}
+        try:
+            weights, constants = self._tensors("weights"), self._tensors("constants")
+        finally:
+            self._read_cache = None
         args, kwargs = self._example_inputs()
         return m.OpwireArchive(
             program=program,
@@ -266,12 +389,20 @@ def _to_value(obj: Any, archive: str, entry: str, where: str) -> m.TensorValue:
 
 
 def open(
-    path: str | Path, *, model: str | None = None, allow_pickle: bool = False, **limits: Unpack[budgets.ArchiveLimits]
+    path: str | Path,
+    *,
+    model: str | None = None,
+    allow_pickle: bool = False,
+    verify: bool = False,
+    mmap: bool = True,
+    **limits: Unpack[budgets.ArchiveLimits],
 ) -> Pt2Archive:
-    """Open a .pt2 archive lazily (only the zip directory is read now).
+    """Open a .pt2 archive lazily (only the zip directory is read now; tensors are mapped when asked for).
 
-    `limits`: `max_bytes`, `max_ratio`, `max_elements` (defaults in opwire.serde.budgets)."""
-    return Pt2Archive(path, model, allow_pickle, **limits)
+    `verify=True` checks each entry's CRC-32 as it is read or mapped; `mmap=False` reads tensors into
+    private memory instead of mapping the file. `limits`: `max_bytes`, `max_ratio`, `max_elements`
+    (defaults in opwire.serde.budgets)."""
+    return Pt2Archive(path, model, allow_pickle, verify=verify, mmap=mmap, **limits)
 
 
 def read_program(
@@ -283,8 +414,15 @@ def read_program(
 
 
 def read(
-    path: str | Path, *, allow_pickle: bool = False, model: str | None = None, **limits: Unpack[budgets.ArchiveLimits]
+    path: str | Path,
+    *,
+    allow_pickle: bool = False,
+    model: str | None = None,
+    verify: bool = False,
+    **limits: Unpack[budgets.ArchiveLimits],
 ) -> m.OpwireArchive:
-    """The whole archive as an OpwireArchive: program, weights and constants as TensorValues (limits as `open`)."""
-    with open(path, model=model, allow_pickle=allow_pickle, **limits) as archive:
+    """The whole archive as an OpwireArchive: program, weights and constants as TensorValues (as `open`).
+
+    Each entry is read once; a stored entry's CRC-32 is checked only with `verify=True` (deflated ones always)."""
+    with open(path, model=model, allow_pickle=allow_pickle, verify=verify, **limits) as archive:
         return archive.materialize()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import sys
+import warnings
 
 import torch
 
@@ -31,6 +32,7 @@ __all__ = [
     "from_tensor",
     "place",
     "scalar_type_of",
+    "shared_tensor",
     "storage_extent",
     "target_device",
     "to_tensor",
@@ -204,10 +206,22 @@ def check_layout(tv: m.TensorValue, dtype: torch.dtype, where: str = "tensor") -
 
 def to_tensor(tv: m.TensorValue, device: str | torch.device | None = None, where: str = "tensor") -> torch.Tensor:
     """Rebuild the torch.Tensor a TensorValue describes (dtype, sizes, strides, storage_offset, grad)."""
+    return _rebuild(tv, device, where, share=False)
+
+
+def shared_tensor(tv: m.TensorValue, device: str | torch.device | None = None, where: str = "tensor") -> torch.Tensor:
+    """As `to_tensor`, but a contiguous CPU tensor views `tv.data` itself instead of a copy.
+
+    For callers that never write to the result (the program runner copies what a program mutates):
+    writing to it would change the payload's bytes."""
+    return _rebuild(tv, device, where, share=True)
+
+
+def _rebuild(tv: m.TensorValue, device: str | torch.device | None, where: str, *, share: bool) -> torch.Tensor:
     dtype = torch_dtype(tv.dtype, f"{where}.dtype")
     extent = check_layout(tv, dtype, where)
     target = target_device(tv, device, where)
-    flat = _flat_from_bytes(tv.data, dtype)
+    flat = _flat_from_bytes(tv.data, dtype, share=share)
     sizes, strides, offset = list(tv.sizes), list(tv.strides), tv.storage_offset
     if offset == 0 and strides == contiguous_strides(sizes):
         out = flat.reshape(sizes)
@@ -233,9 +247,13 @@ def place(out: torch.Tensor, target: torch.device, requires_grad: bool, where: s
     return out
 
 
-def _flat_from_bytes(data: bytes, dtype: torch.dtype) -> torch.Tensor:
+def _flat_from_bytes(data: bytes, dtype: torch.dtype, *, share: bool = False) -> torch.Tensor:
     if not data:
         return torch.empty(0, dtype=dtype)
+    if share and sys.byteorder == "little" and len(data) % dtype.itemsize == 0:
+        with warnings.catch_warnings():  # read-only bytes: the caller promises not to write (see shared_tensor)
+            warnings.simplefilter("ignore")
+            return torch.frombuffer(data, dtype=dtype)
     u8 = torch.frombuffer(bytearray(data), dtype=torch.uint8)
     return _to_little_endian(u8, dtype).view(dtype)
 

@@ -100,9 +100,9 @@ def test_inspect_pt2_reads_no_weights(
     read: list[str] = []
     original = ZipArchive.read
 
-    def spy(self: ZipArchive, name: str) -> bytes:
+    def spy(self: ZipArchive, name: str, *, verify: bool = True) -> bytes:
         read.append(name)
-        return original(self, name)
+        return original(self, name, verify=verify)
 
     monkeypatch.setattr(ZipArchive, "read", spy)  # opwire's one zip reader (serde/archive.py)
     assert main(["inspect", str(path), "--json"]) == 0
