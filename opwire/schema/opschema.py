@@ -119,7 +119,7 @@ def parse_op_schema(text: str) -> OpSchema:
             f"not a valid operator schema {text!r}: torch says {first_line(exc)}; "
             "write it as 'ns::op.overload(Type name=default, ...) -> Type'"
         ) from None
-    return _from_function_schema(fs)
+    return _build(fs, str(fs))  # text from a file: not kept, so no file can grow the cache of live schemas
 
 
 def op_schema(op: Any) -> OpSchema:
@@ -139,9 +139,21 @@ def op_schema(op: Any) -> OpSchema:
     )
 
 
+_BUILT: dict[str, OpSchema] = {}
+"""Schema text of a registered op -> its OpSchema (frozen): read once per process, not once per node. Only
+live ops' schemas are kept (bounded by what is registered); text read from a file is never cached."""
+
+
 def _from_function_schema(fs: Any) -> OpSchema:
     """Build the model from torch's parse and opwire's own, which must agree on every name."""
     text = str(fs)
+    built = _BUILT.get(text)
+    if built is None:
+        built = _BUILT.setdefault(text, _build(fs, text))
+    return built
+
+
+def _build(fs: Any, text: str) -> OpSchema:
     try:
         parsed = parse_schema_text(text)
     except SchemaSyntaxError as exc:
