@@ -18,6 +18,7 @@ from typing import Any
 from opwire.errors import BindError
 from opwire.schema import models as m
 from opwire.schema.refs import tensor_names
+from opwire.schema.specs import spec_member
 
 __all__ = [
     "Port",
@@ -203,7 +204,7 @@ def _port(arg: m.Argument, graph: m.Graph, fallback: str) -> Port:
     return Port(fallback, kind.removeprefix("as_"))
 
 
-_BOUND = {
+_BOUND = {  # an input spec's role (opwire.schema.specs) -> what inspect counts it as
     "parameter": "parameters",
     "buffer": "buffers",
     "tensor_constant": "constants",
@@ -220,19 +221,20 @@ def program_signature(program: m.ExportedProgram) -> Signature:
     inputs: list[Port] = []
     bound: Counter[str] = Counter({v: 0 for v in ("parameters", "buffers", "constants")})
     for i, spec in enumerate(gm.signature.input_specs):
-        if spec.type == "user_input":
+        role = spec_member(spec).role
+        if role == "user_input":
             inputs.append(_port(spec.value.arg, graph, f"input[{i}]"))
-        elif spec.type == "constant_input":
+        elif role == "constant_input":
             c = spec.value
             value = None if c.value.type == "as_none" else c.value.value
             kind = type(value).__name__ if value is not None else "None"
             inputs.append(Port(c.name, kind, value=value, constant=True))
         else:
-            bound[_BOUND.get(spec.type, spec.type)] += 1
+            bound[_BOUND.get(role, role)] += 1
     outputs = [
         _port(spec.value.arg, graph, f"output[{i}]")
         for i, spec in enumerate(gm.signature.output_specs)
-        if spec.type in ("user_output", "loss_output")
+        if spec_member(spec).is_user
     ]
     used = {s for p in inputs + outputs for s in p.symbols}
     ranges = {k: (r.min_val, r.max_val) for k, r in sorted(program.range_constraints.items()) if k in used or not used}

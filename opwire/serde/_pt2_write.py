@@ -14,6 +14,7 @@ from pathlib import Path
 
 from opwire.errors import EncodeError
 from opwire.schema import models as m
+from opwire.serde.bindings import parameter_names
 
 __all__ = ["storage_bytes", "write"]
 
@@ -93,8 +94,7 @@ def write(archive: m.OpwireArchive, path: str | Path, *, model: str = "model") -
     if not isinstance(archive, m.OpwireArchive):
         raise EncodeError(f"Expected an OpwireArchive, got {type(archive).__name__}")
     program_json = _json.encode(archive.program)
-    specs = archive.program.graph_module.signature.input_specs
-    params = {s.parameter.parameter_name for s in specs if s.parameter is not None}
+    params = parameter_names(archive.program)
     entries: list[tuple[str, bytes]] = []
     configs: dict[str, dict[str, m.PayloadMeta]] = {"weights": {}, "constants": {}}
     for kind, table, prefix in (("weights", archive.weights, "weight_"), ("constants", archive.constants, "tensor_")):

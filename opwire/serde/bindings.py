@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Container
 
 from opwire.schema import models as m
+from opwire.schema.specs import spec_member, target_name
 
-__all__ = ["bound_tensors", "first_missing"]
+__all__ = ["bound_tensors", "first_missing", "parameter_names"]
 
 
 def bound_tensors(program: m.ExportedProgram) -> tuple[dict[str, str], dict[str, str]]:
@@ -18,16 +19,18 @@ def bound_tensors(program: m.ExportedProgram) -> tuple[dict[str, str], dict[str,
     weights: dict[str, str] = {}
     constants: dict[str, str] = {}
     for spec in program.graph_module.signature.input_specs:
-        if spec.parameter is not None:
-            weights[spec.parameter.parameter_name] = "parameter"
-        elif spec.buffer is not None:
-            table = weights if spec.buffer.persistent else constants
-            table[spec.buffer.buffer_name] = "buffer"
-        elif spec.tensor_constant is not None:
-            constants[spec.tensor_constant.tensor_constant_name] = "tensor constant"
-        elif spec.custom_obj is not None:
-            constants[spec.custom_obj.custom_obj_name] = "custom object"
+        entry, name = spec_member(spec), target_name(spec)
+        if name is None or entry.target_kind is None:
+            continue  # binds nothing of the module (a user input, a token, a specialized constant)
+        weight = entry.role == "parameter" or (entry.role == "buffer" and spec.value.persistent)
+        (weights if weight else constants)[name] = entry.target_kind
     return weights, constants
+
+
+def parameter_names(program: m.ExportedProgram) -> set[str]:
+    """The names of the parameters a program binds (torch keeps them apart from buffers in a .pt2)."""
+    specs = program.graph_module.signature.input_specs
+    return {str(target_name(s)) for s in specs if spec_member(s).role == "parameter"}
 
 
 def first_missing(program: m.ExportedProgram, weights: Container[str], constants: Container[str]) -> str | None:

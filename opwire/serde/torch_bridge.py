@@ -16,6 +16,7 @@ import torch
 
 from opwire.errors import DecodeError, EncodeError
 from opwire.schema import models as m
+from opwire.serde.bindings import parameter_names
 
 __all__ = ["archive_from_exported_program", "from_exported_program", "to_exported_program"]
 
@@ -67,10 +68,6 @@ def archive_from_exported_program(ep: torch.export.ExportedProgram) -> m.OpwireA
         example_kwargs=kwargs,
         opwire_version=__version__,
     )
-
-
-def _param_names(program: m.ExportedProgram) -> set[str]:
-    return {s.parameter.parameter_name for s in program.graph_module.signature.input_specs if s.parameter is not None}
 
 
 def _tensors_of(
@@ -151,7 +148,7 @@ def to_exported_program(
         )
     program_json = _json.encode(program)
     _check_evaluated_strings(program, program_json)
-    params = _param_names(program)
+    params = parameter_names(program)
     sd = _tensors_of(sd_in, "weights", params, device)
     consts = _tensors_of(c_in, "constants", set(), device)
     try:

@@ -10,28 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 from opwire.schema import models as m
+from opwire.schema.specs import spec_member, target_name
 from opwire.view.describe import arg_refs, describe_arg, meta_label, module_stack, sym_label, tensor_meta
 
 __all__ = ["node_names", "page_data"]
 
-# input spec kind -> the page's input category
-_INPUT_KINDS = {
-    "user_input": "user input",
-    "parameter": "parameter",
-    "buffer": "buffer",
-    "tensor_constant": "constant",
-    "constant_input": "constant",
-    "custom_obj": "constant",
-    "token": "token",
-}
+# an input spec's role (opwire.schema.specs) -> the page's input category; every other role is a constant
+_INPUT_KINDS = {"user_input": "user input", "parameter": "parameter", "buffer": "buffer", "token": "token"}
 CHUNK_OVER = 200  # a module group (or the root) with more nodes of its own than this is split into runs
 CHUNK = 100  # nodes per run
-_SPEC_TARGET = {
-    "parameter": "parameter_name",
-    "buffer": "buffer_name",
-    "tensor_constant": "tensor_constant_name",
-    "custom_obj": "custom_obj_name",
-}
 
 
 def node_names(nodes: list[m.Node]) -> list[str]:
@@ -152,11 +139,12 @@ def _signature_inputs(gm: m.GraphModule, graph: dict[str, Any], nodes: list[dict
         for r in n["in"]:
             users.setdefault(r, set()).add(n["g"])
     for entry, spec in zip(graph["inputs"], specs, strict=True):
-        entry["kind"] = _INPUT_KINDS.get(spec.type, spec.type)
-        field = _SPEC_TARGET.get(spec.type)
-        if field is not None:
-            entry["target"] = str(getattr(spec.value, field))
-        elif spec.type == "constant_input":
+        role = spec_member(spec).role
+        entry["kind"] = _INPUT_KINDS.get(role, "constant")
+        target = target_name(spec)
+        if target is not None:
+            entry["target"] = target
+        elif role == "constant_input":
             entry["target"] = describe_arg(spec.value.value)
         groups = users.get(entry["name"], set())
         entry["g"] = next(iter(groups)) if entry["kind"] != "user input" and len(groups) == 1 else -1
