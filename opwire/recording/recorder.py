@@ -44,6 +44,8 @@ class Trace:
             source = ModelSource(model)
         self._source = source
         self._records: list[m.CallRecord] | None = None
+        self.label: str | None = None
+        """The file this trace was loaded from, as the caller named it (None for one recorded in memory)."""
 
     @property
     def source(self) -> TraceSource:
@@ -242,9 +244,12 @@ def load_trace(path: str | Path, *, max_elements: int | None = None) -> Trace:
 
     head = read_head(path)
     if is_stream(head[:256]):
-        return Trace(source=StreamSource(Path(path)))
-    _check_kind(head, str(path))  # a device or a stranger's file is refused before it is read
-    return Trace.loads(read_input(path, what="trace"), str(path), max_elements=max_elements)
+        trace = Trace(source=StreamSource(Path(path)))
+    else:
+        _check_kind(head, str(path))  # a device or a stranger's file is refused before it is read
+        trace = Trace.loads(read_input(path, what="trace"), str(path), max_elements=max_elements)
+    trace.label = str(path)
+    return trace
 
 
 def _header(outputs: str) -> m.TraceHeader:
