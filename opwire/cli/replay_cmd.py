@@ -23,7 +23,7 @@ def add_parser(sub: Any) -> None:
         "recorded one. TRACE is a file written by `opwire record --out TRACE -- python script.py` or by "
         "`trace.save(path)` after `with opwire.record() as trace:` (JSON, binary or compact; the header says "
         "which). Custom ops the trace calls must be registered first: " + LOADING_HELP + " Exit 0 without "
-        "mismatches, 1 with mismatches, 2 when the trace is unreadable.",
+        "mismatches, 1 with mismatches, 2 when the trace is unreadable, cut or empty.",
     )
     p.add_argument("trace", help="a trace written by `opwire record` or Trace.save (any format)")
     p.add_argument("--chained", action="store_true", help="feed each call the replayed outputs of earlier calls")
@@ -45,6 +45,7 @@ def add_parser(sub: Any) -> None:
         help="who fills arguments the trace omits (docs/policies.md)",
     )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--verbose", action="store_true", help="print the per-op table even when every call matched")
     add_loading(p)
     add_budget_flags(p)
     add_exec_flags(p, loops=False)
@@ -62,7 +63,7 @@ def _positive(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Replay; exit 0 without mismatches, 1 with mismatches, 2 when the trace is unreadable."""
+    """Replay; exit 0 without mismatches, 1 with mismatches, 2 when the trace is unreadable, cut or empty."""
     import opwire
 
     if args.workers > 1 and args.chained:
@@ -83,8 +84,16 @@ def run(args: argparse.Namespace) -> int:
         allow_ops=args.allow_op,
         timeout=args.timeout,
     )
+    report.verbose = args.verbose
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
         print(report)
+    if not report.complete:
+        print(
+            f"opwire replay: error: {args.trace} is incomplete: {report.missing}; a cut or empty trace cannot pass "
+            "(record it again: opwire record --out TRACE -- python script.py)",
+            file=sys.stderr,
+        )
+        return 2
     return 0 if report.ok else 1
