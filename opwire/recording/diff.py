@@ -4,9 +4,10 @@ The calls are aligned by their op sequence (difflib's longest matching blocks, s
 calls do not shift everything after them). Each aligned pair is compared: arguments that are not
 tensors by value, tensor arguments by dtype and shape, outputs by dtype, shape, strides and values
 (within tolerance, per dtype by default). Calls whose values no run reproduces (random ops tagged
-`nondeterministic_seeded`, `empty*`'s uninitialised memory, a caller's generator) are compared as replay
-compares them (`compare.reproducible`): dtype, shape and strides, not values. A call only one side made is listed as such; a changed op
-shows as one call present only in A and one only in B at the same place.
+`nondeterministic_seeded`, `empty*`'s uninitialised memory, a caller's generator) are compared as
+replay compares them (`compare.reproducible`): dtype, shape and strides, not values. A call only one
+side made is listed as such; a changed op shows as one call present only in A and one only in B at
+the same place.
 """
 
 from __future__ import annotations
