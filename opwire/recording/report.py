@@ -145,9 +145,8 @@ class ReplayReport:
         if self.cut:
             lines.append(f"  note: {self.cut}")
         if self.ok and self.calls and not self.verbose and self.ops:
-            lines.append(
-                f"all {_count(self.replayed, 'call', 'calls')} over {_count(len(self.ops), 'op', 'ops')} matched (--verbose shows the per-op table)"
-            )
+            calls, ops = _count(self.replayed, "call", "calls"), _count(len(self.ops), "op", "ops")
+            lines.append(f"all {calls} of {ops} matched (--verbose shows the per-op table)")
         lines += [f"  drift: {d}" for d in self.schema_drift]
         first = self.first_divergence
         if first is not None:
