@@ -80,7 +80,8 @@ def c10_enum(kind: str) -> dict[int, Any]:
                 number = torch._C.parse_schema(f"f({kind}? x={name}) -> ()").arguments[0].default_value
             except RuntimeError:  # a name the schema language does not spell
                 continue
-            out.setdefault(int(number), obj)
+            if isinstance(number, int):
+                out.setdefault(number, obj)
     return out
 
 

@@ -20,7 +20,7 @@ from opwire.validation import dispatch_keys as dk
 from opwire.validation.findings import Finding, Severity, finding
 from opwire.validation.opcheck import SampleInputs, opcheck_findings
 from opwire.validation.roundtrip_check import roundtrip_findings
-from opwire.validation.type_checks import aoti_findings, serializability_findings
+from opwire.validation.type_checks import aoti_findings, generator_findings, serializability_findings
 
 __all__ = [
     "CHECKS",
@@ -204,6 +204,7 @@ def _report(name: str, samples: SampleInputs | None) -> OpReport:
     found = [
         *serializability_findings(shown, schema),
         *aoti_findings(shown, schema),
+        *generator_findings(shown, schema, torch.Tag.nondeterministic_seeded in op.tags),
         *_dispatch_findings(shown, op, infos),
         *_vmap_findings(shown, op, route),
     ]
