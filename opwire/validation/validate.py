@@ -63,8 +63,10 @@ class OpReport:
         lines = [self.op]
         if self.schema is not None:
             lines.append(f"  schema: {self.schema.schema_str}")
-        kernels = [f"{k.key}{'' if k.registered else '(computed)'}" for k in self.kernels if k.registered or k.runnable]
-        lines.append(f"  kernels: {' '.join(kernels) or 'none'}")
+        registered = [k.key for k in self.kernels if k.registered]
+        computed = [k.key for k in self.kernels if not k.registered and k.runnable]
+        extra = f" (+{_count(len(computed), 'key')} computed from them; --json lists every key)" if computed else ""
+        lines.append(f"  kernels: {' '.join(registered) or 'none registered'}{extra}")
         if self.schema is not None:
             lines.append(f"  fake impl: {self.fake_impl or 'none'}")
         if self.vmap_route is not None:
@@ -90,7 +92,10 @@ def format_reports(reports: Sequence[OpReport], checks: Sequence[str] = ()) -> s
     what `opwire ops validate` prints."""
     errors = sum(len(r.errors) for r in reports)
     warnings = sum(1 for r in reports for f in r.findings if f.severity is Severity.WARNING)
-    lines = [*map(str, reports), f"{len(reports)} op(s): {errors} error(s), {warnings} warning(s)"]
+    lines = [
+        *map(str, reports),
+        f"{_count(len(reports), 'op')}: {_count(errors, 'error')}, {_count(warnings, 'warning')}",
+    ]
     if checks:
         lines.append(f"checks run: {'; '.join(checks)}")
         if not set(SAMPLE_CHECKS) & set(checks):
@@ -98,6 +103,10 @@ def format_reports(reports: Sequence[OpReport], checks: Sequence[str] = ()) -> s
                 "  (--sample-inputs MODULE:FUNC adds torch.library.opcheck and a record/serialize/replay round trip)"
             )
     return "\n".join(lines)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _split(name: str) -> tuple[str, str]:

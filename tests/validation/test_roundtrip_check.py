@@ -63,7 +63,9 @@ def test_a_generator_argument_is_a_warning_with_the_fix(with_generator: None) ->
     (report,) = opwire.validate_op("opwire_gen::draw")
     (f,) = [f for f in report.findings if f.code == "generator_argument"]
     assert f.severity.value == "warning"
-    assert f.message.startswith("opwire_gen::draw.default: argument 'generator' has type Generator?; torch.export cannot put")
+    assert f.message.startswith(
+        "opwire_gen::draw.default: argument 'generator' has type Generator?; torch.export cannot put"
+    )
     assert "not tagged nondeterministic_seeded" in f.message
     assert f.fix.startswith("to make the op export- and replay-friendly, drop 'generator'")
     assert "tag it nondeterministic_seeded" in f.fix
