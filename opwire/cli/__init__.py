@@ -58,7 +58,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         hint = ""
         if isinstance(exc, UnknownTargetError) and hasattr(args, "imports") and "--import" not in str(exc):
             hint = "; from the command line: --import MODULE or --load-library PATH.so"
-        print(f"opwire {args.command}: error: {exc}{hint}", file=sys.stderr)
+        from opwire.cli.wording import for_cli
+
+        print(f"opwire {args.command}: error: {for_cli(str(exc))}{hint}", file=sys.stderr)
         return 2
     except OSError as exc:
         print(
