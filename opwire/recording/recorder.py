@@ -242,7 +242,7 @@ def load_trace(path: str | Path, *, max_elements: int | None = None) -> Trace:
     """
     from opwire.serde.files import read_head, read_input
 
-    head = read_head(path)
+    head = read_head(path, what="trace")
     if is_stream(head[:256]):
         trace = Trace(source=StreamSource(Path(path)))
     else:

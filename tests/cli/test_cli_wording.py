@@ -49,3 +49,36 @@ def test_raw_thrift_through_a_subprocess(cli: Cli, tmp_path: Path) -> None:
     assert done.returncode == 2
     assert not PYTHON_ADVICE.search(done.stderr), done.stderr
     assert "opwire convert IN OUT --to compact" in done.stderr
+
+
+def test_an_empty_file_is_called_empty(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "e.json").write_bytes(b"")
+    (tmp_path / "e.trace").write_bytes(b"")
+    assert main(["inspect", str(tmp_path / "e.json")]) == 2
+    assert capsys.readouterr().err == (
+        f"opwire inspect: error: {tmp_path / 'e.json'}: the file is empty (0 bytes); it was not written completely, "
+        "or is not the file meant\n"
+    )
+    assert main(["replay", str(tmp_path / "e.trace")]) == 2
+    assert "e.trace: the trace is empty (0 bytes)" in capsys.readouterr().err
+    with pytest.raises(opwire.OpwireError, match="the trace is empty"):
+        opwire.load_trace(tmp_path / "e.trace")
+
+
+def test_convert_knows_the_opw_suffix(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "p.json").write_text("{}")
+    assert main(["convert", str(tmp_path / "p.json"), str(tmp_path / "p.xyz")]) == 2
+    err = capsys.readouterr().err
+    assert "cannot tell the output format from the suffix of" in err and "pass --to" in err
+    assert main(["convert", str(tmp_path / "p.json"), str(tmp_path / "p.opw")]) == 2
+    assert "cannot tell" not in capsys.readouterr().err
+
+
+def test_snapshot_out_says_what_it_wrote(cli: Cli, tmp_path: Path) -> None:
+    done = cli("ops", "snapshot", "aten", "--out", "aten.json")
+    assert done.returncode == 0, done.stderr
+    assert re.fullmatch(
+        r"wrote aten\.json: \d+ ops of aten as json, \d+ bytes \(compare later with: opwire ops bc-check aten\.json\)\n",
+        done.stdout,
+    ), done.stdout
+    assert (tmp_path / "aten.json").stat().st_size > 1000
