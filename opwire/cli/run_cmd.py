@@ -198,8 +198,21 @@ def _finish_compare(args: argparse.Namespace, observer: Any) -> bool:
         Path(args.findings).write_text(json.dumps(doc, indent=1), encoding="utf-8")
     bad = [f for f in doc["findings"] if f["status"] in ("mismatch", "error")]
     first = doc["first_divergence"]
+    n = len(doc["findings"])
     print(
-        f"compared {len(doc['findings'])} nodes: {len(bad)} differ" + (f"; first divergence: {first}" if first else ""),
+        f"compared {n} node{'' if n == 1 else 's'}: {len(bad)} differ"
+        + (f"; first divergence: {first}" if first else ""),
         file=sys.stderr,
     )
+    entry = next((f for f in doc["findings"] if f["node"] == first and f["status"] in ("mismatch", "error")), None)
+    if entry is not None:
+        print(f"  {entry['message']}", file=sys.stderr)
+        for key, d in (entry.get("detail") or {}).items():
+            figures = [f"{label} {d[k]:.3g}" for k, label in (("max_diff", "max abs diff"), ("max_rel", "max rel diff"))
+                       if d.get(k) is not None]  # fmt: skip
+            shape = f", shape {d['shape']}" if d.get("shape") is not None else ""
+            if figures:
+                print(f"  {key}: {', '.join(figures)}{shape} (rtol={args.rtol:g}, atol={args.atol:g})", file=sys.stderr)
+        print(f"  (opwire view {args.program} --findings FILE.json shows every node; --findings writes it)",
+              file=sys.stderr)  # fmt: skip
     return bool(bad)
