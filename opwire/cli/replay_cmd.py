@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -33,7 +34,14 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--atol", type=float, default=None, help="absolute tolerance for floating outputs (default: per dtype)"
     )
-    p.add_argument("--workers", type=_positive, default=1, help="isolated replay over N processes (default 1)")
+    p.add_argument(
+        "--workers",
+        type=_positive,
+        default=0,
+        metavar="N",
+        help=f"isolated replay over N processes (default: auto, one more per {CALLS_PER_WORKER} calls up to the "
+        "CPU count; a worker starts its own torch, so small traces replay fastest in one)",
+    )
     p.add_argument(
         "--max-mismatches", type=int, default=10, help="mismatches listed in the text report (default 10; --json: all)"
     )
@@ -52,7 +60,18 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
+CALLS_PER_WORKER = 5000
+"""Calls a trace needs per worker before another process pays for its start (torch import, ~2-3 s)."""
+
+
+def auto_workers(calls: int, cpus: int | None) -> int:
+    """The worker count `--workers` takes by default: 1 below CALLS_PER_WORKER calls, never above the CPUs."""
+    return max(1, min(cpus or 1, calls // CALLS_PER_WORKER))
+
+
 def _positive(text: str) -> int:
+    if text == "auto":
+        return 0
     try:
         n = int(text)
     except ValueError:
@@ -72,6 +91,13 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     trace = opwire.load_trace(args.trace, max_elements=args.max_elements)
+    workers = args.workers or (1 if args.chained else auto_workers(len(trace), os.cpu_count()))
+    if args.workers > 1 and len(trace) < CALLS_PER_WORKER:
+        print(
+            f"opwire replay: note: {args.workers} workers for {len(trace)} calls; each worker starts its own torch, "
+            f"so below {CALLS_PER_WORKER} calls one worker is faster (drop --workers for the automatic choice)",
+            file=sys.stderr,
+        )
     report = opwire.replay(
         trace,
         policy=args.policy,
@@ -79,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         rtol=args.rtol,
         atol=args.atol,
         device=args.device,
-        workers=args.workers,
+        workers=workers,
         max_mismatches=args.max_mismatches,
         allow_ops=args.allow_op,
         timeout=args.timeout,

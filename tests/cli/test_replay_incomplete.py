@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import torch
 from clirun import Cli
 
@@ -41,3 +42,20 @@ def test_the_api_says_the_same(tmp_path: Path) -> None:
     report = opwire.replay(empty, progress=False)
     assert not report.complete and "holds no calls" in str(report.missing)
     assert report.to_dict()["complete"] is False
+
+
+def test_workers_are_chosen_for_the_trace_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from opwire.cli import main
+    from opwire.cli.replay_cmd import CALLS_PER_WORKER, auto_workers
+
+    assert auto_workers(10, 8) == 1
+    assert auto_workers(3 * CALLS_PER_WORKER, 8) == 3
+    assert auto_workers(100 * CALLS_PER_WORKER, 2) == 2
+    _trace(tmp_path / "small.trace")
+    assert main(["replay", str(tmp_path / "small.trace")]) == 0
+    out, err = capsys.readouterr()
+    assert "workers" not in out and err == ""
+    assert main(["replay", str(tmp_path / "small.trace"), "--workers", "2"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("opwire replay: note: 2 workers for ")
+    assert "one worker is faster (drop --workers for the automatic choice)" in err
