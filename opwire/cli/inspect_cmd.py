@@ -44,14 +44,47 @@ def run(args: argparse.Namespace) -> int:
     path = Path(args.file)
     limit = args.max_elements
     if _is_streamed_trace(path):
-        summary = _summarize_stream(path)
+        summary = _with_codec(_summarize_stream(path), "opwire stream (frames written as calls happen)")
+    elif is_zip(path):
+        summary = _with_codec(_summarize_zip(path, limit), "zip archive")
     else:
-        summary = _summarize_zip(path, limit) if is_zip(path) else summarize(load_any(path, max_elements=limit))
+        summary = _with_codec(summarize(load_any(path, max_elements=limit)), _codec(path))
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
         print(_render(summary))
     return 0
+
+
+def _codec(path: Path) -> str:
+    """How the file is encoded: JSON, or the Thrift codec its opwire header names."""
+    from opwire.serde.files import read_head
+    from opwire.serde.framing import sniff
+
+    found = sniff(read_head(path))
+    return "json" if found is None else f"thrift {found[0]} (opwire header, schema {found[2][0]}.{found[2][1]})"
+
+
+def _with_codec(summary: dict[str, Any], codec: str) -> dict[str, Any]:
+    """`summary` with "codec" right after "kind"."""
+    kind = summary.pop("kind", None)
+    return {"kind": kind, "codec": codec, **summary}
+
+
+def _value_text(v: m.Value) -> str:
+    """A Values entry as `float32[2, 8] on cpu`, `int 3`, `list of 2`."""
+    from opwire.serde.tensors import TORCH_DTYPES
+
+    if v.type == "as_tensor":
+        t = v.value
+        dtype = TORCH_DTYPES.get(m.ScalarType(t.dtype)) if t.dtype in m.ScalarType._value2member_map_ else t.dtype
+        device = f"{t.device.type}:{t.device.index}" if t.device.index is not None else t.device.type
+        return f"{str(dtype).removeprefix('torch.')}[{', '.join(str(d) for d in t.sizes)}] on {device}"
+    if v.type in ("as_int", "as_float", "as_bool", "as_string", "as_complex"):
+        return f"{v.type.removeprefix('as_')} {v.value!r}"
+    if isinstance(v.value, list):
+        return f"{v.type.removeprefix('as_')} of {len(v.value)}"
+    return v.type.removeprefix("as_")
 
 
 def _is_streamed_trace(path: Path) -> bool:
@@ -168,7 +201,7 @@ def summarize(obj: BaseModel) -> dict[str, Any]:
     if isinstance(obj, m.OpLibrarySnapshot):
         return {"kind": "OpLibrarySnapshot", "namespaces": obj.namespaces, "ops": len(obj.ops)}
     if isinstance(obj, m.Values):
-        return {"kind": "Values", "values": {k: v.type for k, v in obj.values.items()}}
+        return {"kind": "Values", "values": {k: _value_text(v) for k, v in obj.values.items()}}
     return {"kind": type(obj).__name__}
 
 
