@@ -9,6 +9,7 @@ message and its command-line wording; tests/cli/test_cli_wording.py checks that 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 __all__ = ["PYTHON_ADVICE", "for_cli"]
 
@@ -40,7 +41,7 @@ def _not_a_program(match: re.Match[str]) -> str:
     return f"expected a program or archive file, got a {root} file: {_read_as(match)}"
 
 
-_RULES: tuple[tuple[re.Pattern[str], object], ...] = (
+_RULES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
     (
         re.compile(
             r"Expected an OpwireArchive, ExportedProgram model, torch ExportedProgram or a path, got (?P<root>\w+)"
@@ -74,5 +75,5 @@ PYTHON_ADVICE = re.compile(r"opwire\.loads\(|read it as|pt2\.read|\.to\(torch\.|
 def for_cli(message: str) -> str:
     """`message` with its Python advice replaced by command-line advice."""
     for pattern, repl in _RULES:
-        message = pattern.sub(repl, message)  # type: ignore[arg-type]
+        message = pattern.sub(repl, message)
     return message
