@@ -43,6 +43,10 @@ def _not_a_program(match: re.Match[str]) -> str:
 
 _RULES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
     (
+        re.compile(r"\(import its Python package or torch\.ops\.load_library\('(?P<lib>[^']*)'\)\)"),
+        r"(--import MODULE for its Python package, or --load-library \g<lib>)",
+    ),
+    (
         re.compile(
             r"Expected an OpwireArchive, ExportedProgram model, torch ExportedProgram or a path, got (?P<root>\w+)"
         ),
@@ -68,7 +72,10 @@ _RULES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...]
     ),
 )
 
-PYTHON_ADVICE = re.compile(r"opwire\.loads\(|read it as|pt2\.read|\.to\(torch\.|opwire\.dumps\(|opwire\.serde\.values")
+PYTHON_ADVICE = re.compile(
+    r"opwire\.loads\(|read it as|pt2\.read|\.to\(torch\.|opwire\.dumps\(|opwire\.serde\.values"
+    r"|torch\.ops\.load_library\("
+)
 """What must not appear in a command-line error (checked by the tests)."""
 
 
