@@ -157,7 +157,11 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         out = m.Values(values={f"output[{i}]": _values.from_python(v, f"output[{i}]") for i, v in enumerate(leaves)})
         fmt = "json" if str(args.out).endswith(".json") else "compact"
-        Path(args.out).write_bytes(opwire.dumps(out, format=fmt))  # type: ignore[arg-type]
+        data = opwire.dumps(out, format=fmt)  # type: ignore[arg-type]
+        Path(args.out).write_bytes(data)
+        n = len(out.values)
+        print(f"wrote {args.out}: {n} output{'' if n == 1 else 's'} as a Values file ({fmt}, {len(data)} bytes)",
+              file=sys.stderr)  # fmt: skip
     summary = {f"output[{i}]": describe(v) for i, v in enumerate(leaves)}
     if args.json:
         print(json.dumps({"ok": True, "outputs": summary}, indent=2))
@@ -196,6 +200,8 @@ def _finish_compare(args: argparse.Namespace, observer: Any) -> bool:
     doc = observer.document(f"{Path(args.program).name} against {Path(args.compare_nodes).name}")
     if args.findings:
         Path(args.findings).write_text(json.dumps(doc, indent=1), encoding="utf-8")
+        print(f"wrote {args.findings}: {len(doc['findings'])} node findings (opwire view PROGRAM --findings "
+              f"{args.findings} colours the page with them)", file=sys.stderr)  # fmt: skip
     bad = [f for f in doc["findings"] if f["status"] in ("mismatch", "error")]
     first = doc["first_divergence"]
     n = len(doc["findings"])
