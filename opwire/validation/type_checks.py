@@ -109,9 +109,9 @@ def aoti_findings(name: str, schema: OpSchema) -> list[Finding]:
 def generator_findings(name: str, schema: OpSchema, seeded: bool) -> list[Finding]:
     """A warning per `Generator?` argument (`seeded`: the op is tagged `nondeterministic_seeded`)."""
     out: list[Finding] = []
-    for arg in schema.arguments:
-        inner = arg.parsed.elem if arg.parsed.kind == "optional" else arg.parsed
-        if inner.kind == "base" and inner.name == "Generator":
+    for arg in schema.arguments:  # a non-optional Generator is already an unserializable_argument error
+        inner = arg.parsed.elem if arg.parsed.kind == "optional" else None
+        if inner is not None and inner.kind == "base" and inner.name == "Generator":
             tagged = (
                 ""
                 if seeded
