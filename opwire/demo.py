@@ -85,7 +85,22 @@ def main() -> int:
     ok = _wire_table()
     ok = _replay_section() and ok
     print("\nall checks passed" if ok else "\nSOME CHECKS FAILED")
+    print(NEXT_STEPS)
     return 0 if ok else 1
+
+
+NEXT_STEPS = """
+what to try next, on your own files (model.pt2: torch.export.save of any exported program):
+  opwire inspect model.pt2                          # signature, symbolic sizes, ops (weights never read)
+  opwire convert model.pt2 model.bin --to compact   # a pickle-free archive: program and weights
+  opwire run model.bin --inputs in.json             # run it; in.json is {"x": [[1.0, 2.0]]}
+  opwire view model.pt2                             # the program as a page (model.pt2.html)
+  opwire record --out train.trace -- python train.py    # every dispatcher call of a script
+  opwire replay train.trace                         # re-run and compare each call (--verbose: per op)
+  opwire diff a.trace b.trace                       # two recordings call by call, first difference first
+  opwire ops validate mylib --import ./mylib.py     # are your custom ops export- and replay-friendly?
+docs: docs/tutorials/ (serialize-and-move, record-and-replay, validate-custom-ops, aoti-extern-nodes)"""
+"""What `make demo` ends with: the commands that do on the user's own files what the demo showed."""
 
 
 def _wire_table() -> bool:

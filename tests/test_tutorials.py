@@ -4,13 +4,20 @@
   instead: the files a reader creates, such as an op library);
 - ```console blocks run each `$ opwire ...` line as a reader types it, through `opwire.cli.main` (in a child
   process when the block follows `<!-- fresh process -->`: after the reader edited a library already loaded);
-  the lines after a command must each appear in its output, and it must exit 0 (or N, with `# exit N`).
+  the lines after a command are its complete output (stdout, then stderr), and it must exit 0 (or N, with
+  `# exit N`). Both sides are normalised first for what may drift without anything being wrong: timings,
+  the reader's directory, torch and opwire versions, digests (`normalise`).
+
+`OPWIRE_UPDATE_TUTORIALS=1 pytest tests/test_tutorials.py` rewrites each console block with the output the
+commands print now (review the diff before committing it).
 """
 
 from __future__ import annotations
 
 import contextlib
+import difflib
 import io
+import os
 import re
 import shlex
 import sys
@@ -41,13 +48,33 @@ def _in_process(argv: list[str]) -> tuple[int, str]:
     return code, out.buffer.getvalue().decode() + err.getvalue()  # type: ignore[attr-defined]
 
 
-def _run_console(body: str, cwd: Path, where: str, fresh: bool) -> None:
+_UPDATE = os.environ.get("OPWIRE_UPDATE_TUTORIALS") == "1"
+_VOLATILE = [
+    (re.compile(r"\b\d+\.\d+ ?s\b"), "<T>s"),  # timings: 0.44s, 1.2 s
+    (re.compile(r"\b(torch|opwire)( version)?:? \d+\.\d+(\.\d+)?([.+-]\w+)*"), r"\1\2 <version>"),
+    (re.compile(r"\b\d+\.\d+\.\d+\+\w+\b"), "<version>"),
+    (re.compile(r"\b[0-9a-f]{16,}\b"), "<hex>"),
+    (re.compile(r"/tmp/\S*?/(?=[^/\s]+)"), "./"),
+]
+
+
+def normalise(text: str, cwd: Path) -> list[str]:
+    """Output lines with what may drift replaced by placeholders (and trailing blanks dropped)."""
+    text = text.replace(str(cwd) + os.sep, "").replace(str(cwd), ".")
+    for pattern, repl in _VOLATILE:
+        text = pattern.sub(repl, text)
+    return [line.rstrip() for line in text.rstrip().splitlines()]
+
+
+def _run_console(body: str, cwd: Path, where: str, fresh: bool) -> str:
+    """Run the block's commands, check each prints exactly what the block shows; the block as it is now."""
     commands: list[tuple[str, list[str]]] = []
     for line in body.splitlines():
         if line.startswith("$ "):
             commands.append((line[2:], []))
-        elif commands and line.strip():
+        elif commands:
             commands[-1][1].append(line.rstrip())
+    now: list[str] = []
     for command, expected in commands:
         text, _, note = command.partition("#")
         want = int(note.split()[1]) if note.strip().startswith("exit") else 0
@@ -69,8 +96,15 @@ def _run_console(body: str, cwd: Path, where: str, fresh: bool) -> None:
         else:
             code, output = _in_process(argv[1:])
         assert code == want, f"{where}: `{command}` exited {code}:\n{output}"
-        for line in expected:
-            assert line.strip() in output, f"{where}: `{command}` did not print {line!r}; it printed:\n{output}"
+        got = normalise(output, cwd)
+        now += [f"$ {command}", *(output.replace(str(cwd) + os.sep, "").replace(str(cwd), ".").rstrip().splitlines())]
+        if not _UPDATE:
+            shown = normalise("\n".join(expected), cwd)
+            assert got == shown, (
+                f"{where}: `{command}` printed other output than the tutorial shows (OPWIRE_UPDATE_TUTORIALS=1 "
+                f"rewrites it):\n" + "\n".join(difflib.unified_diff(shown, got, "tutorial", "printed", lineterm=""))
+            )
+    return "\n".join(line.rstrip() for line in now) + "\n"
 
 
 def _torchrun(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, str]:
@@ -89,16 +123,24 @@ def _torchrun(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, str
 def _run(doc: Path, cwd: Path) -> int:
     namespace: dict[str, object] = {"__name__": f"tutorial_{doc.stem.replace('-', '_')}"}
     count = 0
-    for match in _BLOCK.finditer(doc.read_text()):
-        where = f"{doc.name}:{doc.read_text()[: match.start()].count(chr(10)) + 1}"
+    source = doc.read_text()
+    updated: list[tuple[int, int, str]] = []
+    for match in _BLOCK.finditer(source):
+        where = f"{doc.name}:{source[: match.start()].count(chr(10)) + 1}"
         lang, body, name = match["lang"], match["body"], match["file"]
         if name:
             (cwd / name).write_text(body)
         elif lang == "python":
             exec(compile(body, where, "exec"), namespace)  # our own documentation
         elif lang == "console":
-            _run_console(body, cwd, where, fresh=bool(match["fresh"]))
+            updated.append(
+                (match.start("body"), match.end("body"), _run_console(body, cwd, where, bool(match["fresh"])))
+            )
         count += 1
+    if _UPDATE:
+        for start, end, text in reversed(updated):
+            source = source[:start] + text + source[end:]
+        doc.write_text(source)
     return count
 
 

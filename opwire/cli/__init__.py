@@ -56,10 +56,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         prepare(args)
         return int(args.func(args))
     except OpwireError as exc:
+        from opwire.cli.wording import for_cli
+
+        message = for_cli(str(exc))
         hint = ""
-        if isinstance(exc, UnknownTargetError) and hasattr(args, "imports") and "--import" not in str(exc):
+        if isinstance(exc, UnknownTargetError) and hasattr(args, "imports") and "--import" not in message:
             hint = "; from the command line: --import MODULE or --load-library PATH.so"
-        print(f"opwire {args.command}: error: {exc}{hint}", file=sys.stderr)
+        print(f"opwire {args.command}: error: {message}{hint}", file=sys.stderr)
         return 2
     except OSError as exc:
         print(

@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 __all__ = ["TARGETS", "add_parser", "convert", "run"]
 
 TARGETS = ("json", "binary", "compact", "pt2", "opw")
-_BY_SUFFIX = {".json": "json", ".pt2": "pt2", ".opw": "opw"}
+_BY_SUFFIX = {".json": "json", ".pt2": "pt2", ".opw": "opw", ".bin": "binary", ".compact": "compact"}
+"""Output suffix -> target (`--to` overrides it)."""
 _Root = m.ExportedProgram | m.OpwireArchive
 _Codec = Literal["json", "binary", "compact"]
 
@@ -52,9 +53,19 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Convert and print one line saying what was written; exit 0."""
-    target = args.to or _BY_SUFFIX.get(Path(args.output).suffix)
+    suffix = Path(args.output).suffix
+    target = args.to or _BY_SUFFIX.get(suffix.lower())
     if target is None:
-        raise DecodeError(f"cannot tell the output format from {args.output!r}: pass --to {'|'.join(TARGETS)}")
+        known = ", ".join(sorted(s for s, t in _BY_SUFFIX.items() if t in TARGETS))
+        raise DecodeError(
+            f"cannot tell the output format from the suffix of {args.output!r} (known: {known}): pass --to "
+            f"{'|'.join(TARGETS)}"
+        )
+    if target not in TARGETS:
+        raise DecodeError(
+            f"{args.output}: this opwire cannot write {suffix} files yet; pass --to compact for an opwire archive "
+            "(program and weights, Thrift compact)"
+        )
     kind, size = convert(
         args.input,
         args.output,

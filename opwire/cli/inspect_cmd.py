@@ -54,14 +54,15 @@ def run(args: argparse.Namespace) -> int:
     path = Path(args.file)
     obj = opwire.open(path, max_elements=args.max_elements)  # judged by its first bytes, within the budgets
     if isinstance(obj, StreamedTrace):
-        summary = _summarize_stream(path)
+        summary = _with_codec(_summarize_stream(path), "opwire stream (frames written as calls happen)")
     elif isinstance(obj, OpenedProgram):
-        summary = _summarize_program(obj)
+        summary = _with_codec(_summarize_program(obj), _codec(path))
     elif isinstance(obj, FindingsFile):
         entries = obj.document.get("findings", obj.document.get("reports"))
-        summary = {"kind": "findings", "entries": len(entries) if isinstance(entries, list) else 0}
+        count = len(entries) if isinstance(entries, list) else 0
+        summary = _with_codec({"kind": "findings", "entries": count}, _codec(path))
     else:
-        summary = summarize(obj)
+        summary = _with_codec(summarize(obj), _codec(path))
         if is_zip(path):
             summary["kind"] = f"AOTInductor package ({summary['kind']})"
     if args.verify:
@@ -71,6 +72,42 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(_render(summary))
     return 0
+
+
+def _codec(path: Path) -> str:
+    """How the file is encoded: JSON, or the Thrift codec its opwire header names."""
+    from opwire.serde.files import read_head
+    from opwire.serde.framing import OPW_MAGIC, sniff
+
+    head = read_head(path)
+    if head.startswith(OPW_MAGIC):
+        return "opw archive (aligned blobs, mapped)"
+    if is_zip(path):
+        return "zip archive"
+    found = sniff(head)
+    return "json" if found is None else f"thrift {found[0]} (opwire header, schema {found[2][0]}.{found[2][1]})"
+
+
+def _with_codec(summary: dict[str, Any], codec: str) -> dict[str, Any]:
+    """`summary` with "codec" right after "kind"."""
+    kind = summary.pop("kind", None)
+    return {"kind": kind, "codec": codec, **summary}
+
+
+def _value_text(v: m.Value) -> str:
+    """A Values entry as `float32[2, 8] on cpu`, `int 3`, `list of 2`."""
+    from opwire.serde.tensors import TORCH_DTYPES
+
+    if v.type == "as_tensor":
+        t = v.value
+        dtype = TORCH_DTYPES.get(m.ScalarType(t.dtype)) if t.dtype in m.ScalarType._value2member_map_ else t.dtype
+        device = f"{t.device.type}:{t.device.index}" if t.device.index is not None else t.device.type
+        return f"{str(dtype).removeprefix('torch.')}[{', '.join(str(d) for d in t.sizes)}] on {device}"
+    if v.type in ("as_int", "as_float", "as_bool", "as_string", "as_complex"):
+        return f"{v.type.removeprefix('as_')} {v.value!r}"
+    if isinstance(v.value, list):
+        return f"{v.type.removeprefix('as_')} of {len(v.value)}"
+    return v.type.removeprefix("as_")
 
 
 def _summarize_program(opened: OpenedProgram) -> dict[str, Any]:
@@ -203,7 +240,7 @@ def summarize(obj: BaseModel) -> dict[str, Any]:
     if isinstance(obj, m.OpLibrarySnapshot):
         return {"kind": "OpLibrarySnapshot", "namespaces": obj.namespaces, "ops": len(obj.ops)}
     if isinstance(obj, m.Values):
-        return {"kind": "Values", "values": {k: v.type for k, v in obj.values.items()}}
+        return {"kind": "Values", "values": {k: _value_text(v) for k, v in obj.values.items()}}
     return {"kind": type(obj).__name__}
 
 

@@ -97,11 +97,17 @@ def run_snapshot(args: argparse.Namespace) -> int:
     import opwire
     from opwire.validation.snapshot import snapshot_ops
 
-    data = opwire.dumps(snapshot_ops(args.namespaces), format=args.format)
+    snapshot = snapshot_ops(args.namespaces)
+    data = opwire.dumps(snapshot, format=args.format)
     if args.format == "json":  # snapshots are diffed in review: one value a line, keys sorted, a final newline
         data = (json.dumps(json.loads(data), indent=2, sort_keys=True) + "\n").encode()
     if args.out:
         Path(args.out).write_bytes(data)
+        n = len(snapshot.ops)
+        print(
+            f"wrote {args.out}: {n} op{'' if n == 1 else 's'} of {', '.join(args.namespaces)} as {args.format}, "
+            f"{len(data)} bytes (compare later with: opwire ops bc-check {args.out})"
+        )
     else:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()

@@ -8,9 +8,14 @@ command imports, loads and validates the same way and reports failures in the sa
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib
+import importlib.util
+import os
+import re
 import sys
 import traceback
+from pathlib import Path
 from typing import Any
 
 from opwire.errors import OpwireError, describe_exception, first_line
@@ -28,8 +33,8 @@ __all__ = [
 
 LOADING_HELP = (
     "Custom ops and pytree classes are registered by the user's code: --import MODULE imports a Python module "
-    "(from the working directory or PYTHONPATH) and --load-library PATH.so loads a compiled op library "
-    "(torch.ops.load_library) before the command reads its files."
+    "(from the working directory or PYTHONPATH) or a file (--import ./lib/myops.py), and --load-library PATH.so "
+    "loads a compiled op library (torch.ops.load_library) before the command reads its files."
 )
 
 
@@ -40,8 +45,8 @@ def add_loading(p: argparse.ArgumentParser) -> None:
         dest="imports",
         action="append",
         default=[],
-        metavar="MODULE",
-        help="import a Python module that registers ops or pytree classes first (repeatable)",
+        metavar="MODULE|FILE.py",
+        help="import a Python module or file that registers ops or pytree classes first (repeatable)",
     )
     p.add_argument(
         "--load-library",
@@ -58,8 +63,48 @@ def add_device(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--device", default=None, help=f"{what} on this device (cpu, cuda, cuda:1, ...); default: as stored")
 
 
+def _is_path(name: str) -> bool:
+    return name.endswith(".py") or "/" in name or (os.sep != "/" and os.sep in name)
+
+
+def _import_file(name: str, option: str) -> Any:
+    """Run the Python file `name` as a module, like `python lib/myops.py` would find its siblings.
+
+    It is registered under a name derived from its absolute path (`opwire_import_<stem>_<hash>`), so a file
+    called `ops.py` or `torch.py` shadows nothing in sys.modules.
+    """
+    path = Path(name)
+    if not path.exists():
+        raise OpwireError(f"{option} {name}: no such file; expected a Python file (lib/myops.py) or a module name")
+    if not path.is_file() or path.suffix != ".py":
+        raise OpwireError(f"{option} {name}: not a .py file; expected a Python file (lib/myops.py) or a module name")
+    resolved = path.resolve()
+    digest = hashlib.sha256(str(resolved).encode()).hexdigest()[:12]
+    module_name = f"opwire_import_{re.sub(r'[^0-9A-Za-z_]', '_', resolved.stem)}_{digest}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    spec = importlib.util.spec_from_file_location(module_name, resolved)
+    if spec is None or spec.loader is None:
+        raise OpwireError(f"{option} {name}: Python cannot load this file as a module")
+    module = importlib.util.module_from_spec(spec)
+    if str(resolved.parent) not in sys.path:
+        sys.path.insert(0, str(resolved.parent))  # its sibling modules import as they would under `python FILE`
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException as exc:
+        del sys.modules[module_name]
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        raise OpwireError(f"{option} {name}: the file raised {describe_exception(exc)}{_where(exc)}") from None
+    return module
+
+
 def import_module(name: str, option: str = "--import") -> Any:
-    """Import `name` like `python -m` would (working directory first); one-line OpwireError when it fails."""
+    """Import a module `name` like `python -m` would (working directory first), or a file path such as
+    `lib/myops.py`; one-line OpwireError when it fails."""
+    if _is_path(name):
+        return _import_file(name, option)
     if "" not in sys.path:
         sys.path.insert(0, "")
     try:
@@ -68,7 +113,7 @@ def import_module(name: str, option: str = "--import") -> Any:
         if exc.name is not None and (name == exc.name or name.startswith(exc.name + ".")):
             raise OpwireError(
                 f"{option} {name}: no module named {exc.name!r}; expected a module importable from the working "
-                "directory or PYTHONPATH (a file mylib.py is --import mylib)"
+                "directory or PYTHONPATH, or a file path (--import ./lib/mylib.py)"
             ) from None
         raise OpwireError(f"{option} {name}: the module raised {describe_exception(exc)}{_where(exc)}") from None
     except BaseException as exc:

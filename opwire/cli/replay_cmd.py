@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -23,7 +24,7 @@ def add_parser(sub: Any) -> None:
         "recorded one. TRACE is a file written by `opwire record --out TRACE -- python script.py` or by "
         "`trace.save(path)` after `with opwire.record() as trace:` (JSON, binary or compact; the header says "
         "which). Custom ops the trace calls must be registered first: " + LOADING_HELP + " Exit 0 without "
-        "mismatches, 1 with mismatches, 2 when the trace is unreadable.",
+        "mismatches, 1 with mismatches, 2 when the trace is unreadable, cut or empty.",
     )
     p.add_argument(
         "trace",
@@ -50,7 +51,14 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--atol", type=float, default=None, help="absolute tolerance for floating outputs (default: per dtype)"
     )
-    p.add_argument("--workers", type=_positive, default=1, help="isolated replay over N processes (default 1)")
+    p.add_argument(
+        "--workers",
+        type=_positive,
+        default=0,
+        metavar="N",
+        help=f"isolated replay over N processes (default: auto, one more per {CALLS_PER_WORKER} calls up to the "
+        "CPU count; a worker starts its own torch, so small traces replay fastest in one)",
+    )
     p.add_argument(
         "--max-mismatches", type=int, default=10, help="mismatches listed in the text report (default 10; --json: all)"
     )
@@ -62,13 +70,25 @@ def add_parser(sub: Any) -> None:
         help="who fills arguments the trace omits (docs/policies.md)",
     )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--verbose", action="store_true", help="print the per-op table even when every call matched")
     add_loading(p)
     add_budget_flags(p)
     add_exec_flags(p, loops=False)
     p.set_defaults(func=run)
 
 
+CALLS_PER_WORKER = 5000
+"""Calls a trace needs per worker before another process pays for its start (torch import, ~2-3 s)."""
+
+
+def auto_workers(calls: int, cpus: int | None) -> int:
+    """The worker count `--workers` takes by default: 1 below CALLS_PER_WORKER calls, never above the CPUs."""
+    return max(1, min(cpus or 1, calls // CALLS_PER_WORKER))
+
+
 def _positive(text: str) -> int:
+    if text == "auto":
+        return 0
     try:
         n = int(text)
     except ValueError:
@@ -79,7 +99,7 @@ def _positive(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Replay; exit 0 without mismatches, 1 with mismatches, 2 when the trace is unreadable."""
+    """Replay; exit 0 without mismatches, 1 with mismatches, 2 when the trace is unreadable, cut or empty."""
     import opwire
 
     if args.workers > 1 and args.chained:
@@ -92,6 +112,13 @@ def run(args: argparse.Namespace) -> int:
     if is_run(args.trace) or args.collectives:
         return _run_dir(args)
     trace = opwire.load_trace(args.trace, max_elements=args.max_elements)
+    workers = args.workers or (1 if args.chained else auto_workers(len(trace), os.cpu_count()))
+    if args.workers > 1 and len(trace) < CALLS_PER_WORKER:
+        print(
+            f"opwire replay: note: {args.workers} workers for {len(trace)} calls; each worker starts its own torch, "
+            f"so below {CALLS_PER_WORKER} calls one worker is faster (drop --workers for the automatic choice)",
+            file=sys.stderr,
+        )
     report = opwire.replay(
         trace,
         policy=args.policy,
@@ -99,15 +126,23 @@ def run(args: argparse.Namespace) -> int:
         rtol=args.rtol,
         atol=args.atol,
         device=args.device,
-        workers=args.workers,
+        workers=workers,
         max_mismatches=args.max_mismatches,
         allow_ops=args.allow_op,
         timeout=args.timeout,
     )
+    report.verbose = args.verbose
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
         print(report)
+    if not report.complete:
+        print(
+            f"opwire replay: error: {args.trace} is incomplete: {report.missing}; a cut or empty trace cannot pass "
+            "(record it again: opwire record --out TRACE -- python script.py)",
+            file=sys.stderr,
+        )
+        return 2
     return 0 if report.ok else 1
 
 

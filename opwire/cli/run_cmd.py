@@ -157,7 +157,11 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         out = m.Values(values={f"output[{i}]": _values.from_python(v, f"output[{i}]") for i, v in enumerate(leaves)})
         fmt = "json" if str(args.out).endswith(".json") else "compact"
-        Path(args.out).write_bytes(opwire.dumps(out, format=fmt))  # type: ignore[arg-type]
+        data = opwire.dumps(out, format=fmt)  # type: ignore[arg-type]
+        Path(args.out).write_bytes(data)
+        n = len(out.values)
+        print(f"wrote {args.out}: {n} output{'' if n == 1 else 's'} as a Values file ({fmt}, {len(data)} bytes)",
+              file=sys.stderr)  # fmt: skip
     summary = {f"output[{i}]": describe(v) for i, v in enumerate(leaves)}
     if args.json:
         print(json.dumps({"ok": True, "outputs": summary}, indent=2))
@@ -196,10 +200,25 @@ def _finish_compare(args: argparse.Namespace, observer: Any) -> bool:
     doc = observer.document(f"{Path(args.program).name} against {Path(args.compare_nodes).name}")
     if args.findings:
         Path(args.findings).write_text(json.dumps(doc, indent=1), encoding="utf-8")
+        print(f"wrote {args.findings}: {len(doc['findings'])} node findings (opwire view PROGRAM --findings "
+              f"{args.findings} colours the page with them)", file=sys.stderr)  # fmt: skip
     bad = [f for f in doc["findings"] if f["status"] in ("mismatch", "error")]
     first = doc["first_divergence"]
+    n = len(doc["findings"])
     print(
-        f"compared {len(doc['findings'])} nodes: {len(bad)} differ" + (f"; first divergence: {first}" if first else ""),
+        f"compared {n} node{'' if n == 1 else 's'}: {len(bad)} differ"
+        + (f"; first divergence: {first}" if first else ""),
         file=sys.stderr,
     )
+    entry = next((f for f in doc["findings"] if f["node"] == first and f["status"] in ("mismatch", "error")), None)
+    if entry is not None:
+        print(f"  {entry['message']}", file=sys.stderr)
+        for key, d in (entry.get("detail") or {}).items():
+            figures = [f"{label} {d[k]:.3g}" for k, label in (("max_diff", "max abs diff"), ("max_rel", "max rel diff"))
+                       if d.get(k) is not None]  # fmt: skip
+            shape = f", shape {d['shape']}" if d.get("shape") is not None else ""
+            if figures:
+                print(f"  {key}: {', '.join(figures)}{shape} (rtol={args.rtol:g}, atol={args.atol:g})", file=sys.stderr)
+        print(f"  (opwire view {args.program} --findings FILE.json shows every node; --findings writes it)",
+              file=sys.stderr)  # fmt: skip
     return bool(bad)

@@ -19,10 +19,8 @@ from opwire.errors import DecodeError
 __all__ = ["INPUTS_HELP", "describe", "read_inputs", "text"]
 
 INPUTS_HELP = (
-    "An inputs file is a Values file (made in Python with "
-    "Path('in.json').write_bytes(opwire.dumps(opwire.serde.values({'x': torch.randn(2, 8)})))), a plain JSON "
-    'object of nested lists and numbers ({"x": [[1.0, 2.0]]}), or a torch.save\'d dict of tensors (only with '
-    "--allow-pickle)."
+    'An inputs file is a plain JSON object of nested lists and numbers ({"x": [[1.0, 2.0]]}), a Values file '
+    "(`opwire run --out` writes one; it keeps dtypes), or a torch.save'd dict of tensors (only with --allow-pickle)."
 )
 _SHOWN = 6  # values shown per tensor
 
@@ -99,7 +97,7 @@ def _plain_json(data: bytes, path: str, dtypes: Mapping[str, str]) -> dict[str, 
         else:
             raise DecodeError(
                 f"{path}: input {name!r} is a JSON {type(value).__name__}; expected nested lists (a tensor) or a "
-                "number, or write a Values file with opwire.serde.values",
+                "number (or a Values file, as `opwire run --out` writes)",
                 name,
             )
     return out
@@ -111,7 +109,7 @@ def _torch_saved(path: str, allow_pickle: bool) -> dict[str, Any]:
     if not allow_pickle:
         raise DecodeError(
             f"--inputs {path} is a zip (a torch.save pickle); pickles run code when loaded: pass --allow-pickle "
-            "for a file you trust, or write a Values file with opwire.serde.values"
+            'for a file you trust, or give the inputs as plain JSON ({"x": [[1.0, 2.0]]})'
         )
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)

@@ -158,13 +158,15 @@ def open(
 
 
 def _open_path(path: Path, b: Budgets, expect: Kind | None) -> Opened:
-    head = read_head(path)  # an OSError (a missing file) is the caller's to report, as open() does
+    # an OSError (a missing file) is the caller's to report, as open() does; an empty file is called empty
+    head = read_head(path, what="trace" if expect == "trace" else "file")
     for container in CONTAINERS:
         if container.sniff(head):
             return container.open(path, b, expect)
     raise DecodeError(
         f"{path}: neither a .pt2 zip archive, JSON, nor a file opwire wrote in Thrift form (no opwire header; it "
-        f"starts with {head[:8]!r}); expected {KINDS[expect] if expect else 'one of: ' + ', '.join(KINDS)}"
+        f"starts with {head[:8]!r}); expected {KINDS[expect] if expect else 'one of: ' + ', '.join(KINDS)}; "
+        "raw Thrift needs its codec and type: opwire.loads(data, cls, format=...)"
     )
 
 

@@ -21,7 +21,7 @@ from opwire.schema.members import Carrier, members_carrying
 from opwire.schema.ops import OpArg, input_members, return_members
 from opwire.serde.python_carriers import carrier_of, to_member
 
-__all__ = ["TensorNamer", "default_value", "to_argument"]
+__all__ = ["TensorNamer", "c10_enum", "default_value", "to_argument"]
 
 TensorNamer = Callable[[torch.Tensor], str]
 """Gives the trace name of a tensor (and stores it in the tensor table)."""
@@ -65,12 +65,36 @@ def to_argument(v: Any, arg: OpArg, op: str, name_of: TensorNamer, role: str = "
     )
 
 
+_ENUM_OBJECTS = {"ScalarType": torch.dtype, "Layout": torch.layout, "MemoryFormat": torch.memory_format}
+
+
+@cache
+def c10_enum(kind: str) -> dict[int, Any]:
+    """c10's number -> torch object for a schema enum type, derived from torch's own schema parser: every
+    dtype (layout, memory format) torch names is parsed as a default, and the number the parser gives kept."""
+    out: dict[int, Any] = {}
+    for name in dir(torch):
+        obj = getattr(torch, name, None)
+        if isinstance(obj, _ENUM_OBJECTS[kind]):
+            try:
+                number = torch._C.parse_schema(f"f({kind}? x={name}) -> ()").arguments[0].default_value
+            except RuntimeError:  # a name the schema language does not spell
+                continue
+            if isinstance(number, int):
+                out.setdefault(number, obj)
+    return out
+
+
 def default_value(arg: OpArg) -> Any:
-    """The Python value of a schema default (enum defaults come from their spelling, not c10's numbers)."""
+    """The Python value of a schema default: enum defaults torch prints as c10 numbers (`dtype=4`) or names."""
     base = arg.parsed.elem if arg.parsed.kind == "optional" else arg.parsed
-    if arg.default is not None and base.kind == "base" and base.name in ("ScalarType", "Layout", "MemoryFormat"):
-        spelled = getattr(torch, str(arg.default_str), None)
-        if spelled is None:
+    if arg.default is not None and base.kind == "base" and base.name in _ENUM_OBJECTS:
+        spelled_as = str(arg.default_str)
+        if spelled_as.lstrip("-").isdigit():
+            spelled = c10_enum(base.name).get(int(spelled_as))
+        else:
+            spelled = getattr(torch, spelled_as, None)
+        if not isinstance(spelled, _ENUM_OBJECTS[base.name]):
             raise EncodeError(f"cannot read the default {arg.default_str!r} of argument {arg.name} ({arg.type})")
         return spelled
     return arg.default

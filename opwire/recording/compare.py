@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import torch
@@ -13,7 +14,19 @@ from opwire.recording.payloads import digest_of
 from opwire.schema import models as m
 from opwire.serde import tensors as _tensors
 
-__all__ = ["DEFAULT_TOLERANCES", "Difference", "Errors", "compare_scalar", "compare_tensor", "tolerance"]
+__all__ = [
+    "DEFAULT_TOLERANCES",
+    "GENERATOR_KEY",
+    "Difference",
+    "Errors",
+    "compare_scalar",
+    "compare_tensor",
+    "reproducible",
+    "tolerance",
+]
+
+GENERATOR_KEY = "generator"
+"""CallRecord metadata key set when the call drew from a `torch.Generator` the trace does not carry."""
 
 DEFAULT_TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
     torch.float64: (1e-7, 1e-7),
@@ -189,3 +202,24 @@ def compare_scalar(got: Any, want: Any, rtol: float | None, atol: float | None) 
         return Difference("dtype", f"expected {type(want).__name__} {want!r}, got {type(got).__name__} {got!r}")
     diff = float(abs(got - want)) if isinstance(got, int | float) and isinstance(want, int | float) else None
     return Difference("value", f"expected {want!r}, got {got!r}", diff, ())
+
+
+@cache
+def _seeded_or_uninitialised(target: str) -> bool:
+    from opwire.errors import OpwireError
+    from opwire.proxy_executor.targets import resolve
+
+    try:
+        tags = getattr(resolve(target).fn, "tags", ())
+    except OpwireError:
+        return False
+    return torch.Tag.nondeterministic_seeded in tags or "empty" in target.partition("::")[2].split(".")[0]
+
+
+def reproducible(target: str, metadata: Mapping[str, str] | None = None) -> bool:
+    """Whether a call's output values can be compared: not for random ops (tagged `nondeterministic_seeded`),
+    `empty*` (uninitialised memory) or a call that drew from a caller's generator. Replay and diff share this
+    rule; for the others they compare dtype, shape and strides only."""
+    if metadata is not None and GENERATOR_KEY in metadata:
+        return False
+    return not _seeded_or_uninitialised(target)

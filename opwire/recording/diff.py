@@ -3,19 +3,24 @@
 The calls are aligned by their op sequence (difflib's longest matching blocks, so inserted or missing
 calls do not shift everything after them). Each aligned pair is compared: arguments that are not
 tensors by value, tensor arguments by dtype and shape, outputs by dtype, shape, strides and values
-(within tolerance, per dtype by default). A call only one side made is listed as such; a changed op
-shows as one call present only in A and one only in B at the same place.
+(within tolerance, per dtype by default). Calls whose values no run reproduces (random ops tagged
+`nondeterministic_seeded`, `empty*`'s uninitialised memory, a caller's generator) are compared as
+replay compares them (`compare.reproducible`): dtype, shape and strides, not values. A call only one
+side made is listed as such; a changed op shows as one call present only in A and one only in B at
+the same place.
 """
 
 from __future__ import annotations
 
 import difflib
+import math
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from opwire.errors import OpwireError
-from opwire.recording.compare import Difference, Errors, compare_scalar, compare_tensor
+from opwire.recording.compare import Difference, Errors, compare_scalar, compare_tensor, reproducible
 from opwire.recording.recorder import Trace, load_trace
 from opwire.recording.report import format_table
 from opwire.recording.source import TraceSource
@@ -112,8 +117,9 @@ class TraceDiff:
 
     def __str__(self) -> str:
         lines = [
-            f"A {self.a} ({self.a_calls} calls) vs B {self.b} ({self.b_calls} calls): {self.matched} aligned, "
-            f"{len(self.differences)} differences, {len(self.only_a)} only in A, {len(self.only_b)} only in B"
+            f"A {self.a} ({_count(self.a_calls, 'call')}) vs B {self.b} ({_count(self.b_calls, 'call')}): "
+            f"{self.matched} aligned, {_count(len(self.differences), 'difference')}, "
+            f"{len(self.only_a)} only in A, {len(self.only_b)} only in B"
         ]
         first = self.first_divergence
         if first is None:
@@ -136,6 +142,22 @@ class TraceDiff:
         lines.append("per op (ops with differences):")
         lines += ["  " + r for r in format_table(rows)]
         return "\n".join(lines)
+
+
+def _count(n: int, noun: str) -> str:
+    """ "1 call", "2 calls"."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+_EXPECTED = re.compile(r"\bexpected\b")
+_GOT = re.compile(r"\bgot\b")
+
+
+def _ab(d: Difference) -> Difference:
+    """A comparison worded for replay (expected = recorded, got = replayed) reworded for A (recorded in A) and B."""
+    detail = _GOT.sub("B", _EXPECTED.sub("A", d.detail)).replace("the replay gave", "B has")
+    detail = detail.replace("where the recording had none", "where A has none").replace("recorded ", "A's ")
+    return Difference(d.kind, detail, d.max_diff, d.where, d.max_rel)
 
 
 def _weight(s: OpDiff) -> int:
@@ -183,8 +205,11 @@ def _trace(t: Trace | m.CallTrace | str | Path) -> Trace:
 
 
 def _label(given: object, t: Trace) -> str:
+    """The file a trace came from, as given (an in-memory trace that was never saved has none)."""
     if isinstance(given, str | Path):
         return str(given)
+    if t.label is not None:
+        return t.label
     return str(t.path) if t.path is not None else "<in-memory trace>"
 
 
@@ -215,7 +240,8 @@ def _compare(result: TraceDiff, pair: _Pair, i: int, j: int, ra: m.CallRecord, r
         CallDifference(i, j, ra.target, what, "argument", d, source=source) for what, d in _arguments(pair, ra, rb)
     ]
     errors = Errors()
-    for what, diff in _outputs(pair, ra, rb, errors):
+    values = reproducible(ra.target, ra.metadata) and reproducible(rb.target, rb.metadata)
+    for what, diff in _outputs(pair, ra, rb, errors, values):
         found.append(CallDifference(i, j, ra.target, what, diff.kind, diff.detail, diff.max_diff, diff.max_rel, source))
     stats.worst_abs, stats.worst_rel = max(stats.worst_abs, errors.abs), max(stats.worst_rel, errors.rel)
     stats.arg_diffs += any(d.kind == "argument" for d in found)
@@ -261,14 +287,16 @@ def _meta(tv: m.TensorValue) -> str:
     return f"{dtype} {list(tv.sizes)}"
 
 
-def _outputs(pair: _Pair, ra: m.CallRecord, rb: m.CallRecord, errors: Errors) -> list[tuple[str, Difference]]:
+def _outputs(
+    pair: _Pair, ra: m.CallRecord, rb: m.CallRecord, errors: Errors, values: bool = True
+) -> list[tuple[str, Difference]]:
     out: list[tuple[str, Difference]] = []
     if len(ra.outputs) != len(rb.outputs):
         return [("outputs", Difference("missing", f"A returns {len(ra.outputs)} values, B {len(rb.outputs)}"))]
     for k, (x, y) in enumerate(zip(ra.outputs, rb.outputs, strict=True)):
         label = f"output {k}"
         if x.type in _SCALARS or y.type in _SCALARS:
-            diff = compare_scalar(y.value, x.value, pair.rtol, pair.atol) if x.type == y.type else None
+            diff = compare_scalar(y.value, x.value, pair.rtol, pair.atol) if x.type == y.type and values else None
             if x.type != y.type:
                 diff = Difference("dtype", f"A returns {x.type}, B {y.type}")
             if diff is not None:
@@ -279,17 +307,36 @@ def _outputs(pair: _Pair, ra: m.CallRecord, rb: m.CallRecord, errors: Errors) ->
             out.append((label, Difference("missing", f"A returns {len(names_x)} tensors, B {len(names_y)}")))
             continue
         for e, (nx, ny) in enumerate(zip(names_x, names_y, strict=True)):
-            diff = _tensor_diff(pair, nx, ny, errors)
+            diff = _tensor_diff(pair, nx, ny, errors, values)
             if diff is not None:
+                diff = _ab(diff)
                 out.append((label if len(names_x) == 1 and x.type == "as_tensor" else f"{label}[{e}]", diff))
     return out
 
 
-def _tensor_diff(pair: _Pair, nx: str, ny: str, errors: Errors) -> Difference | None:
+def _layout_diff(mx: m.TensorValue, my: m.TensorValue) -> Difference | None:
+    """What differs between two recorded tensors' dtype, shape and strides (their values are not compared)."""
+    if mx.dtype != my.dtype:
+        return Difference("dtype", f"expected {_meta(mx).split()[0]}, got {_meta(my).split()[0]}")
+    if list(mx.sizes) != list(my.sizes):
+        return Difference("shape", f"expected {list(mx.sizes)}, got {list(my.sizes)}")
+    numel = math.prod(int(x) for x in mx.sizes)
+    if numel and (list(mx.strides) != list(my.strides) or mx.storage_offset != my.storage_offset):
+        return Difference(
+            "stride",
+            f"expected strides {list(mx.strides)} at offset {mx.storage_offset}, "
+            f"got {list(my.strides)} at offset {my.storage_offset}",
+        )
+    return None
+
+
+def _tensor_diff(pair: _Pair, nx: str, ny: str, errors: Errors, values: bool = True) -> Difference | None:
     mx, my = pair.a.meta(nx), pair.b.meta(ny)
     if mx is None or my is None:
         return Difference("missing", f"no tensor entry for {nx if mx is None else ny!r}")
     try:
+        if not values:  # dtype, shape and strides only, from the metadata: no payload is read
+            return _layout_diff(mx, my)
         if not pair.b.nbytes(ny) and my.digest is not None and not my.data:
             if mx.digest is not None and not pair.a.nbytes(nx) and not mx.data:
                 same = mx.digest.sha256 == my.digest.sha256

@@ -25,6 +25,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from opwire.errors import EncodeError, OpwireWarning
 from opwire.recording.arguments import default_value, to_argument
+from opwire.recording.compare import GENERATOR_KEY
 from opwire.recording.locate import Locator
 from opwire.recording.progress import Progress
 from opwire.recording.sinks import Sink
@@ -181,7 +182,10 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
             return record_call(self, func, schema, args, kwargs, target)
         try:
             bound = _bind(schema, args, kwargs)
-            inputs = self._inputs(schema, bound, target)
+            generators = [k for k, v in bound.items() if isinstance(v, torch.Generator)]
+            # A generator's state is not part of the trace: the call is recorded as drawing from the default
+            # generator and marked, so replay and diff compare its outputs' metadata, not values.
+            inputs = self._inputs(schema, {**bound, **dict.fromkeys(generators)}, target)
         except EncodeError as exc:
             return self._skip(target, str(exc), func(*args, **kwargs))
         written = [(a.name, bound[a.name]) for a in schema.arguments if a.is_write and a.name in bound]
@@ -193,7 +197,7 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
             outputs = self._outputs(schema, out, target)
         except EncodeError as exc:
             return self._skip(target, str(exc), out)
-        metadata: dict[str, str] = {}
+        metadata: dict[str, str] = {GENERATOR_KEY: ",".join(generators)} if generators else {}
         mutated = {n: [self._name(t, True) for t in _tensors_in(v)] for n, v in written}
         if mutated:
             metadata["mutated"] = json.dumps(mutated, separators=(",", ":"))

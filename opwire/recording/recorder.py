@@ -44,6 +44,8 @@ class Trace:
             source = ModelSource(model)
         self._source = source
         self._records: list[m.CallRecord] | None = None
+        self.label: str | None = None
+        """The file this trace was loaded from, as the caller named it (None for one recorded in memory)."""
 
     @property
     def source(self) -> TraceSource:
@@ -244,8 +246,11 @@ def load_trace(path: str | Path, *, max_elements: int | None = None, max_bytes: 
 
     opened = open_file(path, expect="trace", max_elements=max_elements, max_bytes=max_bytes)
     if isinstance(opened, StreamedTrace):
-        return Trace(source=StreamSource(opened.path, max_elements=max_elements, max_bytes=max_bytes))
-    return Trace(opened)
+        trace = Trace(source=StreamSource(opened.path, max_elements=max_elements, max_bytes=max_bytes))
+    else:
+        trace = Trace(opened)
+    trace.label = str(path)
+    return trace
 
 
 def _header(outputs: str) -> m.TraceHeader:

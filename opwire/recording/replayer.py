@@ -27,7 +27,7 @@ from opwire.proxy_executor.executor import ProxyExecutor
 from opwire.proxy_executor.policy import DefaultPolicy
 from opwire.proxy_executor.safety import ExecPolicy
 from opwire.proxy_executor.targets import resolve
-from opwire.recording.compare import Difference, Errors, compare_scalar, compare_tensor
+from opwire.recording.compare import Difference, Errors, compare_scalar, compare_tensor, reproducible
 from opwire.recording.mode import object_of
 from opwire.recording.progress import Progress
 from opwire.recording.recorder import Trace, load_trace
@@ -259,7 +259,6 @@ class _Replayer:
         self.src, self.ex, self.mode = src, ex, opts.mode
         self.rtol, self.atol, self.device = opts.rtol, opts.atol, opts.device
         self.live: dict[str, torch.Tensor] = {}  # tensor object -> replayed tensor (chained)
-        self._nondet: dict[str, bool] = {}
         self.shapes = NodeShapes()
         self._payloads: OrderedDict[str, torch.Tensor] = OrderedDict()
         self._cached_bytes = 0
@@ -322,7 +321,7 @@ class _Replayer:
         except OpwireError as exc:
             return self._found(i, rec, "call", Difference("error", f"{type(exc).__name__}: {exc}"))
         found: list[Mismatch] = []
-        compare_values = not self._nondeterministic(rec.target)
+        compare_values = reproducible(rec.target, rec.metadata)
         k = 0
         for j, arg in enumerate(rec.outputs):
             label = f"output {j}"
@@ -381,19 +380,6 @@ class _Replayer:
                 i, rec.target, label, diff.kind, diff.detail, diff.max_diff, diff.where, diff.max_rel, source, module
             )
         ]
-
-    def _nondeterministic(self, target: str) -> bool:
-        """Ops whose output values are not reproducible (random, uninitialized memory): compare metadata only."""
-        hit = self._nondet.get(target)
-        if hit is None:
-            try:
-                fn = resolve(target).fn
-                tags = getattr(fn, "tags", ())
-                hit = torch.Tag.nondeterministic_seeded in tags or "empty" in target.partition("::")[2].split(".")[0]
-            except OpwireError:
-                hit = False
-            self._nondet[target] = hit
-        return hit
 
 
 _CACHE_BYTES = 96 << 20

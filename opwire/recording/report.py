@@ -87,11 +87,27 @@ class ReplayReport:
     tolerance: str = "dtype defaults"
     max_mismatches: int = 10  # how many mismatches str() lists
     workers: int = 1
+    verbose: bool = False  # str() shows the per-op table even when every call matched
 
     @property
     def ok(self) -> bool:
         """True when every replayed call matched."""
         return not self.mismatches
+
+    @property
+    def complete(self) -> bool:
+        """False for a trace that is cut (a crash, a partial upload) or holds no calls: nothing proves it passed."""
+        return self.cut is None and self.calls > 0
+
+    @property
+    def missing(self) -> str | None:
+        """What an incomplete trace lacks, in a sentence (None when complete)."""
+        if self.calls == 0:
+            return (
+                "the trace holds no calls (it ends before its first record: the recording was interrupted, "
+                "the upload cut, or the script made no recorded calls)"
+            )
+        return self.cut
 
     @property
     def first_divergence(self) -> Mismatch | None:
@@ -110,6 +126,7 @@ class ReplayReport:
         """A JSON-ready form of the report: everything `str()` shows, uncapped."""
         d = asdict(self)
         d["ok"] = self.ok
+        d["complete"] = self.complete
         d["torch_version"] = str(torch.__version__)
         d["first_divergence"] = asdict(self.first_divergence) if self.first_divergence else None
         d["mismatching_calls"] = len({x.index for x in self.mismatches})
@@ -127,6 +144,9 @@ class ReplayReport:
         ]
         if self.cut:
             lines.append(f"  note: {self.cut}")
+        if self.ok and self.calls and not self.verbose and self.ops:
+            calls, ops = _count(self.replayed, "call", "calls"), _count(len(self.ops), "op", "ops")
+            lines.append(f"all {calls} of {ops} matched (--verbose shows the per-op table)")
         lines += [f"  drift: {d}" for d in self.schema_drift]
         first = self.first_divergence
         if first is not None:
@@ -145,7 +165,7 @@ class ReplayReport:
         lines += [f"  skipped call {i} {op}: {why}" for i, op, why in self.skipped[: max(self.max_mismatches, 0)]]
         if len(self.skipped) > self.max_mismatches:
             lines.append(f"  ... and {len(self.skipped) - self.max_mismatches} more skipped")
-        if self.ops:
+        if self.ops and (self.mismatches or self.verbose):
             lines.append("per op:")
             lines += ["  " + row for row in format_table(self._op_rows())]
         return "\n".join(lines)

@@ -5,7 +5,7 @@ and the builtins: a file could run any code through it, or make sympy fold `2**1
 module accepts only what torch's export writes: both the `srepr` form torch 2.13 writes
 (`Add(Symbol('s0', integer=True, positive=True), Integer(1))`) and the infix form older exports wrote
 (`s0 + 1`, `Max(2, s1)`, `FloorDiv(s0, 2)`): symbols, numbers, `+ - * / // % **`, comparisons, `& | ~`,
-calls of the functions in `FUNCTIONS` (sympy's and `torch.utils._sympy.functions`' that export writes),
+calls of the functions in `FUNCTIONS` (derived from torch: see symexpr_gen.py),
 sympy assumption keywords, and quoted strings only as the name of a `Symbol` or the digits of a `Float`.
 Constant subexpressions are folded here with a bound on their size, so sympy never meets a huge power.
 `check_expr` raises ValueError with the position of the first problem; the models run it on every
@@ -20,7 +20,18 @@ import re
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 
-__all__ = ["CONSTANTS", "FUNCTIONS", "KEYWORDS", "MAX_CONST_BITS", "MAX_EXPR_CHARS", "MAX_EXPR_DEPTH", "check_expr"]
+from opwire.schema.symexpr_names import PRINTED_FUNCTIONS, TORCH_FUNCTIONS
+
+__all__ = [
+    "CONSTANTS",
+    "FUNCTIONS",
+    "KEYWORDS",
+    "MAX_CONST_BITS",
+    "MAX_EXPR_CHARS",
+    "MAX_EXPR_DEPTH",
+    "MAX_FLOAT_PRECISION",
+    "check_expr",
+]
 
 MAX_EXPR_CHARS = 100_000
 """Longest expression string accepted."""
@@ -32,22 +43,14 @@ recurse on it; torch's expressions nest a handful of levels)."""
 MAX_CONST_BITS = 1024
 """Largest constant (in bits) a constant subexpression may fold to; a SymInt is 64 bits."""
 
-# Functions torch's export writes: sympy's (srepr and infix spellings) and the deserializer's
-# `sympy_functions` table (torch/_export/serde/serialize.py, from torch/utils/_sympy/functions.py).
-_SYMPY_FUNCTIONS = {
-    "Add", "Mul", "Pow", "Mod", "Max", "Min", "Abs", "floor", "ceiling", "sign",
-    "Eq", "Ne", "Lt", "Le", "Gt", "Ge",
-    "Equality", "Unequality", "StrictLessThan", "LessThan", "StrictGreaterThan", "GreaterThan",
-    "And", "Or", "Not", "Xor", "ITE", "Piecewise", "ExprCondPair",
-}  # fmt: skip
-_TORCH_FUNCTIONS = {
-    "FloorDiv", "ModularIndexing", "Where", "PythonMod", "Mod", "CleanDiv", "CeilToInt", "FloorToInt",
-    "CeilDiv", "LShift", "RShift", "PowByNatural", "FloatPow", "FloatTrueDiv", "IntTrueDiv",
-    "IsNonOverlappingAndDenseIndicator", "TruncToFloat", "TruncToInt", "RoundToInt", "RoundDecimal",
-    "ToFloat", "Identity", "BitwiseFn_bitwise_and", "BitwiseFn_bitwise_or",
-}  # fmt: skip
+MAX_FLOAT_PRECISION = MAX_CONST_BITS
+"""Largest `Float(..., precision=)` accepted, in bits (torch writes 53; sympy's arithmetic grows with it)."""
+
+# Functions torch's export writes, derived from the installed torch by symexpr_gen.py and committed as data
+# (symexpr_names.py; a test regenerates it and fails with a diff on drift): the function classes of
+# `torch.utils._sympy.functions` and the names sympy's printers emit for torch's symbolic-shape handlers.
 _LITERAL_FUNCTIONS = {"Symbol", "Integer", "Float", "Rational"}  # srepr's atoms, checked argument by argument
-FUNCTIONS = frozenset(_SYMPY_FUNCTIONS | _TORCH_FUNCTIONS | _LITERAL_FUNCTIONS)
+FUNCTIONS = frozenset(TORCH_FUNCTIONS | PRINTED_FUNCTIONS | _LITERAL_FUNCTIONS)
 """Every name that may be called."""
 
 CONSTANTS = frozenset({"True", "False", "true", "false", "oo", "zoo", "nan"})
@@ -265,6 +268,13 @@ class _Parser:
         v = self.take()
         if not (v.kind == "name" and v.text in ("True", "False")) and v.kind != "num":
             raise ValueError(f"expected True, False or a number for {key.text}= at position {v.pos}, got {v.text!r}")
+        if key.text == "precision" and not (
+            v.kind == "num" and v.text.isdigit() and len(v.text) <= 5 and 1 <= int(v.text) <= MAX_FLOAT_PRECISION
+        ):
+            raise ValueError(
+                f"precision={v.text} at position {v.pos}: expected a whole number of bits from 1 to "
+                f"{MAX_FLOAT_PRECISION} (torch writes 53)"
+            )
         return True
 
     def literal_call(self, name: _Tok) -> _Val:

@@ -11,6 +11,7 @@ import os
 import stat
 from pathlib import Path
 
+from opwire.errors import DecodeError
 from opwire.serde import budgets
 
 __all__ = ["read_head", "read_input"]
@@ -18,10 +19,19 @@ __all__ = ["read_head", "read_input"]
 _CHUNK = 1 << 20
 
 
-def read_head(path: str | Path, n: int = 64) -> bytes:
-    """The first `n` bytes of a file (fewer if it is shorter)."""
+def _empty(path: str | Path, what: str) -> DecodeError:
+    return DecodeError(
+        f"{path}: the {what} is empty (0 bytes); it was not written completely, or is not the file meant"
+    )
+
+
+def read_head(path: str | Path, n: int = 64, *, what: str = "file") -> bytes:
+    """The first `n` bytes of a file (fewer if it is shorter); a DecodeError saying so for an empty file."""
     with Path(path).open("rb") as f:
-        return f.read(n)
+        head = f.read(n)
+    if not head and n:
+        raise _empty(path, what)
+    return head
 
 
 def read_input(path: str | Path, *, max_bytes: int = budgets.MAX_INPUT_BYTES, what: str = "input") -> bytes:
@@ -32,11 +42,16 @@ def read_input(path: str | Path, *, max_bytes: int = budgets.MAX_INPUT_BYTES, wh
         if stat.S_ISREG(st.st_mode):
             if st.st_size > max_bytes:
                 raise budgets.exceeded(f"{p}: the {what} has bytes", st.st_size, "max_bytes", max_bytes)
-            return f.read()
+            data = f.read()
+            if not data:
+                raise _empty(p, what)
+            return data
         out = bytearray()
         while True:
             chunk = f.read(min(_CHUNK, max_bytes + 1 - len(out)))
             if not chunk:
+                if not out:
+                    raise _empty(p, what)
                 return bytes(out)
             out += chunk
             if len(out) > max_bytes:

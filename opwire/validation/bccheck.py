@@ -162,6 +162,26 @@ def _pair_renames(
     return out, renamed
 
 
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _defaults_worded(a: m.OpArgumentSnapshot, b: m.OpArgumentSnapshot) -> tuple[str, str]:
+    """The old and new defaults as the message shows them: with their types when the spelling alone would read
+    as no change (`int 0` to `float 0.0`, where the schema spells `0` and `0.`)."""
+    old, new = str(a.default_value), str(b.default_value)
+    x, y = _number(old), _number(new)
+    if x is not None and y is not None and x == y:
+        kind_old = "float" if any(c in old for c in ".eE") else "int"
+        kind_new = "float" if any(c in new for c in ".eE") else "int"
+        shown = {"int": lambda v: str(int(v)), "float": lambda v: repr(float(v))}
+        return f"{kind_old} {shown[kind_old](x)}", f"{kind_new} {shown[kind_new](y)}"
+    return old, new
+
+
 def _compare_arg(op: str, a: m.OpArgumentSnapshot, b: m.OpArgumentSnapshot) -> list[BcChange]:
     out: list[BcChange] = []
     if a.type != b.type:
@@ -174,7 +194,8 @@ def _compare_arg(op: str, a: m.OpArgumentSnapshot, b: m.OpArgumentSnapshot) -> l
         elif b.default_value is None:
             out.append(_change("default_removed", op, arg=a.name, old=a.default_value))
         else:
-            out.append(_change("default_changed", op, arg=a.name, old=a.default_value, new=b.default_value))
+            old, new = _defaults_worded(a, b)
+            out.append(_change("default_changed", op, arg=a.name, old=old, new=new))
     if a.kwarg_only != b.kwarg_only:
         kinds = ("positional", "keyword-only")
         consequence = (

@@ -226,9 +226,19 @@ _TABLE: tuple[Code, ...] = (
         "roundtrip_replay_failed",
         _E,
         "replaying the recorded call under a default policy does not reproduce its outputs",
-        "{op}: on {samples}, replay under {policies}: {mismatches} mismatch(es), first: {first}",
-        "make the kernel deterministic for equal inputs and honour its schema (aliasing, in-place writes, output "
-        "strides)",
+        "{op}: on {samples}, replay under {policies}: {mismatches}, first: {first}",
+        "{fix}",
+    ),
+    Code(
+        "generator_argument",
+        _W,
+        "a `Generator?` argument: no exported program or trace carries a generator's state",
+        "{op}: argument '{arg}' has type {type}; torch.export cannot put a torch.Generator in a program and an "
+        "opwire trace does not carry its state, so a call that passes one is recorded as drawing from the default "
+        "generator and replay compares its outputs' dtype, shape and strides only{tagged}",
+        "to make the op export- and replay-friendly, drop '{arg}' and draw from the default generator (callers "
+        "seed it with torch.manual_seed), or take the randomness as an input (a seed int or a tensor of random "
+        "values){tag_fix}",
     ),
     # bc-check: one code per change class; the severity shown is the change's worst effect
     _bc(

@@ -8,6 +8,7 @@ Every failure is a finding with one of `CODES`.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -72,7 +73,7 @@ def roundtrip_findings(
         if not mine:
             recorded = sorted({r.target for r in trace.records}) or "nothing"
             _add(causes, "roundtrip_not_recorded", k, target=target, recorded=recorded)
-        _codec_and_replay(causes, k, trace)
+        _codec_and_replay(causes, k, trace, functools.partial(_random, op, args, kwargs))
     return [finding(code, shown, samples=samples_text(idx), **fields) for (code, _), (fields, idx) in causes.items()]
 
 
@@ -80,7 +81,38 @@ _CALLABLE = "make the op callable on its sample inputs outside of opwire first"
 _TYPES = "use argument and return types an Argument member carries (see `unserializable_*` findings)"
 
 
-def _codec_and_replay(causes: _Causes, k: int, trace: Any) -> None:
+_DETERMINISTIC = (
+    "make the kernel deterministic for equal inputs and honour its schema (aliasing, in-place writes, output strides)"
+)
+_SEEDED = (
+    "the op draws random numbers (two calls on equal inputs differ): tag it nondeterministic_seeded "
+    "(tags=(torch.Tag.nondeterministic_seeded,) in torch.library.define or torch.library.custom_op) so replay "
+    "and diff compare its outputs' dtype, shape and strides, not values"
+)
+
+
+def _random(op: Any, args: Any, kwargs: Any) -> bool:
+    """Whether two calls on equal inputs, under different seeds, give different outputs (global RNG restored)."""
+    import copy
+
+    import torch
+
+    outs = []
+    try:
+        with torch.random.fork_rng():
+            for seed in (1, 2):
+                torch.manual_seed(seed)
+                outs.append(op(*copy.deepcopy(args), **copy.deepcopy(kwargs)))
+    except Exception:  # the replay finding stands without the hint
+        return False
+    flat = [torch.utils._pytree.tree_leaves(o) for o in outs]
+    return any(
+        isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape and not torch.equal(a, b)
+        for a, b in zip(*flat, strict=False)
+    )
+
+
+def _codec_and_replay(causes: _Causes, k: int, trace: Any, random: Callable[[], bool] = lambda: False) -> None:
     """Each codec must give the trace back equal; then (equal traces replay alike) replay once per policy."""
     from opwire.recording.recorder import Trace
     from opwire.recording.replayer import replay
@@ -110,6 +142,7 @@ def _codec_and_replay(causes: _Causes, k: int, trace: Any) -> None:
             k,
             policies,
             policies=policies,
-            mismatches=len(report.mismatches),
+            mismatches=f"{len(report.mismatches)} mismatch" + ("" if len(report.mismatches) == 1 else "es"),
             first=first,
+            fix=_SEEDED if random() else _DETERMINISTIC,
         )

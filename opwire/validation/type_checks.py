@@ -11,7 +11,7 @@ from opwire.schema import ops
 from opwire.schema.ops import OpArg, OpSchema, SchemaType
 from opwire.validation.findings import Finding, finding
 
-__all__ = ["aoti_findings", "serializability_findings"]
+__all__ = ["aoti_findings", "generator_findings", "serializability_findings"]
 
 _HINT = "Tensor, Tensor?, Tensor[], int, SymInt, float, bool, str, Scalar, ScalarType, Device, lists of these"
 _STEP = "torch.export.save and opwire cannot write a call of this op ({why})"
@@ -103,4 +103,28 @@ def aoti_findings(name: str, schema: OpSchema) -> list[Finding]:
         if t.kind == "base" and t.name in _SCALAR_RETURNS and ops.why_not_carriable(ret.parsed, "return") is None:
             behaviour = _AOTI_RETURN.format(type=ret.type)
             out.append(finding("aoti_unsupported_return", name, index=index, type=ret.type, behaviour=behaviour))
+    return out
+
+
+def generator_findings(name: str, schema: OpSchema, seeded: bool) -> list[Finding]:
+    """A warning per `Generator?` argument (`seeded`: the op is tagged `nondeterministic_seeded`)."""
+    out: list[Finding] = []
+    for arg in schema.arguments:  # a non-optional Generator is already an unserializable_argument error
+        inner = arg.parsed.elem if arg.parsed.kind == "optional" else None
+        if inner is not None and inner.kind == "base" and inner.name == "Generator":
+            tagged = (
+                ""
+                if seeded
+                else (
+                    "; the op is not tagged nondeterministic_seeded, so its calls without a generator are compared by "
+                    "value and fail to replay"
+                )
+            )
+            tag_fix = (
+                ""
+                if seeded
+                else "; and tag it nondeterministic_seeded (tags=(torch.Tag.nondeterministic_seeded,) in "
+                "torch.library.define or torch.library.custom_op) so replay and diff compare metadata, not values"
+            )
+            out.append(finding("generator_argument", name, arg=arg.name, type=arg.type, tagged=tagged, tag_fix=tag_fix))
     return out

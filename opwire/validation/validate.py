@@ -20,7 +20,7 @@ from opwire.validation import dispatch_keys as dk
 from opwire.validation.findings import Finding, Severity, finding
 from opwire.validation.opcheck import SampleInputs, opcheck_findings
 from opwire.validation.roundtrip_check import roundtrip_findings
-from opwire.validation.type_checks import aoti_findings, serializability_findings
+from opwire.validation.type_checks import aoti_findings, generator_findings, serializability_findings
 
 __all__ = [
     "CHECKS",
@@ -63,8 +63,10 @@ class OpReport:
         lines = [self.op]
         if self.schema is not None:
             lines.append(f"  schema: {self.schema.schema_str}")
-        kernels = [f"{k.key}{'' if k.registered else '(computed)'}" for k in self.kernels if k.registered or k.runnable]
-        lines.append(f"  kernels: {' '.join(kernels) or 'none'}")
+        registered = [k.key for k in self.kernels if k.registered]
+        computed = [k.key for k in self.kernels if not k.registered and k.runnable]
+        extra = f" (+{_count(len(computed), 'key')} computed from them; --json lists every key)" if computed else ""
+        lines.append(f"  kernels: {' '.join(registered) or 'none registered'}{extra}")
         if self.schema is not None:
             lines.append(f"  fake impl: {self.fake_impl or 'none'}")
         if self.vmap_route is not None:
@@ -90,7 +92,10 @@ def format_reports(reports: Sequence[OpReport], checks: Sequence[str] = ()) -> s
     what `opwire ops validate` prints."""
     errors = sum(len(r.errors) for r in reports)
     warnings = sum(1 for r in reports for f in r.findings if f.severity is Severity.WARNING)
-    lines = [*map(str, reports), f"{len(reports)} op(s): {errors} error(s), {warnings} warning(s)"]
+    lines = [
+        *map(str, reports),
+        f"{_count(len(reports), 'op')}: {_count(errors, 'error')}, {_count(warnings, 'warning')}",
+    ]
     if checks:
         lines.append(f"checks run: {'; '.join(checks)}")
         if not set(SAMPLE_CHECKS) & set(checks):
@@ -98,6 +103,10 @@ def format_reports(reports: Sequence[OpReport], checks: Sequence[str] = ()) -> s
                 "  (--sample-inputs MODULE:FUNC adds torch.library.opcheck and a record/serialize/replay round trip)"
             )
     return "\n".join(lines)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _split(name: str) -> tuple[str, str]:
@@ -204,6 +213,7 @@ def _report(name: str, samples: SampleInputs | None) -> OpReport:
     found = [
         *serializability_findings(shown, schema),
         *aoti_findings(shown, schema),
+        *generator_findings(shown, schema, torch.Tag.nondeterministic_seeded in op.tags),
         *_dispatch_findings(shown, op, infos),
         *_vmap_findings(shown, op, route),
     ]

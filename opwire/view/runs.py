@@ -85,6 +85,7 @@ class NodeComparer(_Observer):
         super().__init__(graph)
         self.saved = saved.values
         self.rtol, self.atol = rtol, atol
+        self._shapes: dict[tuple[str, str], list[int] | None] = {}  # (node, output) -> shape of a differing output
         self.findings: list[dict[str, Any]] = []
         self.first: str | None = None
 
@@ -99,7 +100,9 @@ class NodeComparer(_Observer):
                 continue
             d = self._compare(got, want)
             if d is not None:
+                shape = getattr(got, "shape", None)
                 diffs.append((key, d))
+                self._shapes[(name, key)] = list(shape) if shape is not None else None
         self.findings.append(self._finding(name, diffs, missing, list(outputs)))
         if self.first is None and any(d.kind != "stride" for _, d in diffs):
             self.first = name
@@ -133,7 +136,16 @@ class NodeComparer(_Observer):
         message = "; ".join(parts) or f"{len(outs)} output(s) match within rtol={self.rtol}, atol={self.atol}"
         entry: dict[str, Any] = {"node": name, "status": status, "code": code, "message": message}
         if diffs:
-            entry["detail"] = {k: {"kind": d.kind, "max_diff": d.max_diff, "where": d.where} for k, d in diffs}
+            entry["detail"] = {
+                k: {
+                    "kind": d.kind,
+                    "max_diff": d.max_diff,
+                    "max_rel": d.max_rel,
+                    "where": d.where,
+                    "shape": self._shapes.get((name, k)),
+                }
+                for k, d in diffs
+            }
         return entry
 
     def failed(self, exc: OpwireError) -> None:

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import corpus
 import pytest
+import torch
+from clirun import Cli
 
 import opwire
 from opwire.cli import main
@@ -44,7 +46,7 @@ def test_inspect_text_lists_ops(tmp_path: Path, capsys: pytest.CaptureFixture[st
     path.write_bytes(corpus.get_program("mlp/decomposed").json_bytes)
     assert main(["inspect", str(path)]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("kind: ExportedProgram\nschema_version: 8.20\n")
+    assert out.startswith("kind: ExportedProgram\ncodec: json\nschema_version: 8.20\n")
     assert "aten::addmm.default" in out and "torch.ops." not in out
 
 
@@ -55,6 +57,7 @@ def test_inspect_extern_nodes(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     summary = json.loads(capsys.readouterr().out)
     assert summary == {
         "kind": "ExternKernelNodes",
+        "codec": "json",
         "nodes": 1,
         "ops": {"aten::addmm.default": 1},
         "argument_members": {"as_int": 1, "as_tensor": 2},
@@ -143,3 +146,15 @@ def test_inspect_streamed_trace_and_a_cut_one(tmp_path: Path, capsys: pytest.Cap
     (tmp_path / "cut.trace").write_bytes(data[: len(data) - 5])
     assert main(["inspect", str(tmp_path / "cut.trace")]) == 0
     assert "cut: the trace is cut at byte" in capsys.readouterr().out
+
+
+def test_inspect_names_the_codec_and_shows_values(cli: Cli, tmp_path: Path) -> None:
+    values = opwire.serde.values({"x": torch.randn(2, 8), "n": 3})
+    (tmp_path / "in.bin").write_bytes(opwire.dumps(values, format="compact"))
+    done = cli("inspect", "in.bin")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    major, minor = m.RECORDS_VERSION
+    assert lines[:3] == ["kind: Values", f"codec: thrift compact (opwire header, schema {major}.{minor})", "values:"]
+    assert lines[3].split() == ["x", "float32[2,", "8]", "on", "cpu"]
+    assert lines[4].split() == ["n", "int", "3"]

@@ -24,8 +24,10 @@ def test_validate_clean(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "opwire_vt::good.default\n  schema: opwire_vt::good(Tensor x, SymInt n=2) -> Tensor\n" in out
     assert "  vmap: register_vmap (a vmap rule registered with register_vmap on the custom_op)\n" in out
+    kernels = next(line for line in out.splitlines() if line.startswith("  kernels: "))
+    assert "(computed)" not in kernels and " computed from them; --json lists every key)" in kernels
     assert out.endswith(
-        "1 op(s): 0 error(s), 0 warning(s)\n"
+        "1 op: 0 errors, 0 warnings\n"
         "checks run: argument and return types an Argument member carries; types torch 2.13's AOTInductor proxy "
         "executor passes; kernels per dispatch key and a fake implementation; the vmap route\n"
         "  (--sample-inputs MODULE:FUNC adds torch.library.opcheck and a record/serialize/replay round trip)\n"
@@ -36,7 +38,7 @@ def test_validate_errors_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["ops", "validate", "opwire_vt::nofake", "opwire_vt::view_op", "--import", "oplib.validate_lib"]) == 1
     out = capsys.readouterr().out
     assert "  error no_fake_impl: opwire_vt::nofake.default: no fake implementation is registered;" in out
-    assert "\n2 op(s): 1 error(s), 1 warning(s)\nchecks run: " in out
+    assert "\n2 ops: 1 error, 1 warning\nchecks run: " in out
 
 
 def test_validate_json_with_sample_inputs(capsys: pytest.CaptureFixture[str]) -> None:
@@ -60,7 +62,7 @@ def test_validate_json_with_sample_inputs(capsys: pytest.CaptureFixture[str]) ->
         (
             ["ops", "validate", "x::y", "--import", "oplib.no_such_module"],
             "opwire ops: error: --import oplib.no_such_module: no module named 'oplib.no_such_module'; expected a "
-            "module importable from the working directory or PYTHONPATH (a file mylib.py is --import mylib)",
+            "module importable from the working directory or PYTHONPATH, or a file path (--import ./lib/mylib.py)",
         ),
         (
             ["ops", "validate", "opwire_vt::good", "--import", "oplib.validate_lib", "--sample-inputs", "nocolon"],

@@ -33,7 +33,9 @@ def test_runs_with_named_inputs_and_writes_outputs(tmp_path: Path, capsys: pytes
     x = torch.randn(5, 8)
     out = tmp_path / "out.json"
     assert main(["run", _archive(tmp_path), "--inputs", _values_file(tmp_path, {"x": x}), "--out", str(out)]) == 0
-    assert capsys.readouterr().out.startswith("output[0]: float32[5, 4] on cpu  min ")
+    printed = capsys.readouterr()
+    assert printed.out.startswith("output[0]: float32[5, 4] on cpu  min ")
+    assert printed.err.startswith(f"wrote {out}: 1 output as a Values file (json, ")
     got = _values.to_python(opwire.loads(out.read_bytes(), m.Values).values["output[0]"])
     torch.testing.assert_close(got, corpus.get_program("mlp/decomposed").ep.module()(x))
 

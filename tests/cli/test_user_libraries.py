@@ -150,7 +150,7 @@ def test_a_missing_module_and_a_bad_library(
     assert main(["inspect", "x.json", "--import", "nomod12"]) == 2
     assert capsys.readouterr().err == (
         "opwire inspect: error: --import nomod12: no module named 'nomod12'; expected a module importable from the "
-        "working directory or PYTHONPATH (a file mylib.py is --import mylib)\n"
+        "working directory or PYTHONPATH, or a file path (--import ./lib/mylib.py)\n"
     )
     assert main(["convert", "x.json", "y.json", "--load-library", "libnothing.so"]) == 2
     err = capsys.readouterr().err
@@ -193,3 +193,41 @@ def test_hugging_face_model_runs_with_import(tmp_path: Path, cli: Cli) -> None:
     want = model(input_ids=ids, use_cache=False).logits
     assert got["shape"] == [1, 5, 50]
     torch.testing.assert_close(torch.tensor(got["values"]), want.reshape(-1)[:6].detach())
+
+
+def test_import_accepts_a_file_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "helper13.py").write_text("NAME = 'opwire_path13'\n")
+    (tmp_path / "lib" / "ops.py").write_text(  # a name that would shadow another module
+        "import torch\nfrom helper13 import NAME\nlib = torch.library.Library(NAME, 'DEF')\n"
+        "lib.define('twice(Tensor x) -> Tensor')\nlib.impl('twice', lambda x: x * 2, 'CPU')\n"
+        "lib.impl('twice', lambda x: x * 2, 'Meta')\n"
+    )
+    assert main(["ops", "validate", "opwire_path13::twice", "--import", "./lib/ops.py"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("opwire_path13::twice")
+    assert "ops" not in sys.modules or not hasattr(sys.modules["ops"], "lib")
+    assert main(["inspect", "x.json", "--import", "./lib/missing.py"]) == 2
+    assert capsys.readouterr().err == (
+        "opwire inspect: error: --import ./lib/missing.py: no such file; expected a Python file (lib/myops.py) or a "
+        "module name\n"
+    )
+    (tmp_path / "lib" / "bad.py").write_text("raise ValueError('no GPU here')\n")
+    assert main(["inspect", "x.json", "--import", "lib/bad.py"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("opwire inspect: error: --import lib/bad.py: the file raised ValueError: no GPU here (at ")
+
+
+def test_import_of_a_file_through_the_cli(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "myops.py").write_text(
+        "import torch\nlib = torch.library.Library('opwire_path14', 'DEF')\n"
+        "lib.define('twice(Tensor x) -> Tensor')\nlib.impl('twice', lambda x: x * 2, 'CPU')\n"
+        "lib.impl('twice', lambda x: x * 2, 'Meta')\n"
+    )
+    done = cli("ops", "validate", "opwire_path14::twice", "--import", "./lib/myops.py")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("opwire_path14::twice")

@@ -33,7 +33,7 @@ def test_inspect_shows_the_signature_with_symbolic_dims(tmp_path: Path, cli: Cli
     done = cli("inspect", "dyn.json")
     assert done.returncode == 0, done.stderr
     head = done.stdout.split("nodes:")[0]
-    assert head.splitlines()[3:] == [
+    assert head.splitlines()[4:] == [
         "inputs:",
         "  x                    float32[s77, 8] on cpu",
         "  y                    float32[s17, 8] on cpu",
@@ -80,7 +80,8 @@ def test_inspect_counts_parameters_and_buffers_apart_from_user_inputs(
         ),
         (
             {"x": [[1] * 8] * 3, "y": [[1.0] * 8] * 3, "_int": True},
-            "input 'x': expected float32[s77, 8] on cpu, got dtype int64[3, 8]; convert it (x.to(torch.float32))",
+            "input 'x': expected float32[s77, 8] on cpu, got dtype int64[3, 8]; give the input as float32 (a Values "
+            "file keeps dtypes; plain JSON numbers are read as the signature asks)",
         ),
         (
             {"x": [1.0] * 8, "y": [[1.0] * 8] * 3},
@@ -179,7 +180,7 @@ def test_torch_saved_inputs_need_allow_pickle(tmp_path: Path, capsys: pytest.Cap
     assert main(["run", program, "--inputs", str(saved)]) == 2
     assert capsys.readouterr().err == (
         f"opwire run: error: --inputs {saved} is a zip (a torch.save pickle); pickles run code when loaded: pass "
-        "--allow-pickle for a file you trust, or write a Values file with opwire.serde.values\n"
+        '--allow-pickle for a file you trust, or give the inputs as plain JSON ({"x": [[1.0, 2.0]]})\n'
     )
     assert main(["run", program, "--inputs", str(saved), "--allow-pickle"]) == 0
     capsys.readouterr()
@@ -203,8 +204,8 @@ def test_plain_json_that_is_no_tensor(tmp_path: Path, capsys: pytest.CaptureFixt
     obj = _json(tmp_path, "o.json", {"x": {"a": 1}})
     assert main(["run", program, "--inputs", obj]) == 2
     assert capsys.readouterr().err == (
-        f"opwire run: error: {obj}: input 'x' is a JSON dict; expected nested lists (a tensor) or a number, or write "
-        "a Values file with opwire.serde.values\n"
+        f"opwire run: error: {obj}: input 'x' is a JSON dict; expected nested lists (a tensor) or a number (or a "
+        "Values file, as `opwire run --out` writes)\n"
     )
 
 

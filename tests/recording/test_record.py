@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import corpus_ops
 import pytest
@@ -118,13 +119,26 @@ def test_custom_op_with_defaults_of_many_types() -> None:
 
 
 def test_uncarriable_calls_are_kept_as_skipped_records() -> None:
+    x, storage = torch.zeros(3), torch.ones(3).untyped_storage()
+    with pytest.warns(OpwireWarning, match=r"^opwire.record: aten::set_.source_Storage is kept as a skipped record"):
+        with opwire.record() as trace:
+            x.set_(storage)
+            x.set_(storage)  # warned once per op
+    rec = trace.records[0]
+    assert "Storage" in rec.metadata["skipped"] and rec.inputs == []
+
+
+def test_a_generator_argument_is_recorded_and_marked() -> None:
     gen = torch.Generator().manual_seed(1)
-    with pytest.warns(OpwireWarning, match=r"^opwire.record: aten::rand.generator is kept as a skipped record"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", OpwireWarning)
         with opwire.record() as trace:
             torch.rand(3, generator=gen)
-            torch.rand(3, generator=gen)  # warned once per op
-    rec = trace.records[0]
-    assert "Generator" in rec.metadata["skipped"] and rec.inputs == []
+    (rec,) = trace.records
+    assert rec.target == "aten::rand.generator" and rec.metadata["generator"] == "generator"
+    assert {na.name: na.arg.type for na in rec.inputs}["generator"] == "as_none"
+    report = opwire.replay(trace, progress=False)
+    assert report.ok and report.replayed == 1 and not report.skipped
 
 
 def test_save_and_load_round_trip(tmp_path: object, fmt: str) -> None:

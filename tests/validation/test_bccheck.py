@@ -217,3 +217,10 @@ def test_bad_inputs(tmp_path: object) -> None:
     forged = snap.model_copy(update={"ops": [snap.ops[0].model_copy(update={"overload": "other"})]})
     with pytest.raises(OpValidationError, match="contradicts its own schema string"):
         bc_check(forged, snap)
+
+
+def test_an_int_default_that_became_a_float_is_worded_with_types() -> None:
+    old = snapshot_from_schemas(["opwire_bc2::scale(Tensor x, Scalar b=0) -> Tensor"])
+    new = snapshot_from_schemas(["opwire_bc2::scale(Tensor x, Scalar b=0.) -> Tensor"])
+    (change,) = [c for c in bc_check(old, new).changes if c.code == "default_changed"]
+    assert "the default of argument 'b' changed from int 0 to float 0.0;" in change.message

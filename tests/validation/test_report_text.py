@@ -36,7 +36,7 @@ def test_ops_validate_prints_the_reports_text(capsys: pytest.CaptureFixture[str]
     out = capsys.readouterr().out
     reports = [r for t in targets for r in opwire.validate_op(t)]
     assert out == format_reports(reports, checks_run(with_samples=False)) + "\n"
-    assert out.startswith("\n".join(map(str, reports)) + "\n3 op(s): 1 error(s), 1 warning(s)\nchecks run: ")
+    assert out.startswith("\n".join(map(str, reports)) + "\n3 ops: 1 error, 1 warning\nchecks run: ")
 
 
 def test_bc_report_text_is_what_bc_check_prints(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

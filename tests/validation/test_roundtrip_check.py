@@ -38,9 +38,59 @@ def test_a_nondeterministic_kernel_fails_replay_under_every_policy(noisy: Any) -
     assert f.code == "roundtrip_replay_failed" and f.severity.value == "error"
     assert f.message.startswith(
         "opwire_rt::noisy.default: on sample 0, replay under REQUIRE_SERIALIZED, REQUIRE_CALLER, FROM_SCHEMA: "
-        "1 mismatch(es), first: "
+        "1 mismatch, first: "
     )
     assert "value mismatch" in f.message
+    assert f.fix.startswith(
+        "the op draws random numbers (two calls on equal inputs differ): tag it nondeterministic_seeded"
+    )
+
+
+@pytest.fixture
+def with_generator() -> Iterator[Any]:
+    lib = torch.library.Library("opwire_gen", "DEF")
+    lib.define("draw(Tensor x, *, Generator? generator=None) -> Tensor")
+    lib.define(
+        "seeded_draw(Tensor x, *, Generator? generator=None) -> Tensor", tags=(torch.Tag.nondeterministic_seeded,)
+    )
+    for name in ("draw", "seeded_draw"):
+        lib.impl(name, lambda x, generator=None: x + torch.rand(x.shape, generator=generator), "CPU")
+    yield
+    lib._destroy()
+
+
+def test_a_generator_argument_is_a_warning_with_the_fix(with_generator: None) -> None:
+    (report,) = opwire.validate_op("opwire_gen::draw")
+    (f,) = [f for f in report.findings if f.code == "generator_argument"]
+    assert f.severity.value == "warning"
+    assert f.message.startswith(
+        "opwire_gen::draw.default: argument 'generator' has type Generator?; torch.export cannot put"
+    )
+    assert "not tagged nondeterministic_seeded" in f.message
+    assert f.fix.startswith("to make the op export- and replay-friendly, drop 'generator'")
+    assert "tag it nondeterministic_seeded" in f.fix
+    (report,) = opwire.validate_op("opwire_gen::seeded_draw")
+    (f,) = [f for f in report.findings if f.code == "generator_argument"]
+    assert "tag it" not in f.fix and "not tagged" not in f.message
+
+
+def test_cli_validate_shows_the_generator_finding(with_generator: None, tmp_path: Any) -> None:
+    import subprocess
+    import sys
+
+    lib = tmp_path / "genops.py"
+    lib.write_text(
+        "import torch\n"
+        "lib = torch.library.Library('opwire_gen2', 'DEF')\n"
+        "lib.define('draw(Tensor x, *, Generator? generator=None) -> Tensor')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "opwire.cli", "ops", "validate", "opwire_gen2::draw", "--import", str(lib)],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+    )  # fmt: skip
+    assert "warning generator_argument: opwire_gen2::draw.default: argument 'generator'" in done.stdout, (
+        done.stdout + done.stderr
+    )
 
 
 def test_a_decomposed_op_is_reported_as_not_recorded() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import corpus
@@ -60,7 +61,12 @@ def test_injected_mismatch_is_the_first_divergence(tmp_path: Path, capsys: pytes
     assert status["permute_1"] == status["addmm_1"] == "mismatch"
     first = next(f for f in doc["findings"] if f["node"] == "permute_1")
     assert "elements differ beyond rtol=1e-05, atol=1e-06; largest difference 0.5" in first["message"]
-    assert "first divergence: permute_1" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "first divergence: permute_1" in err
+    assert "elements differ beyond rtol=1e-05, atol=1e-06; largest difference 0.5" in err
+    assert re.search(
+        r"max abs diff 0\.5, max rel diff [\d.e+-]+, shape \[\d+, \d+\] \(rtol=1e-05, atol=1e-06\)", err
+    ), err
 
 
 def test_tolerance_flags(tmp_path: Path) -> None:
