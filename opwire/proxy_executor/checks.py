@@ -46,6 +46,8 @@ class Checks:
     precondition: Precondition | None
     memory: int | None
     """The byte budget of one node's outputs when the node is allocation-heavy, else None."""
+    size_rule: Callable[[list[Any], dict[str, Any]], int | None] | None = None
+    """Output bytes of an op with no meta kernel (data-dependent shapes), from its arguments."""
     seen: tuple[Any, int | None] | None = None
     """The last (argument shapes, output bytes) estimated: a node run again on the same shapes is not re-run on meta."""
 
@@ -61,6 +63,8 @@ class Checks:
                 need = self.seen[1]
             else:
                 need = output_bytes(fn, pos, kw)
+                if need is None and self.size_rule is not None:
+                    need = self.size_rule(pos, kw)
                 self.seen = (key, need)
             if need is not None and need > self.memory:
                 raise BudgetError(
@@ -100,7 +104,17 @@ def node_checks(target: Target, node: m.Node, where: str, max_memory: int) -> Ch
         heavy = False
     if pre is None and not heavy:
         return None
-    return Checks(where, pre, max_memory if heavy else None)
+    return Checks(where, pre, max_memory if heavy else None, _SIZE_RULES.get(schema.qualname))
+
+
+def _one_hot_bytes(pos: list[Any], kw: dict[str, Any]) -> int | None:
+    x = pos[0] if pos else kw.get("self")
+    n = pos[1] if len(pos) > 1 else kw.get("num_classes", -1)
+    return int(x.numel()) * max(int(n), 0) * 8 if n is not None else None
+
+
+_SIZE_RULES: dict[str, Callable[[list[Any], dict[str, Any]], int | None]] = {"aten::one_hot": _one_hot_bytes}
+"""Ops whose output shape depends on data (no meta kernel): their output bytes from the arguments."""
 
 
 def output_bytes(fn: Callable[..., Any], pos: list[Any], kw: dict[str, Any]) -> int | None:

@@ -7,12 +7,17 @@ numbers, the CPU generator's state (and every initialized CUDA device's). Kernel
 they are collected while the work runs and re-issued once, as `OpwireWarning`s naming where they came
 from, so the host's warning filters decide what happens to them.
 
-Warnings are collected by swapping the `warnings` module's display hook for the duration of the run;
-a warning another thread shows in that window is passed on to the hook it would have reached.
+Two routes are covered: Python warnings (collected by swapping the `warnings` module's display hook
+for the duration of the run; another thread's warning in that window goes where it would have gone),
+and warnings torch's C++ handler prints itself (ops called through `torch.ops` print `[W...] Warning:`
+lines straight to file descriptor 2): while any guard is active, fd 2 points at an in-memory file, and
+what arrived there is re-issued the same way. fd 2 is process-wide, so output another thread writes to
+stderr during a run is collected too (and re-issued as a warning, not lost).
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import warnings
 from typing import Any
@@ -46,6 +51,7 @@ class RunGuard:
         self._thread = threading.get_ident()
         self._shown = getattr(warnings, "_showwarnmsg", None)
         warnings._showwarnmsg = self._collect  # type: ignore[attr-defined]
+        _STDERR.enter()
         return self
 
     def _collect(self, msg: Any) -> None:
@@ -55,6 +61,9 @@ class RunGuard:
         self.warned.append(str(msg.message))
 
     def __exit__(self, *exc: object) -> None:
+        printed = _STDERR.exit()
+        if printed:
+            self.warned += [line for line in printed.splitlines() if line.strip()]
         warnings._showwarnmsg = self._shown  # type: ignore[attr-defined]
         if torch.is_grad_enabled() != self._grad:
             torch._C._set_grad_enabled(self._grad)
@@ -86,6 +95,48 @@ class RunGuard:
             times = f" ({n} times)" if n > 1 else ""
             warnings.warn(f"{self.where}: the kernel warned{times}: {text}", OpwireWarning, stacklevel=3)
         self.warned = []
+
+
+class _Fd2Capture:
+    """fd 2 redirected to an in-memory file while any guard is active (a process-wide count under a lock)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.depth = 0
+        self.saved = -1
+        self.mem = -1
+
+    def enter(self) -> None:
+        with self.lock:
+            self.depth += 1
+            if self.depth > 1:
+                return
+            try:
+                if self.mem < 0:
+                    self.mem = os.memfd_create("opwire-stderr", os.MFD_CLOEXEC)
+                self.saved = os.dup(2)
+                os.dup2(self.mem, 2)
+            except OSError:
+                self.saved = -1  # no fd 2 to redirect (a daemon): nothing to capture
+
+    def exit(self) -> str:
+        with self.lock:
+            self.depth -= 1
+            if self.depth > 0 or self.saved < 0:
+                return ""
+            os.dup2(self.saved, 2)
+            os.close(self.saved)
+            self.saved = -1
+            size = os.lseek(self.mem, 0, os.SEEK_CUR)
+            if size == 0:
+                return ""
+            data = os.pread(self.mem, min(size, 1 << 16), 0)
+            os.ftruncate(self.mem, 0)
+            os.lseek(self.mem, 0, os.SEEK_SET)
+            return data.decode("utf-8", "replace")
+
+
+_STDERR = _Fd2Capture()
 
 
 def _rng_state() -> tuple[torch.Tensor, list[torch.Tensor] | None]:

@@ -232,7 +232,12 @@ def derive(log: Callable[[str], None] = lambda _: None) -> dict[str, str]:
 
 
 def functional_overloads(names: set[str]) -> set[str]:
-    """The overloads of ops `names` that write into none of their arguments (no `(a!)`: no in-place, no out=)."""
+    """The overloads of ops `names` that take or return a tensor and write into none of their arguments.
+
+    No `(a!)`: no in-place, no out=. Tensor-free overloads are TorchScript's scalar builtins
+    (`remainder.int`, `to.prim_Device`), which export never emits and whose kernels trust their operands
+    (the per-op fuzz crashed `remainder.int(x, 0)` with SIGFPE and `to.prim_dtype` with SIGSEGV).
+    """
     import torch
 
     out: set[str] = set()
@@ -241,7 +246,8 @@ def functional_overloads(names: set[str]) -> set[str]:
         packet = getattr(getattr(torch.ops, ns), op)
         for overload in packet.overloads():
             obj = getattr(packet, overload)
-            if not obj._schema.is_mutable:
+            types = [str(a.type) for a in (*obj._schema.arguments, *obj._schema.returns)]
+            if not obj._schema.is_mutable and any("Tensor" in t for t in types):
                 out.add(_spell(obj))
     return out
 

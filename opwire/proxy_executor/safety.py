@@ -283,7 +283,8 @@ class ExecPolicy:
 
 def refused_message(refusal: Refusal, where: str) -> str:
     """The BindError text for a refused op: what, why, and how to allow it."""
-    name = refusal.op.partition(".")[0]
+    # an op outside the list is allowed by its exact overload; a denylisted op by its name (every overload)
+    name = refusal.op if refusal.category in ("unlisted", "removed") else refusal.op.partition(".")[0]
     return (
         f"{where}: op {refusal.op} is refused by opwire's execution policy: it {refusal.reason}; "
         f"a file cannot call it unless you allow it: allow_ops=[{name!r}] or --allow-op {name}"

@@ -43,7 +43,8 @@ class _Child:
             text=True,
         )
         assert self.proc.stdout is not None
-        if self.proc.stdout.readline() != "ready\n":
+        ready, _, _ = select.select([self.proc.stdout], [], [], 300)
+        if not ready or self.proc.stdout.readline() != "ready\n":
             raise RuntimeError("op fuzz worker did not start")
 
     def ask(self, op: str, seed: int) -> dict[str, str] | int | None:
@@ -80,7 +81,9 @@ def fuzz(ops: list[str], cases: int, first_seed: int = 0) -> Summary:
     s = Summary(ops=len(ops))
     child = _Child()
     try:
-        for op in ops:
+        for k, op in enumerate(ops):
+            if k % 50 == 0:
+                print(f"[{k}/{len(ops)}] {op}", file=sys.stderr, flush=True)
             for seed in range(first_seed, first_seed + cases):
                 s.cases += 1
                 got = child.ask(op, seed)
@@ -93,6 +96,7 @@ def fuzz(ops: list[str], cases: int, first_seed: int = 0) -> Summary:
                     s.hangs.append((op, seed))
                 else:
                     s.crashes.append((op, seed, got))
+                print(f"{op} seed {seed}: {'hang' if got is None else f'crash {got}'}", file=sys.stderr, flush=True)
                 child.close()
                 child = _Child()
     finally:
