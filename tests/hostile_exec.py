@@ -150,9 +150,12 @@ ISSUE_ATTACKS: dict[str, tuple[str, list[m.Node]]] = {
     "inductor::resize_storage_bytes_ then sum (use after free)": (
         "inductor::resize_storage_bytes_",
         [
-            m.Node(target="inductor::resize_storage_bytes_", inputs=[
-                m.NamedArgument(name="variable", arg=t("x")), m.NamedArgument(name="new_size", arg=_i(0))],
-                outputs=[], metadata={}),  # fmt: skip
+            m.Node(
+                target="inductor::resize_storage_bytes_",
+                inputs=[m.NamedArgument(name="variable", arg=t("x")), m.NamedArgument(name="new_size", arg=_i(0))],
+                outputs=[],
+                metadata={},
+            ),
             node("aten::sum", {"self": t("x")}, "out"),
         ],
     ),
@@ -166,15 +169,31 @@ ISSUE_ATTACKS: dict[str, tuple[str, list[m.Node]]] = {
     ),
     "_cummax_helper": (
         "aten::_cummax_helper",
-        [m.Node(target="aten::_cummax_helper", inputs=[m.NamedArgument(name=k, arg=v) for k, v in
-                {"self": t("x"), "values": t("x"), "indices": t("x"), "dim": _i(0)}.items()],
-                outputs=[], metadata={})],  # fmt: skip
+        [
+            m.Node(
+                target="aten::_cummax_helper",
+                inputs=[
+                    m.NamedArgument(name=k, arg=v)
+                    for k, v in {"self": t("x"), "values": t("x"), "indices": t("x"), "dim": _i(0)}.items()
+                ],
+                outputs=[],
+                metadata={},
+            )
+        ],
     ),
     "_cummin_helper": (
         "aten::_cummin_helper",
-        [m.Node(target="aten::_cummin_helper", inputs=[m.NamedArgument(name=k, arg=v) for k, v in
-                {"self": t("x"), "values": t("x"), "indices": t("x"), "dim": _i(0)}.items()],
-                outputs=[], metadata={})],  # fmt: skip
+        [
+            m.Node(
+                target="aten::_cummin_helper",
+                inputs=[
+                    m.NamedArgument(name=k, arg=v)
+                    for k, v in {"self": t("x"), "values": t("x"), "indices": t("x"), "dim": _i(0)}.items()
+                ],
+                outputs=[],
+                metadata={},
+            )
+        ],
     ),
     "_indices -> fill_(1e9) -> _to_dense": (
         "aten::_indices",
@@ -186,39 +205,102 @@ ISSUE_ATTACKS: dict[str, tuple[str, list[m.Node]]] = {
     ),
     "segment_reduce(lengths=[1e8], unsafe=True)": (
         "aten::segment_reduce",
-        [node("aten::segment_reduce", {"data": t("x"), "reduce": m.Argument(as_string="sum"), "lengths": t("x"),
-                                       "unsafe": m.Argument(as_bool=True)}, "out")],  # fmt: skip
+        [
+            node(
+                "aten::segment_reduce",
+                {
+                    "data": t("x"),
+                    "reduce": m.Argument(as_string="sum"),
+                    "lengths": t("x"),
+                    "unsafe": m.Argument(as_bool=True),
+                },
+                "out",
+            )
+        ],
     ),
     "max_pool2d_with_indices_backward with indices=1e8": (
         "aten::max_pool2d_with_indices_backward",
-        [node("aten::max_pool2d_with_indices_backward", {
-            "grad_output": t("x"), "self": t("x"), "kernel_size": _ints(1, 1), "stride": _ints(1, 1),
-            "padding": _ints(0, 0), "dilation": _ints(1, 1), "ceil_mode": m.Argument(as_bool=False),
-            "indices": t("x")}, "out")],  # fmt: skip
+        [
+            node(
+                "aten::max_pool2d_with_indices_backward",
+                {
+                    "grad_output": t("x"),
+                    "self": t("x"),
+                    "kernel_size": _ints(1, 1),
+                    "stride": _ints(1, 1),
+                    "padding": _ints(0, 0),
+                    "dilation": _ints(1, 1),
+                    "ceil_mode": m.Argument(as_bool=False),
+                    "indices": t("x"),
+                },
+                "out",
+            )
+        ],
     ),
     "_fused_adam_ with mismatched sizes": (
         "aten::_fused_adam_",
-        [m.Node(target="aten::_fused_adam_", inputs=[m.NamedArgument(name=k, arg=v) for k, v in {
-            "self": _ts("x"), "grads": _ts("x", "x"), "exp_avgs": _ts(), "exp_avg_sqs": _ts(),
-            "max_exp_avg_sqs": _ts(), "state_steps": _ts(), "beta1": m.Argument(as_float=0.9),
-            "beta2": m.Argument(as_float=0.99), "amsgrad": m.Argument(as_bool=False), **_F}.items()],
-            outputs=[], metadata={})],  # fmt: skip
+        [
+            m.Node(
+                target="aten::_fused_adam_",
+                inputs=[
+                    m.NamedArgument(name=k, arg=v)
+                    for k, v in {
+                        "self": _ts("x"),
+                        "grads": _ts("x", "x"),
+                        "exp_avgs": _ts(),
+                        "exp_avg_sqs": _ts(),
+                        "max_exp_avg_sqs": _ts(),
+                        "state_steps": _ts(),
+                        "beta1": m.Argument(as_float=0.9),
+                        "beta2": m.Argument(as_float=0.99),
+                        "amsgrad": m.Argument(as_bool=False),
+                        **_F,
+                    }.items()
+                ],
+                outputs=[],
+                metadata={},
+            )
+        ],
     ),
     "_fused_adagrad_ with mismatched sizes": (
         "aten::_fused_adagrad_",
-        [m.Node(target="aten::_fused_adagrad_", inputs=[m.NamedArgument(name=k, arg=v) for k, v in {
-            "self": _ts("x"), "grads": _ts("x", "x"), "state_sums": _ts(), "state_steps": _ts(),
-            "lr_decay": m.Argument(as_float=0.0), **_F}.items()], outputs=[], metadata={})],  # fmt: skip
+        [
+            m.Node(
+                target="aten::_fused_adagrad_",
+                inputs=[
+                    m.NamedArgument(name=k, arg=v)
+                    for k, v in {
+                        "self": _ts("x"),
+                        "grads": _ts("x", "x"),
+                        "state_sums": _ts(),
+                        "state_steps": _ts(),
+                        "lr_decay": m.Argument(as_float=0.0),
+                        **_F,
+                    }.items()
+                ],
+                outputs=[],
+                metadata={},
+            )
+        ],
     ),
     "manual_seed reseeds the host's generator": (
         "aten::manual_seed",
-        [m.Node(target="aten::manual_seed", inputs=[m.NamedArgument(name="seed", arg=_i(1234))], outputs=[],
-                metadata={})],  # fmt: skip
+        [
+            m.Node(
+                target="aten::manual_seed", inputs=[m.NamedArgument(name="seed", arg=_i(1234))], outputs=[], metadata={}
+            )
+        ],
     ),
     "set_grad_enabled(False) leaves autograd off": (
         "aten::set_grad_enabled",
-        [m.Node(target="aten::set_grad_enabled", inputs=[m.NamedArgument(name="val", arg=m.Argument(as_bool=False))],
-                outputs=[], metadata={})],  # fmt: skip
+        [
+            m.Node(
+                target="aten::set_grad_enabled",
+                inputs=[m.NamedArgument(name="val", arg=m.Argument(as_bool=False))],
+                outputs=[],
+                metadata={},
+            )
+        ],
     ),
     "add.out into a wrong-shaped out (a kernel warning on stderr)": (
         "aten::add.out",
@@ -230,7 +312,10 @@ ISSUE_ATTACKS: dict[str, tuple[str, list[m.Node]]] = {
 
 def ones_nodes(n: int) -> list[m.Node]:
     """`aten::ones([n])` then an add: a small file asking for n floats."""
-    return [node("aten::ones", {"size": _ints(n)}, "big"), node("aten::add.Tensor", {"self": t("big"), "other": t("x")}, "out")]
+    return [
+        node("aten::ones", {"size": _ints(n)}, "big"),
+        node("aten::add.Tensor", {"self": t("big"), "other": t("x")}, "out"),
+    ]
 
 
 def sym_string_mul() -> list[m.Node]:
@@ -238,7 +323,9 @@ def sym_string_mul() -> list[m.Node]:
     out = m.Argument(as_sym_int=m.SymIntArgument(as_name="s"))
     return [
         node("_operator.mul", {"a": m.Argument(as_string="A"), "b": _i(3 * 10**9)}, out),
-        node("aten::add.Tensor", {"self": t("x"), "other": m.Argument(as_sym_int=m.SymIntArgument(as_name="s"))}, "out"),
+        node(
+            "aten::add.Tensor", {"self": t("x"), "other": m.Argument(as_sym_int=m.SymIntArgument(as_name="s"))}, "out"
+        ),
     ]
 
 
@@ -258,14 +345,12 @@ def nested_while(outer: int, inner: int) -> m.OpwireArchive:
     class _Nested(torch.nn.Module):
         def forward(self, i: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
             def body(i: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-                j, y = while_loop(lambda j, y: j < inner, lambda j, y: (j + 1, y + 1.0), (torch.zeros_like(i), x))
+                _, y = while_loop(lambda j, y: j < inner, lambda j, y: (j + 1, y + 1.0), (torch.zeros_like(i), x))
                 return i + 1, y
 
             return while_loop(lambda i, x: i < outer, body, (i, x))  # type: ignore[no-any-return]
 
-    return torch_bridge.archive_from_exported_program(
-        torch.export.export(_Nested(), (torch.tensor(0), torch.zeros(3)))
-    )
+    return torch_bridge.archive_from_exported_program(torch.export.export(_Nested(), (torch.tensor(0), torch.zeros(3))))
 
 
 # ------------------------------------------------------------------------------------------ files
@@ -444,7 +529,9 @@ def _attack_case(i: int, name: str) -> Case:
     command = ("exec", "run", "replay")[i % 3]
     build = {"exec": exec_case, "run": run_case, "replay": trace_case}[command](lambda _, n=nodes: n)
     code = 1 if command == "run" else 2
-    return Case(name, command, build, code, rf"op {re.escape(op)}(\.\w+)? is refused by opwire's execution policy.*--allow-op")
+    return Case(
+        name, command, build, code, rf"op {re.escape(op)}(\.\w+)? is refused by opwire's execution policy.*--allow-op"
+    )
 
 
 CASES += [_attack_case(i, name) for i, name in enumerate(ISSUE_ATTACKS)]
@@ -452,8 +539,11 @@ CASES += [
     Case(
         "segment_reduce allowed by name, unsafe=True still refused",
         "exec",
-        lambda d: [*exec_case(lambda _: ISSUE_ATTACKS["segment_reduce(lengths=[1e8], unsafe=True)"][1])(d),
-                   "--allow-op", "aten::segment_reduce"],  # fmt: skip
+        lambda d: [
+            *exec_case(lambda _: ISSUE_ATTACKS["segment_reduce(lengths=[1e8], unsafe=True)"][1])(d),
+            "--allow-op",
+            "aten::segment_reduce",
+        ],
         2,
         r"argument 'unsafe': unsafe=True asks the kernel to skip its bounds checks",
     ),

@@ -23,7 +23,7 @@ from opwire.proxy_executor.preconditions import Precondition, precondition_for, 
 from opwire.proxy_executor.targets import Target
 from opwire.schema import models as m
 
-__all__ = ["Checks", "SIZE_ARGS", "check_sym_operands", "node_checks", "output_bytes"]
+__all__ = ["SIZE_ARGS", "Checks", "check_sym_operands", "node_checks", "output_bytes"]
 
 SIZE_ARGS = frozenset(
     {
@@ -46,6 +46,8 @@ class Checks:
     precondition: Precondition | None
     memory: int | None
     """The byte budget of one node's outputs when the node is allocation-heavy, else None."""
+    device_arg: bool = False
+    """The op takes a `device` argument (a factory): the estimate passes device=meta."""
     size_rule: Callable[[list[Any], dict[str, Any]], int | None] | None = None
     """Output bytes of an op with no meta kernel (data-dependent shapes), from its arguments."""
     seen: tuple[Any, int | None] | None = None
@@ -62,7 +64,7 @@ class Checks:
             if self.seen is not None and self.seen[0] == key:
                 need = self.seen[1]
             else:
-                need = output_bytes(fn, pos, kw)
+                need = output_bytes(fn, pos, kw, self.device_arg)
                 if need is None and self.size_rule is not None:
                     need = self.size_rule(pos, kw)
                 self.seen = (key, need)
@@ -104,21 +106,29 @@ def node_checks(target: Target, node: m.Node, where: str, max_memory: int) -> Ch
         heavy = False
     if pre is None and not heavy:
         return None
-    return Checks(where, pre, max_memory if heavy else None, _SIZE_RULES.get(schema.qualname))
+    device_arg = any(a.name == "device" for a in schema.arguments)
+    if heavy and not tensors_in and not device_arg:
+        heavy = False  # no way to place it on meta: nothing to estimate without running it
+    return Checks(where, pre, max_memory if heavy else None, device_arg, _SIZE_RULES.get(schema.qualname))
 
 
 def _one_hot_bytes(pos: list[Any], kw: dict[str, Any]) -> int | None:
     x = pos[0] if pos else kw.get("self")
     n = pos[1] if len(pos) > 1 else kw.get("num_classes", -1)
-    return int(x.numel()) * max(int(n), 0) * 8 if n is not None else None
+    if x is None or n is None:
+        return None
+    return int(x.numel()) * max(int(n), 0) * 8
 
 
 _SIZE_RULES: dict[str, Callable[[list[Any], dict[str, Any]], int | None]] = {"aten::one_hot": _one_hot_bytes}
 """Ops whose output shape depends on data (no meta kernel): their output bytes from the arguments."""
 
 
-def output_bytes(fn: Callable[..., Any], pos: list[Any], kw: dict[str, Any]) -> int | None:
-    """The bytes the call's tensor outputs would own, computed on the meta device (None: no meta kernel)."""
+def output_bytes(fn: Callable[..., Any], pos: list[Any], kw: dict[str, Any], device_arg: bool) -> int | None:
+    """The bytes the call's tensor outputs would own, computed on the meta device (None: no meta kernel).
+
+    Every tensor argument is replaced by a meta tensor of its shape, and a factory (`device_arg`) gets
+    device=meta, so nothing is allocated."""
     import torch
 
     def meta(v: Any) -> Any:
@@ -129,7 +139,7 @@ def output_bytes(fn: Callable[..., Any], pos: list[Any], kw: dict[str, Any]) -> 
         return v
 
     mkw = {k: meta(v) for k, v in kw.items()}
-    if _takes_device(fn):
+    if device_arg:
         mkw["device"] = torch.device("meta")
     try:
         out = fn(*[meta(v) for v in pos], **mkw)
@@ -140,11 +150,6 @@ def output_bytes(fn: Callable[..., Any], pos: list[Any], kw: dict[str, Any]) -> 
         if isinstance(t, torch.Tensor) and t.device.type == "meta":
             total += _storage_bytes(t)
     return total
-
-
-def _takes_device(fn: Any) -> bool:
-    schema = getattr(fn, "_schema", None)
-    return schema is not None and any(a.name == "device" for a in schema.arguments)
 
 
 def _storage_bytes(t: Any) -> int:

@@ -57,9 +57,7 @@ class ProgramRunner:
         max_memory: int = MAX_MEMORY,
     ) -> None:
         self.exec_policy = (
-            exec_policy
-            if exec_policy is not None
-            else ExecPolicy(allow_ops, max_while_iterations, timeout, max_memory)
+            exec_policy if exec_policy is not None else ExecPolicy(allow_ops, max_while_iterations, timeout, max_memory)
         )
         archive = _as_archive(program_or_archive)
         self.observer = observer  # called after each top-level node with its outputs (e.g. `opwire run --save-nodes`)

@@ -74,13 +74,13 @@ def declared_writes(graph: m.Graph, signature: m.GraphSignature) -> set[str]:
             for name in _names(arg):
                 by_target[name] = name
     out: set[str] = set()
-    for spec in signature.output_specs:
-        v = spec.value
+    for out_spec in signature.output_specs:
+        v = out_spec.value
         target = {
             "buffer_mutation": "buffer_name",
             "parameter_mutation": "parameter_name",
             "user_input_mutation": "user_input_name",
-        }.get(spec.type)
+        }.get(out_spec.type)
         if target is not None and getattr(v, target, None) in by_target:
             out.add(by_target[getattr(v, target)])
     return out
@@ -111,7 +111,9 @@ def written_inputs(plans: list[NodePlan], inputs: Mapping[str, str]) -> dict[str
             if a.alias.endswith("!"):
                 for n in names:
                     via = "" if n == root[n] else f" (through {n!r}, a view of it)"
-                    found.setdefault(root[n], f"{p.where} writes into {inputs[root[n]]}{via} through argument {a.name!r}")
+                    found.setdefault(
+                        root[n], f"{p.where} writes into {inputs[root[n]]}{via} through argument {a.name!r}"
+                    )
         for r, out in zip(schema.returns, p.node.outputs, strict=False):
             letter = (r.alias or "").rstrip("!")
             if letter in letters:
@@ -123,7 +125,7 @@ def written_inputs(plans: list[NodePlan], inputs: Mapping[str, str]) -> dict[str
 def check_writes(
     plans: list[NodePlan], inputs: Mapping[str, str], allowed: set[str], copied: set[str] | None = None
 ) -> None:
-    """BindError for a write into an input neither `allowed` nor run on a copy; `copied` receives the user inputs written."""
+    """BindError for a write into an input neither `allowed` nor run on a copy (`copied`: user inputs written)."""
     for name, what in written_inputs(plans, inputs).items():
         if name in allowed:
             continue
@@ -164,10 +166,10 @@ def check_static_memory(graph: m.Graph, plans: list[NodePlan], budget: int) -> N
 
 
 def _static_bytes(meta: m.TensorMeta, element_size: Any) -> int | None:
-    sizes = [s.as_int for s in meta.sizes]
-    strides = [s.as_int for s in meta.strides]
-    if any(v is None for v in sizes) or any(v is None for v in strides):
-        return None
+    sizes = [s.as_int for s in meta.sizes if s.as_int is not None]
+    strides = [s.as_int for s in meta.strides if s.as_int is not None]
+    if len(sizes) != len(meta.sizes) or len(strides) != len(meta.strides):
+        return None  # a symbolic size: checked per node when it runs
     if any(v == 0 for v in sizes):
         return 0
     try:

@@ -35,7 +35,7 @@ _MAX_TEXT = 300
 class RunGuard:
     """Context manager restoring RNG (when `rng`), grad mode, modes and flags; collects kernel warnings."""
 
-    __slots__ = ("_det", "_fn_modes", "_grad", "_modes", "_rng", "_shown", "_thread", "rng", "where", "warned")
+    __slots__ = ("_det", "_fn_modes", "_grad", "_modes", "_rng", "_shown", "_thread", "rng", "warned", "where")
 
     def __init__(self, where: str, rng: bool = True) -> None:
         self.where = where
@@ -44,7 +44,10 @@ class RunGuard:
 
     def __enter__(self) -> RunGuard:
         self._grad = torch.is_grad_enabled()
-        self._det = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled())
+        self._det = (
+            torch.are_deterministic_algorithms_enabled(),
+            torch.is_deterministic_algorithms_warn_only_enabled(),
+        )
         self._modes = torch._C._len_torch_dispatch_stack()
         self._fn_modes = torch._C._len_torch_function_stack()
         self._rng = _rng_state() if self.rng else None
@@ -88,9 +91,7 @@ class RunGuard:
             seen[key] = seen.get(key, 0) + 1
         for i, (text, n) in enumerate(seen.items()):
             if i == _MAX_WARNINGS:
-                warnings.warn(
-                    f"{self.where}: {len(seen) - i} more kernel warnings", OpwireWarning, stacklevel=3
-                )
+                warnings.warn(f"{self.where}: {len(seen) - i} more kernel warnings", OpwireWarning, stacklevel=3)
                 break
             times = f" ({n} times)" if n > 1 else ""
             warnings.warn(f"{self.where}: the kernel warned{times}: {text}", OpwireWarning, stacklevel=3)
@@ -140,7 +141,7 @@ _STDERR = _Fd2Capture()
 
 
 def _rng_state() -> tuple[torch.Tensor, list[torch.Tensor] | None]:
-    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None  # type: ignore[no-untyped-call]
     return torch.default_generator.get_state(), cuda
 
 

@@ -1,3 +1,4 @@
+# mypy: disable-error-code="no-untyped-call,operator,no-any-return,attr-defined,unused-ignore,misc"
 """Derive the op allowlist from torch: the `core` tag, plus what `torch.export` and eager runs emit for real modules.
 
 `python -m opwire.proxy_executor.opset_source` rewrites `allowlist.txt`; `--check` prints the diff against
@@ -48,7 +49,7 @@ def _modules() -> Iterator[tuple[str, Any, tuple[Any, ...], Any]]:
     """(name, module, example args, dynamic_shapes) of the representative modules."""
     import torch
     from torch import nn
-    from torch.nn import functional as F  # noqa: N812
+    from torch.nn import functional as F
 
     x4 = torch.randn(2, 3, 16, 16)
 
@@ -71,7 +72,10 @@ def _modules() -> Iterator[tuple[str, Any, tuple[Any, ...], Any]]:
             p = torch.nan_to_num(a.isnan().float() + a.isinf().float()).mean(1, keepdim=True)
             q = F.pad(a, (1, 1)).narrow(1, 0, 6).select(0, 0).chunk(2)[0].split(1)[0]
             r = torch.full((2, 3), 2.0).new_zeros(2, 3).new_ones(2, 3).new_full((2, 3), 1.0).new_empty(2, 3).fill_(1)
-            s = torch.addmm(a[:, :3], a[:, :3], torch.eye(3)).sum() + torch.baddbmm(a[:, :2][None], c[None], c.T[None]).sum()
+            s = (
+                torch.addmm(a[:, :3], a[:, :3], torch.eye(3)).sum()
+                + torch.baddbmm(a[:, :2][None], c[None], c.T[None]).sum()
+            )
             t = F.one_hot(idx, 4).float().sum() + F.normalize(a, dim=1).sum() + F.cosine_similarity(a, a).sum()
             u = a.to(torch.float64).to(torch.int32).to(torch.bool).int().long().double().half().float()
             v = a.bitwise_and(3) if a.dtype == torch.int64 else (a.int() & 3) | (a.int() ^ 1) << 1 >> 1
@@ -104,7 +108,7 @@ def _modules() -> Iterator[tuple[str, Any, tuple[Any, ...], Any]]:
             from torch._higher_order_ops.while_loop import while_loop
 
             y = torch.cond(x.sum() > 0, lambda t: t.sin(), lambda t: t.cos(), (x,))
-            i, z = while_loop(lambda i, t: i < 3, lambda i, t: (i + 1, t * 2), (torch.tensor(0), y))
+            _, z = while_loop(lambda i, t: i < 3, lambda i, t: (i + 1, t * 2), (torch.tensor(0), y))
             return z, x.nonzero().sum()
 
     class Rnn(nn.Module):

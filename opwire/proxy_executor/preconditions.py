@@ -27,7 +27,9 @@ REMOVED: dict[str, str] = {
     "aten::max_pool3d_with_indices_backward": (
         "a backward kernel that trusts the indices its forward produced: bad indices write out of bounds"
     ),
-    "aten::embedding_dense_backward": "a backward kernel that trusts its indices (exported forward graphs never hold it)",
+    "aten::embedding_dense_backward": (
+        "a backward kernel that trusts its indices (exported forward graphs never hold it)"
+    ),
     "aten::_embedding_bag_backward": "a backward kernel that trusts offsets and indices its forward produced",
     "aten::resize_": "resizes its input in place (a storage-level change exported programs never make on inputs)",
 }

@@ -304,8 +304,7 @@ def _unlisted(schema: OpSchema) -> Refusal:
     return Refusal(
         schema.qualname,
         "unlisted",
-        "is not in opwire's allowlist (the core ATen ops and those torch.export emits, "
-        "docs/executor.md#the-allowlist)",
+        "is not in opwire's allowlist (the core ATen ops and those torch.export emits, docs/executor.md#the-allowlist)",
     )
 
 

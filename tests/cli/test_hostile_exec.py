@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 from hostile_exec import CASES, Case
 
-
 MEMORY_CAP = 3 << 30  # address space of the command: torch's import alone maps about 1 GiB
 
 

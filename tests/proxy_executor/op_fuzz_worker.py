@@ -145,7 +145,7 @@ def _one(op: str, seed: int, ex: ProxyExecutor) -> dict[str, str]:
         return {"status": "ok", "detail": ""}
     except OpwireError as exc:
         return {"status": "opwire", "detail": f"{type(exc).__name__}: {str(exc)[:200]}"}
-    except BaseException as exc:  # noqa: BLE001 - a foreign exception is a finding, reported with its traceback
+    except BaseException as exc:
         return {"status": "foreign", "detail": "".join(traceback.format_exception(exc))[-1500:]}
 
 
