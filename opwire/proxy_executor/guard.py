@@ -24,6 +24,8 @@ from typing import Any
 
 import torch
 
+from torch.utils._python_dispatch import _pop_mode
+
 from opwire.errors import OpwireWarning
 
 __all__ = ["RunGuard"]
@@ -75,7 +77,7 @@ class RunGuard:
         ):
             torch.use_deterministic_algorithms(self._det[0], warn_only=self._det[1])
         while torch._C._len_torch_dispatch_stack() > self._modes:
-            torch._C._pop_torch_dispatch_stack()
+            _pop_mode()  # a mode the run pushed and left
         while torch._C._len_torch_function_stack() > self._fn_modes:
             torch._C._pop_torch_function_stack()
         if self._rng is not None:

@@ -18,6 +18,7 @@ from opwire.proxy_executor.context import BindContext
 from opwire.proxy_executor.convert import Converted, Lookup, convert
 from opwire.proxy_executor.outputs import describe, store_output
 from opwire.proxy_executor.policy import DefaultPolicy
+from opwire.proxy_executor.safety import TORCH_NAMESPACES
 from opwire.proxy_executor.targets import Target, resolve
 from opwire.schema import models as m
 from opwire.schema.ops import OpArg, input_members, return_members
@@ -200,7 +201,7 @@ def _bind_op(target: Target, node: m.Node, where: str, policy: DefaultPolicy, ct
     _check_outputs(schema.returns, node, where)
     checks = node_checks(target, node, where, ctx.exec_policy.max_memory)
     fn = getattr(target.fn, "_op", target.fn)
-    seeded = is_seeded(target.fn)
+    seeded = is_seeded(target.fn) or schema.namespace not in TORCH_NAMESPACES  # a library's Python may reseed
     return NodePlan(
         where, target, node, fn, pos, kw, tuple(caller), schema.returns, policy, tuple(missing), None, checks, seeded
     )
