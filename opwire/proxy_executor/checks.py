@@ -72,7 +72,7 @@ class Checks:
                 raise BudgetError(
                     f"{self.where}: the node's outputs would take {need:,} bytes, over the execution-memory "
                     f"budget of {self.memory:,} bytes (checked before the kernel ran); raise it with "
-                    "max_memory=BYTES (ProxyExecutor, run_program, ProgramRunner, replay)",
+                    "max_memory=BYTES (ProxyExecutor, run_program, ProgramRunner)",
                     "max_memory",
                 )
 
