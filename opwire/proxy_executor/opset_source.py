@@ -182,6 +182,21 @@ def _graph_ops(ep: Any, out: set[str]) -> None:
                 out.add(_spell(n.target))
 
 
+def _training_steps(mode: Any, out: set[str]) -> None:
+    """Eager training steps under the mode (what `opwire.record` sees): init, forward, backward, SGD and Adam."""
+    import torch
+    from torch import nn
+
+    for opt in (torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW):
+        with mode():
+            model = nn.Sequential(nn.Linear(8, 8), nn.LayerNorm(8), nn.GELU(), nn.Linear(8, 2))
+            o = opt(model.parameters(), lr=0.1)
+            loss = nn.functional.cross_entropy(model(torch.randn(4, 8)), torch.tensor([0, 1, 0, 1]))
+            loss.backward()
+            o.step()
+            o.zero_grad()
+
+
 def emitted_ops(log: Callable[[str], None] = lambda _: None) -> set[str]:
     """The op overloads the representative modules emit: exported in three IRs (train and eval) and run eagerly."""
     import torch
@@ -194,6 +209,7 @@ def emitted_ops(log: Callable[[str], None] = lambda _: None) -> set[str]:
             out.add(_spell(func))
             return func(*args, **(kwargs or {}))
 
+    _training_steps(Seen, out)
     for name, mod, args, dyn in _modules():
         for train in (False, True):
             mod.train(train)
