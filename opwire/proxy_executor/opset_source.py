@@ -195,6 +195,17 @@ def _training_steps(mode: Any, out: set[str]) -> None:
             loss.backward()
             o.step()
             o.zero_grad()
+    for _, mod, args, _ in _modules():  # backward through every representative module
+        mod.train(True)
+        try:
+            with mode():
+                res = mod(*args)
+                flat = res if isinstance(res, tuple) else (res,)
+                loss = sum(r.float().sum() for r in flat if isinstance(r, torch.Tensor) and r.is_floating_point())
+                if isinstance(loss, torch.Tensor) and loss.requires_grad:
+                    loss.backward()
+        except NotImplementedError:  # a higher-order op the mode does not trace
+            continue
 
 
 def emitted_ops(log: Callable[[str], None] = lambda _: None) -> set[str]:

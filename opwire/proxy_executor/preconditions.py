@@ -27,6 +27,13 @@ REMOVED: dict[str, str] = {
     "aten::max_pool3d_with_indices_backward": (
         "a backward kernel that trusts the indices its forward produced: bad indices write out of bounds"
     ),
+    "aten::adaptive_max_pool2d_backward": (
+        "a backward kernel that trusts the indices its forward produced: bad indices write out of bounds"
+    ),
+    "aten::adaptive_max_pool3d_backward": (
+        "a backward kernel that trusts the indices its forward produced: bad indices write out of bounds"
+    ),
+    "aten::mkldnn_rnn_layer_backward": "a oneDNN-internal backward kernel that trusts its workspace tensors",
     "aten::embedding_dense_backward": (
         "a backward kernel that trusts its indices (exported forward graphs never hold it)"
     ),
