@@ -58,8 +58,10 @@ class ProxyExecutor:
 
     Ops outside the allowlist (`opwire.proxy_executor.safety`) are BindErrors when a node is bound (the
     extern nodes of `nodes` at construction); `allow_ops=["aten::from_file", ...]` allows them. Each
-    `call`/`call_function` runs inside a `guard.RunGuard` (grad mode, modes, flags and, for seeded ops,
-    the RNG state put back; kernel warnings re-issued as OpwireWarning).
+    `call`/`call_function` of a seeded op, an op allowed by name or a library op runs inside a
+    `guard.RunGuard` (grad mode, modes, flags and the RNG state put back; kernel warnings re-issued as
+    OpwireWarning); allowlisted, unseeded torch ops change none of that and run unguarded (a guard costs
+    more than a small kernel), so their C++ warnings print as torch prints them.
     """
 
     def __init__(
@@ -121,6 +123,8 @@ class ProxyExecutor:
     ) -> dict[str, object]:
         """Run one node with inputs looked up by name; returns outputs keyed by their serialized names."""
         p = self._extern_plan(self._index(node)) if isinstance(node, (int, str)) else self.plan(node)
+        if not p.guarded:
+            return run_plan(p, values, defaults)
         with RunGuard(p.where, p.seeded):
             return run_plan(p, values, defaults)
 
@@ -131,6 +135,8 @@ class ProxyExecutor:
         flat = self._flat[node] if type(node) is int and 0 <= node < len(self._flat) else None
         if flat is None or self._edits != edit_count():
             flat = self._flat_plan(self._index(node))
+        if not flat.plan.guarded:
+            return flat.call(int_args, tensor_args)
         with RunGuard(flat.plan.where, flat.plan.seeded):
             return flat.call(int_args, tensor_args)
 

@@ -23,7 +23,6 @@ import warnings
 from typing import Any
 
 import torch
-
 from torch.utils._python_dispatch import _pop_mode
 
 from opwire.errors import OpwireWarning

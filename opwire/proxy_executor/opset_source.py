@@ -201,9 +201,10 @@ def _training_steps(mode: Any, out: set[str]) -> None:
             with mode():
                 res = mod(*args)
                 flat = res if isinstance(res, tuple) else (res,)
-                loss = sum(r.float().sum() for r in flat if isinstance(r, torch.Tensor) and r.is_floating_point())
-                if isinstance(loss, torch.Tensor) and loss.requires_grad:
-                    loss.backward()
+                parts = [r.float().sum() for r in flat if isinstance(r, torch.Tensor) and r.is_floating_point()]
+                total = torch.stack(parts).sum() if parts else None
+                if total is not None and total.requires_grad:
+                    total.backward()
         except NotImplementedError:  # a higher-order op the mode does not trace
             continue
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from opwire.errors import BindError, KernelError, OpwireError, describe_exception
+from opwire.proxy_executor.allowlist import allowlist
 from opwire.proxy_executor.budgets import while_loop_with_budget
 from opwire.proxy_executor.checks import Checks, check_sym_operands, checked_sym_result, node_checks
 from opwire.proxy_executor.context import BindContext
@@ -47,6 +48,9 @@ class NodePlan:
     """What runs before the kernel (a precondition, the memory estimate): such plans take no fast path."""
     seeded: bool = False
     """The call may draw from a random generator (its entry point restores the generator's state)."""
+    guarded: bool = True
+    """`ProxyExecutor.call` runs it inside a RunGuard: everything but allowlisted, unseeded torch ops, which
+    cannot change grad mode, modes, flags or the generator, and whose guard would cost more than the kernel."""
 
     def prepared(self) -> Callable[[Mapping[str, Any]], dict[str, Any]] | None:
         """A fast call for the common shape (named or constant inputs, one tensor out), or None."""
@@ -201,9 +205,24 @@ def _bind_op(target: Target, node: m.Node, where: str, policy: DefaultPolicy, ct
     _check_outputs(schema.returns, node, where)
     checks = node_checks(target, node, where, ctx.exec_policy.max_memory)
     fn = getattr(target.fn, "_op", target.fn)
-    seeded = is_seeded(target.fn) or schema.namespace not in TORCH_NAMESPACES  # a library's Python may reseed
+    seeded = is_seeded(target.fn)
+    # an op allowed by name may change modes or print; a library op is trusted (its own state changes are its own)
+    guarded = seeded or (schema.namespace in TORCH_NAMESPACES and schema.qualname not in allowlist())
     return NodePlan(
-        where, target, node, fn, pos, kw, tuple(caller), schema.returns, policy, tuple(missing), None, checks, seeded
+        where,
+        target,
+        node,
+        fn,
+        pos,
+        kw,
+        tuple(caller),
+        schema.returns,
+        policy,
+        tuple(missing),
+        None,
+        checks,
+        seeded,
+        guarded,
     )
 
 
