@@ -24,6 +24,7 @@ import torch
 from opwire.errors import BindError, OpwireError
 from opwire.proxy_executor.budgets import check_time, time_limit
 from opwire.proxy_executor.executor import ProxyExecutor
+from opwire.proxy_executor.guard import RunGuard
 from opwire.proxy_executor.policy import DefaultPolicy
 from opwire.proxy_executor.safety import ExecPolicy
 from opwire.proxy_executor.targets import resolve
@@ -159,7 +160,7 @@ def _run(src: TraceSource, report: ReplayReport, opts: _Options, start: int, sto
     """Replay records start..stop of `src` into `report` (records are read one at a time)."""
     runner = _Replayer(src, ProxyExecutor(policy=opts.policy, exec_policy=opts.exec_policy), opts)
     runner.free(-1)
-    with torch.no_grad(), time_limit(opts.exec_policy.timeout):
+    with RunGuard("replay"), torch.no_grad(), time_limit(opts.exec_policy.timeout):
         for i, rec in enumerate(src.records(start, stop), start):
             check_time(f"call {i} ({rec.target})")
             if "skipped" in rec.metadata:
