@@ -187,9 +187,15 @@ def _training_steps(mode: Any, out: set[str]) -> None:
     import torch
     from torch import nn
 
+    with mode():  # what a training script's data loading calls: shuffles, random batches, masks
+        g = torch.Generator().manual_seed(0)
+        torch.randint(0, 10, (4,)), torch.randint(10, (4,)), torch.randint(0, 10, (4,), generator=g)
+        torch.randperm(8), torch.randperm(8, generator=g), torch.rand(2, generator=g), torch.randn(2, generator=g)
+        torch.tril_indices(3, 3), torch.triu_indices(3, 3, 1), torch.empty(2, 3), torch.empty_like(torch.ones(2))
+        torch.multinomial(torch.ones(4), 2), torch.bernoulli(torch.full((3,), 0.5)), torch.rand(2).uniform_()
     for opt in (torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW):
         with mode():
-            model = nn.Sequential(nn.Linear(8, 8), nn.LayerNorm(8), nn.GELU(), nn.Linear(8, 2))
+            model = nn.Sequential(nn.Linear(8, 8), nn.LayerNorm(8), nn.GELU(), nn.Dropout(0.1), nn.Linear(8, 2))
             o = opt(model.parameters(), lr=0.1)
             loss = nn.functional.cross_entropy(model(torch.randn(4, 8)), torch.tensor([0, 1, 0, 1]))
             loss.backward()
