@@ -11,8 +11,9 @@ from typing import Any
 from opwire.cli.exec_flags import add_exec_flags
 from opwire.cli.options import LOADING_HELP, add_budget_flags, add_device, add_loading
 from opwire.cli.values import INPUTS_HELP, describe, read_inputs, text
-from opwire.errors import BindError, DecodeError, OpwireError
+from opwire.errors import BindError, DecodeError, OpwireError, printable
 from opwire.schema import models as m
+from opwire.serde.outfiles import check_output, write_output
 
 __all__ = ["add_parser", "run"]
 
@@ -118,12 +119,38 @@ def _labels(result: Any, n: int) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the program; exit 0, 1 when the run fails, 2 on unreadable input."""
+    """Run the program (in a sandboxed child unless --no-isolate); exit 0, 1 when the run fails, 2 on bad input."""
+    from opwire.cli.exec_flags import limits
+    from opwire.proxy_executor.isolate import in_process, run_in_child
+
+    for out in (args.out, args.save_nodes, args.findings):
+        if out:
+            check_output(out, [args.program, args.inputs, *([args.compare_nodes] if args.compare_nodes else [])])
+    if args.findings and not args.compare_nodes:
+        raise DecodeError("--findings needs --compare-nodes (the findings are the comparison's)")
+    if args.save_nodes and args.compare_nodes:
+        raise DecodeError("--save-nodes and --compare-nodes are two runs: pass one of them")
+    if args.isolate:
+        outcome = run_in_child(lambda child: _work(args, child), limits(args))
+        if outcome.error is not None:
+            if not outcome.running:
+                raise outcome.error
+            print(f"opwire run: error: {printable(str(outcome.error))}", file=sys.stderr)
+            return 1
+        blobs = outcome.blobs
+    else:
+        blobs = in_process(lambda child: _work(args, child))
+    return _report(args, blobs)
+
+
+def _work(args: argparse.Namespace, child: Any) -> dict[str, bytes]:
+    """Load, bind, run (the child's part): the summary, outputs and node files as bytes for `_report`."""
     import torch
     import torch.utils._pytree as pytree
 
     import opwire
     from opwire.proxy_executor.graph import ProgramRunner
+    from opwire.proxy_executor.isolate_program import progress_observer
     from opwire.serde import objects as _values
     from opwire.serde.signature import program_signature
 
@@ -143,63 +170,100 @@ def run(args: argparse.Namespace) -> int:
         py = pytree.tree_map(lambda v: v.to(args.device) if isinstance(v, torch.Tensor) else v, py)
     call_args, call_kwargs = _inputs(py, runner, signature)
     observer = _node_observer(args, runner)
+    runner.observer = progress_observer(runner.graph, child, observer)
+    child.ready()
+    blobs: dict[str, bytes] = {}
     try:
         result = runner(*call_args, **call_kwargs)
     except OpwireError as exc:
-        print(f"opwire run: error: {exc}", file=sys.stderr)
+        blobs["error"] = str(exc).encode()
         if observer is not None and hasattr(observer, "failed"):
             observer.failed(exc)
-            _finish_compare(args, observer)
-        return 1
-    if observer is not None and _finish_nodes(args, observer):
-        return 1
+            blobs["compare"] = _compare_doc(args, observer)
+        return blobs
+    if args.save_nodes:
+        blobs["nodes"] = opwire.dumps(m.Values(values=observer.values), format="compact")
+        blobs["skipped"] = str(len(observer.skipped)).encode()
+    elif args.compare_nodes:
+        blobs["compare"] = _compare_doc(args, observer)
     leaves = pytree.tree_leaves(result)
     if args.out:
         out = m.Values(values={f"output[{i}]": _values.from_python(v, f"output[{i}]") for i, v in enumerate(leaves)})
         fmt = "json" if str(args.out).endswith(".json") else "compact"
-        Path(args.out).write_bytes(opwire.dumps(out, format=fmt))  # type: ignore[arg-type]
-    summary = {f"output[{i}]": describe(v) for i, v in enumerate(leaves)}
+        blobs["out"] = opwire.dumps(out, format=fmt)  # type: ignore[arg-type]
+    labels = _labels(result, len(leaves))
+    blobs["summary"] = json.dumps([[lab, describe(v)] for lab, v in zip(labels, leaves, strict=True)]).encode()
+    return blobs
+
+
+def _compare_doc(args: argparse.Namespace, observer: Any) -> bytes:
+    doc = observer.document(f"{Path(args.program).name} against {Path(args.compare_nodes).name}")
+    return json.dumps(doc, indent=1).encode()
+
+
+def _report(args: argparse.Namespace, blobs: dict[str, bytes]) -> int:
+    """The parent's part: check what came back, write the files asked for, print; the exit code."""
+    inputs = [args.program, args.inputs]
+    failed = False
+    if "error" in blobs:
+        print(f"opwire run: error: {printable(blobs['error'].decode('utf-8', 'replace'))}", file=sys.stderr)
+        failed = True
+    if "nodes" in blobs:
+        n = len(_check_values(blobs["nodes"], "compact", "--save-nodes").values)
+        write_output(args.save_nodes, blobs["nodes"], inputs)
+        skipped = int(blobs.get("skipped", b"0"))
+        more = f" (skipped {skipped} values it cannot hold)" if skipped else ""
+        print(f"saved {n} node outputs to {printable(args.save_nodes)}{more}", file=sys.stderr)
+    if "compare" in blobs:
+        doc = _json(blobs["compare"])
+        if args.findings:
+            write_output(args.findings, blobs["compare"], [*inputs, args.compare_nodes])
+        bad = [f for f in doc["findings"] if f["status"] in ("mismatch", "error")]
+        first = doc["first_divergence"]
+        print(
+            f"compared {len(doc['findings'])} nodes: {len(bad)} differ"
+            + (f"; first divergence: {printable(str(first))}" if first else ""),
+            file=sys.stderr,
+        )
+        failed = failed or bool(bad)
+    if failed:
+        return 1
+    if "out" in blobs:
+        fmt = "json" if str(args.out).endswith(".json") else "compact"
+        _check_values(blobs["out"], fmt, "--out")
+        write_output(args.out, blobs["out"], inputs)
+    summary = _json(blobs["summary"])
     if args.json:
-        print(json.dumps({"ok": True, "outputs": summary}, indent=2))
+        print(json.dumps({"ok": True, "outputs": {f"output[{i}]": d for i, (_, d) in enumerate(summary)}}, indent=2))
     else:
-        for label, d in zip(_labels(result, len(leaves)), summary.values(), strict=True):
-            print(f"{label}: {text(d)}")
+        for label, d in summary:
+            print(f"{printable(str(label))}: {printable(text(d))}")
     return 0
+
+
+def _check_values(data: bytes, fmt: str, what: str) -> Any:
+    """The Values record the run sent back, read with the checking decoder before it is written anywhere."""
+    import opwire
+
+    try:
+        return opwire.loads(data, m.Values, format=fmt)  # type: ignore[arg-type]
+    except OpwireError as exc:
+        raise OpwireError(f"{what}: the run sent back an unreadable record ({exc})") from None
+
+
+def _json(data: bytes) -> Any:
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise OpwireError(f"the run sent back a malformed summary ({exc})") from None
 
 
 def _node_observer(args: argparse.Namespace, runner: Any) -> Any:
     """The per-node observer --save-nodes or --compare-nodes asks for (None without either)."""
     from opwire.view.runs import NodeComparer, NodeRecorder, read_nodes
 
-    if args.findings and not args.compare_nodes:
-        raise DecodeError("--findings needs --compare-nodes (the findings are the comparison's)")
-    if args.save_nodes and args.compare_nodes:
-        raise DecodeError("--save-nodes and --compare-nodes are two runs: pass one of them")
     if args.save_nodes:
-        runner.observer = NodeRecorder(runner.graph)
-    elif args.compare_nodes:
-        runner.observer = NodeComparer(runner.graph, read_nodes(args.compare_nodes), args.rtol, args.atol)
-    return runner.observer
-
-
-def _finish_nodes(args: argparse.Namespace, observer: Any) -> bool:
-    """Save or report the per-node results; True when a node's outputs differ from the saved run."""
-    if args.save_nodes:
-        observer.save(args.save_nodes)
-        skipped = f" (skipped {len(observer.skipped)} values it cannot hold)" if observer.skipped else ""
-        print(f"saved {len(observer.values)} node outputs to {args.save_nodes}{skipped}", file=sys.stderr)
-        return False
-    return _finish_compare(args, observer)
-
-
-def _finish_compare(args: argparse.Namespace, observer: Any) -> bool:
-    doc = observer.document(f"{Path(args.program).name} against {Path(args.compare_nodes).name}")
-    if args.findings:
-        Path(args.findings).write_text(json.dumps(doc, indent=1), encoding="utf-8")
-    bad = [f for f in doc["findings"] if f["status"] in ("mismatch", "error")]
-    first = doc["first_divergence"]
-    print(
-        f"compared {len(doc['findings'])} nodes: {len(bad)} differ" + (f"; first divergence: {first}" if first else ""),
-        file=sys.stderr,
-    )
-    return bool(bad)
+        return NodeRecorder(runner.graph)
+    if args.compare_nodes:
+        return NodeComparer(runner.graph, read_nodes(args.compare_nodes), args.rtol, args.atol)
+    return None

@@ -67,6 +67,8 @@ def replay(
     *,
     allow_ops: Iterable[str] = (),
     timeout: float | None = None,
+    isolate: bool = False,
+    max_memory: int | None = None,
 ) -> ReplayReport:
     """Replay every recorded call and compare its outputs with the recorded ones.
 
@@ -75,6 +77,8 @@ def replay(
     `max_mismatches` is how many mismatches `str(report)` lists (the report keeps them all).
     Ops the execution policy refuses (docs/executor.md) are a BindError before any call runs, unless
     `allow_ops` names them; `timeout` (seconds, checked between calls) is a BudgetError past it.
+    `isolate=True` replays in a sandboxed child (`max_memory` bytes of address space, no writes, exec or
+    sockets; a crash is a KernelError naming the call); with `workers` > 1 each worker sandboxes itself.
     """
     if mode not in ("isolated", "chained"):
         raise ValueError(f"mode must be 'isolated' or 'chained', got {mode!r}")
@@ -104,15 +108,27 @@ def replay(
     start = time.perf_counter()
     bar = Progress("replaying", len(src), enabled=progress if progress is not None else None)
     try:
+        opts = _Options(policy, mode, rtol, atol, device, exec_policy)
         if report.workers > 1:
-            _parallel(tr, report, policy, rtol, atol, device, bar, exec_policy)
+            _parallel(tr, report, policy, rtol, atol, device, bar, exec_policy, max_memory if isolate else None)
+        elif isolate:
+            from opwire.proxy_executor.isolate_program import api_limits
+            from opwire.recording.replay_isolated import replay_in_child
+
+            limits = api_limits(max_memory, timeout)
+            replay_in_child(src, report, lambda s, part: _run(s, part, opts, 0, len(s), _quiet()), limits)
+            bar.update(len(src))
         else:
-            _run(src, report, _Options(policy, mode, rtol, atol, device, exec_policy), 0, len(src), bar)
+            _run(src, report, opts, 0, len(src), bar)
     finally:
         bar.close()
     _add_provenance(src, report)
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _quiet() -> Progress:
+    return Progress("", enabled=False)
 
 
 def _tolerance_text(rtol: float | None, atol: float | None) -> str:
@@ -177,7 +193,7 @@ def _run(src: TraceSource, report: ReplayReport, opts: _Options, start: int, sto
 
 def _parallel(
     tr: Trace, report: ReplayReport, policy: DefaultPolicy, rtol: float | None, atol: float | None, device: Any,
-    bar: Progress, exec_policy: ExecPolicy,
+    bar: Progress, exec_policy: ExecPolicy, sandbox: int | None = None,
 ) -> None:  # fmt: skip
     """Isolated replay over `report.workers` fresh processes, each a contiguous range; merged in call order."""
     import os
@@ -197,6 +213,7 @@ def _parallel(
         "device": None if device is None else str(device),
         "allow_ops": sorted(exec_policy.allow_ops),
         "timeout": exec_policy.timeout,
+        "sandbox": sandbox,  # max_memory of each worker's sandbox (None: no sandbox)
     }
     procs = []
     try:
@@ -205,6 +222,11 @@ def _parallel(
             procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
         for (a, b), proc in zip(bounds, procs, strict=True):
             out, err = proc.communicate()
+            if proc.returncode < 0:
+                raise OpwireError(
+                    f"replay worker for calls {a}..{b - 1} died of signal {-proc.returncode} (a kernel crashed or a "
+                    "sandbox limit was hit); replay those calls with workers=1 to name the call"
+                )
             if proc.returncode != 0:
                 last = err.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
                 raise OpwireError(f"replay worker for calls {a}..{b - 1} failed (exit {proc.returncode}): {last[0]}")
