@@ -18,6 +18,7 @@ from opwire.errors import DecodeError
 from opwire.schema import models as m
 from opwire.serde import budgets
 from opwire.serde.archive import is_zip
+from opwire.serde.outfiles import check_output, open_output, write_output
 
 __all__ = ["TARGETS", "add_parser", "convert", "run"]
 
@@ -77,6 +78,7 @@ def convert(
     if to not in TARGETS:
         raise DecodeError(f"unknown target format {to!r}: expected one of {', '.join(TARGETS)}")
     src, dst = Path(src), Path(dst)
+    check_output(dst, [src])
     if is_zip(src):
         obj = _read_pt2(src, to, model, allow_pickle, max_elements)
     else:
@@ -86,13 +88,15 @@ def convert(
         from opwire.serde import pt2
 
         archive = obj if isinstance(obj, m.OpwireArchive) else _bare_archive(obj, src)
+        with open_output(dst, [src]) as f:  # checked and created here; torch's zip writer then writes the path
+            f.flush()
         pt2.write(archive, dst, model=model or "model")
         return "OpwireArchive", dst.stat().st_size
     import opwire
 
     out: _Root = obj.program if to == "json" and isinstance(obj, m.OpwireArchive) else obj
     data = opwire.dumps(out, format=cast(_Codec, to))
-    dst.write_bytes(data)
+    write_output(dst, data, [src])
     return type(out).__name__, len(data)
 
 

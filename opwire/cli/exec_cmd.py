@@ -78,7 +78,9 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, RecursionError, KeyError):
         raise OpwireError("the isolated run sent back a malformed report") from None
     if "error" in blobs:  # the child died (crash, limit): the last node it started is named in the error
-        report.append({"index": len(report), "name": "", "target": "", "error": blobs["error"].decode("utf-8", "replace")})
+        report.append(
+            {"index": len(report), "name": "", "target": "", "error": blobs["error"].decode("utf-8", "replace")}
+        )
     status = 1 if any("error" in e for e in report) else 0
     if args.json:
         print(json.dumps({"nodes": report, "ok": status == 0}, indent=2))

@@ -92,16 +92,16 @@ def run_validate(args: argparse.Namespace) -> int:
 
 def run_snapshot(args: argparse.Namespace) -> int:
     """Write the snapshot of the namespaces."""
-    from pathlib import Path
 
     import opwire
+    from opwire.serde.outfiles import write_output
     from opwire.validation.snapshot import snapshot_ops
 
     data = opwire.dumps(snapshot_ops(args.namespaces), format=args.format)
     if args.format == "json":  # snapshots are diffed in review: one value a line, keys sorted, a final newline
         data = (json.dumps(json.loads(data), indent=2, sort_keys=True) + "\n").encode()
     if args.out:
-        Path(args.out).write_bytes(data)
+        write_output(args.out, data)
     else:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()

@@ -246,7 +246,7 @@ def _check_values(data: bytes, fmt: str, what: str) -> Any:
     import opwire
 
     try:
-        return opwire.loads(data, m.Values, format=fmt)  # type: ignore[arg-type]
+        return opwire.loads(data, m.Values, format=fmt)  # type: ignore[call-overload]
     except OpwireError as exc:
         raise OpwireError(f"{what}: the run sent back an unreadable record ({exc})") from None
 

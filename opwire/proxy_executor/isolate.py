@@ -45,7 +45,7 @@ _ERRORS: dict[str, type[OpwireError]] = {
     c.__name__: c
     for c in (OpwireError, DecodeError, EncodeError, BindError, UnknownTargetError, KernelError, BudgetError)
 }
-_SIGNALS = {
+_SIGNALS: dict[int, str] = {
     signal.SIGSEGV: "a segmentation fault (SIGSEGV)",
     signal.SIGBUS: "a bus error (SIGBUS)",
     signal.SIGABRT: "an abort (SIGABRT)",
@@ -166,12 +166,12 @@ def _child(work: Callable[[Child], dict[str, bytes]], child: Child, fd: int) -> 
     try:
         try:
             payload = b"OK" + _encode(work(child))
-        except BaseException as exc:  # noqa: BLE001 - everything becomes one error record for the parent
+        except BaseException as exc:
             payload = b"ER" + json.dumps(_error_record(exc, child)).encode()
         view = memoryview(payload)
         while view:
             view = view[os.write(fd, view) :]
-    except BaseException:  # noqa: BLE001 - the pipe broke: the parent reports the exit code
+    except BaseException:
         code = 3
     finally:
         try:

@@ -87,7 +87,9 @@ def run_isolated(
         runner.observer = progress_observer(runner.graph, child, runner.observer)
         child.ready()
         result = runner.run_with(state, constants, args, kwargs)
-        values = {f"output[{i}]": from_python(_plain(v), f"output[{i}]") for i, v in enumerate(pytree.tree_leaves(result))}
+        values = {
+            f"output[{i}]": from_python(_plain(v), f"output[{i}]") for i, v in enumerate(pytree.tree_leaves(result))
+        }
         for name in mutated:
             table = state if name in state else constants
             if name in table:

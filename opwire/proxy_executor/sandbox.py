@@ -95,7 +95,15 @@ def enter(limits: Limits) -> None:
 
 
 def _load_filter() -> None:
-    import pyseccomp as sc
+    try:
+        import pyseccomp as sc
+    except (ImportError, OSError) as exc:  # no binding, or no libseccomp.so.2
+        from opwire.errors import OpwireError
+
+        raise OpwireError(
+            f"the isolated child cannot load its seccomp filter ({exc}); install pyseccomp and libseccomp2, or run "
+            "a trusted file with --no-isolate / isolate=False"
+        ) from None
 
     f = sc.SyscallFilter(sc.ALLOW)
     deny = sc.ERRNO(errno.EPERM)

@@ -47,7 +47,9 @@ def _not_an_input(p: str, st: os.stat_result, inputs: Iterable[str | os.PathLike
             raise _refuse(p, f"it is the input {printable(os.fspath(src))}")
 
 
-def open_output(path: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str]] = ()) -> IO[bytes]:
+def open_output(
+    path: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str]] = (), buffering: int = -1
+) -> IO[bytes]:
     """`path` opened for writing (truncated) after the checks above; never through a symlink."""
     p = os.fspath(path)
     inputs = list(inputs)
@@ -66,7 +68,7 @@ def open_output(path: str | os.PathLike[str], inputs: Iterable[str | os.PathLike
         _not_an_input(p, st, inputs)
         os.set_blocking(fd, True)
         os.ftruncate(fd, 0)
-        return os.fdopen(fd, "wb")
+        return os.fdopen(fd, "wb", buffering=buffering)
     except BaseException:
         os.close(fd)
         raise
