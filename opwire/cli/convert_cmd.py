@@ -18,7 +18,7 @@ from opwire.errors import DecodeError
 from opwire.schema import models as m
 from opwire.serde import budgets
 from opwire.serde.archive import is_zip
-from opwire.serde.outfiles import check_output, open_output, write_output
+from opwire.serde.outfiles import check_output, write_output
 
 __all__ = ["TARGETS", "add_parser", "convert", "run"]
 
@@ -88,8 +88,7 @@ def convert(
         from opwire.serde import pt2
 
         archive = obj if isinstance(obj, m.OpwireArchive) else _bare_archive(obj, src)
-        with open_output(dst, [src]) as f:  # checked and created here; torch's zip writer then writes the path
-            f.flush()
+        check_output(dst, [src])  # torch's zip writer opens the path itself: checked again just before
         pt2.write(archive, dst, model=model or "model")
         return "OpwireArchive", dst.stat().st_size
     import opwire

@@ -77,18 +77,26 @@ def _mapped_bytes() -> int:
     return 0
 
 
+def _lower(which: int, soft: int, slack: int) -> None:
+    """Set a limit to `soft` (hard: `soft + slack`), never above a hard limit the process already has."""
+    _, hard = resource.getrlimit(which)
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+        resource.setrlimit(which, (soft, min(soft + slack, hard)))
+    else:
+        resource.setrlimit(which, (soft, soft + slack))
+
+
 def enter(limits: Limits) -> None:
     """Apply `limits` to this (child) process: rlimits first, then the seccomp filter (irrevocable)."""
     if limits.threads is not None:
         import torch
 
         torch.set_num_threads(limits.threads)
-    room = _mapped_bytes() + limits.max_memory
-    resource.setrlimit(resource.RLIMIT_AS, (room, room))
+    _lower(resource.RLIMIT_AS, _mapped_bytes() + limits.max_memory, 0)
     if limits.cpu_seconds is not None:
         used = resource.getrusage(resource.RUSAGE_SELF)
-        soft = int(used.ru_utime + used.ru_stime + limits.cpu_seconds) + 1
-        resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 2))
+        _lower(resource.RLIMIT_CPU, int(used.ru_utime + used.ru_stime + limits.cpu_seconds) + 1, 2)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash leaves no core file behind
     if limits.seccomp:
         _load_filter()
