@@ -116,8 +116,8 @@ def _work(args: argparse.Namespace, child: Any) -> dict[str, bytes]:
             try:
                 check_time(f"node [{i}] {ek.name!r}")
                 outs = ex.call(i, env)
-            except OpwireError as exc:
-                entry["error"] = str(exc)
+            except (OpwireError, MemoryError) as exc:
+                entry["error"] = str(child.explain(exc))
                 report.append(entry)
                 break
             env.update(outs)

@@ -175,8 +175,8 @@ def _work(args: argparse.Namespace, child: Any) -> dict[str, bytes]:
     blobs: dict[str, bytes] = {}
     try:
         result = runner(*call_args, **call_kwargs)
-    except OpwireError as exc:
-        blobs["error"] = str(exc).encode()
+    except (OpwireError, MemoryError) as exc:
+        blobs["error"] = str(child.explain(exc)).encode()
         if observer is not None and hasattr(observer, "failed"):
             observer.failed(exc)
             blobs["compare"] = _compare_doc(args, observer)

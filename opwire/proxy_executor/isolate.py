@@ -55,6 +55,7 @@ _SIGNALS: dict[int, str] = {
     signal.SIGKILL: "SIGKILL (the kernel's out-of-memory killer, or another process)",
 }
 _PAGE = 4096
+_LOADING = 60.0  # wall seconds loading and binding may take at least (then the run's own timeout starts)
 _OUT_OF_MEMORY = ("can't allocate memory", "not enough memory", "cannot allocate memory", "std::bad_alloc")
 
 
@@ -73,6 +74,13 @@ class Child:
             data = label.encode("utf-8", "replace")[: _PAGE - 8]
             self._page[1:5] = struct.pack("<I", len(data))
             self._page[5 : 5 + len(data)] = data
+
+    def explain(self, exc: BaseException) -> OpwireError:
+        """The opwire error to report for `exc` raised by the file's work (memory exhaustion as the memory budget,
+        a refused system call as the sandbox's refusal); unchanged outside a sandbox."""
+        if self._page is None:
+            return exc if isinstance(exc, OpwireError) else KernelError(describe_exception(exc))
+        return _rebuild(_error_record(exc, self))
 
     def ready(self) -> None:
         """Inputs are loaded and bound: apply the limits and the filter; from here on it is the file's work."""
@@ -114,7 +122,7 @@ def run_in_child(work: Callable[[Child], dict[str, bytes]], limits: Limits) -> O
     os.close(w)
     data, timed_out, finished = b"", False, False
     try:
-        data, timed_out = _read_all(r, limits)
+        data, timed_out = _read_all(r, limits, page)
         finished = not timed_out and bool(data)
     finally:
         os.close(r)
@@ -142,16 +150,26 @@ def _kill(pid: int) -> None:
         pass
 
 
-def _read_all(fd: int, limits: Limits) -> tuple[bytes, bool]:
-    """Everything the child writes until it closes the pipe; (data, True) when the wall time ran out first."""
-    deadline = None if limits.timeout is None else time.monotonic() + limits.timeout + 1.0
+def _read_all(fd: int, limits: Limits, page: mmap.mmap) -> tuple[bytes, bool]:
+    """Everything the child writes until it closes the pipe; (data, True) when the wall time ran out first.
+
+    Loading gets at least a minute (its decode budgets bound it), running `limits.timeout` plus a second's
+    grace from the moment the child enters the sandbox, so a slow load does not eat the file's time."""
+    grace = None if limits.timeout is None else limits.timeout + 1.0
+    deadline = None if grace is None else time.monotonic() + max(grace, _LOADING)
+    started = False
     chunks: list[bytes] = []
     size = 0
     while True:
-        wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+        if not started and page[0] == 1:
+            started = True
+            deadline = None if grace is None else time.monotonic() + grace
+        wait = 0.05 if not started else None if deadline is None else max(0.0, deadline - time.monotonic())
         ready, _, _ = select.select([fd], [], [], wait)
         if not ready:
-            return b"", True
+            if deadline is not None and time.monotonic() >= deadline:
+                return b"", True
+            continue
         chunk = os.read(fd, 1 << 20)
         if not chunk:
             return b"".join(chunks), False
@@ -184,6 +202,8 @@ def _child(work: Callable[[Child], dict[str, bytes]], child: Child, fd: int) -> 
 def _error_record(exc: BaseException, child: Child) -> dict[str, str]:
     """The class, message and budget of what the child raised (memory exhaustion as the memory budget)."""
     text = f"{exc} {exc.__cause__ or ''}".lower()
+    refused = isinstance(exc, OSError) and exc.errno == 1
+    refused = refused or (isinstance(exc, KernelError) and "[errno 1] operation not permitted" in text)
     if isinstance(exc, MemoryError) or (not isinstance(exc, BudgetError) and any(s in text for s in _OUT_OF_MEMORY)):
         limits = child._limits
         budget = f"{limits.max_memory / (1 << 30):.3g} GiB" if limits is not None else "the memory"
@@ -193,15 +213,23 @@ def _error_record(exc: BaseException, child: Child) -> dict[str, str]:
             "message": f"{child.label} ran out of the execution-memory budget ({budget}; {describe_exception(exc)}); "
             "pass a larger max_memory= (CLI: --max-memory) if the file is trusted",
         }
-    if isinstance(exc, OpwireError):
-        return {"class": type(exc).__name__, "message": str(exc), "budget": getattr(exc, "budget", "")}
-    if isinstance(exc, OSError) and exc.errno == 1:
+    if refused:
         return {
             "class": "KernelError",
-            "message": f"{child.label}: the sandbox refused {describe_exception(exc)}: an isolated run may not write "
-            "files, start programs or open sockets (run a trusted file with --no-isolate / isolate=False)",
+            "message": f"{child.label}: the sandbox refused a system call ({describe_exception(exc)}): an isolated "
+            "run may not write files, start programs or open sockets (run a trusted file with --no-isolate / "
+            "isolate=False)",
         }
+    if isinstance(exc, OpwireError):
+        return {"class": type(exc).__name__, "message": str(exc), "budget": getattr(exc, "budget", "")}
     return {"class": "KernelError", "message": f"{child.label} failed in the isolated child: {describe_exception(exc)}"}
+
+
+def _rebuild(rec: dict[str, str]) -> OpwireError:
+    """The opwire error an error record describes (only opwire's own classes; anything else a KernelError)."""
+    cls = _ERRORS.get(str(rec.get("class")), KernelError)
+    message = printable(str(rec.get("message", "")))
+    return BudgetError(message, str(rec.get("budget", ""))) if cls is BudgetError else cls(message)
 
 
 def _encode(blobs: dict[str, bytes]) -> bytes:
@@ -214,11 +242,7 @@ def _encode(blobs: dict[str, bytes]) -> bytes:
 
 def _decode(data: bytes, running: bool) -> Outcome:
     if data[:2] == b"ER":
-        rec = json.loads(data[2:])
-        cls = _ERRORS.get(str(rec.get("class")), KernelError)
-        message = printable(str(rec.get("message", "")))
-        error = BudgetError(message, str(rec.get("budget", ""))) if cls is BudgetError else cls(message)
-        return Outcome({}, error, running)
+        return Outcome({}, _rebuild(json.loads(data[2:])), running)
     if data[:2] != b"OK":
         raise ValueError("no result")
     (count,) = struct.unpack_from("<I", data, 2)
