@@ -15,6 +15,7 @@ on `Limits.threads` threads (1); the CLI forks before any parallel work and keep
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import mmap
 import os
@@ -118,6 +119,7 @@ def run_in_child(work: Callable[[Child], dict[str, bytes]], limits: Limits) -> O
     pid = os.fork()
     if pid == 0:  # the child: never returns into the caller's code
         os.close(r)
+        faulthandler.disable()  # a crash is reported once, by the parent, as one line
         _child(work, Child(page, limits), w)
     os.close(w)
     data, timed_out, finished = b"", False, False
