@@ -18,7 +18,7 @@ from opwire.schema import models as m
 from opwire.serde import torch_bridge
 from opwire.serde.tensors import from_tensor
 
-ISOLIB = '''
+ISOLIB = """
 import ctypes
 import os
 import time
@@ -64,7 +64,7 @@ def ok(x: torch.Tensor) -> torch.Tensor:
 
 for op in (segv, abort, write, alloc, nap, ok):
     op.register_fake(lambda x: torch.empty_like(x))
-'''
+"""
 
 OPS = ("segv", "abort", "write", "alloc", "nap", "ok")
 

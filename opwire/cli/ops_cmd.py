@@ -94,9 +94,11 @@ def run_snapshot(args: argparse.Namespace) -> int:
     """Write the snapshot of the namespaces."""
 
     import opwire
-    from opwire.serde.outfiles import write_output
+    from opwire.serde.outfiles import check_output, write_output
     from opwire.validation.snapshot import snapshot_ops
 
+    if args.out:
+        check_output(args.out)  # before the work: a symlink or a FIFO at --out is refused first
     data = opwire.dumps(snapshot_ops(args.namespaces), format=args.format)
     if args.format == "json":  # snapshots are diffed in review: one value a line, keys sorted, a final newline
         data = (json.dumps(json.loads(data), indent=2, sort_keys=True) + "\n").encode()
