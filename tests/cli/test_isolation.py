@@ -8,6 +8,7 @@ that crashes or misbehaves on what a hostile file feeds it.
 from __future__ import annotations
 
 import re
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -38,7 +39,11 @@ def d(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def opw(d: Path, *args: object) -> subprocess.CompletedProcess[str]:
     """`opwire ARGS --import isolib` in `d`."""
     argv = [sys.executable, "-m", "opwire.cli", *map(str, args), "--import", "isolib"]
-    return subprocess.run(argv, cwd=d, capture_output=True, text=True, timeout=300)
+    return subprocess.run(argv, cwd=d, capture_output=True, text=True, timeout=300, preexec_fn=_limit)
+
+
+def _limit() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))  # the whole CLI, as the hostile tables run it
 
 
 def one_line(proc: subprocess.CompletedProcess[str], command: str) -> str:
