@@ -38,7 +38,13 @@ def limits(args: argparse.Namespace) -> Any:
 
     timeout = getattr(args, "timeout", None)
     cpu = None if timeout is None else timeout * max(1, os.cpu_count() or 1) + 5
-    return Limits(max_memory=args.max_memory, cpu_seconds=cpu, timeout=timeout)
+    # OpenMP's pool hangs in a fork made after it ran: a fresh `opwire` process has torch's two threads and no
+    # pool yet (keep torch's threads); more threads (main() called from a program that computed) -> one
+    try:
+        fresh = len(os.listdir("/proc/self/task")) <= 2
+    except OSError:
+        fresh = False
+    return Limits(max_memory=args.max_memory, cpu_seconds=cpu, timeout=timeout, threads=None if fresh else 1)
 
 
 def add_exec_flags(p: argparse.ArgumentParser, timeout: bool = True, loops: bool = True) -> None:
