@@ -38,12 +38,13 @@ def limits(args: argparse.Namespace) -> Any:
 
     timeout = getattr(args, "timeout", None)
     cpu = None if timeout is None else timeout * max(1, os.cpu_count() or 1) + 5
-    # OpenMP's pool hangs in a fork made after it ran: a fresh `opwire` process has torch's two threads and no
-    # pool yet (keep torch's threads); more threads (main() called from a program that computed) -> one
-    try:
-        fresh = len(os.listdir("/proc/self/task")) <= 2
-    except OSError:
-        fresh = False
+    # OpenMP's pool hangs in a fork made after it ran. The `opwire` command (console script or `python -m
+    # opwire.cli`) forks before any parallel work: keep torch's threads. main() called from a program that may
+    # have computed already (tests, embedding): one thread.
+    import sys
+
+    argv0 = sys.argv[0] if sys.argv else ""
+    fresh = argv0.endswith(("/opwire", "opwire/cli/__main__.py")) or argv0 == "opwire"
     return Limits(max_memory=args.max_memory, cpu_seconds=cpu, timeout=timeout, threads=None if fresh else 1)
 
 
