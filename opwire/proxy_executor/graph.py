@@ -59,8 +59,11 @@ class ProgramRunner:
         max_while_iterations: int = WHILE_LOOP_ITERATIONS,
         timeout: float | None = None,
         exec_policy: ExecPolicy | None = None,
+        isolate: bool = False,
         max_memory: int = MAX_MEMORY,
     ) -> None:
+        self.isolate = isolate  # run each call in a sandboxed child (opwire.proxy_executor.isolate_program)
+        self.max_memory = max_memory
         self.exec_policy = (
             exec_policy if exec_policy is not None else ExecPolicy(allow_ops, max_while_iterations, timeout, max_memory)
         )
@@ -109,6 +112,11 @@ class ProgramRunner:
         self, state: dict[str, torch.Tensor], constants: dict[str, torch.Tensor], args: Sequence[Any], kwargs: Any
     ) -> Any:
         """Run the program on `args`/`kwargs` reading and updating the given parameter/buffer tables."""
+        if self.isolate:
+            from opwire.proxy_executor.isolate_program import api_limits, run_isolated
+
+            limits = api_limits(self.max_memory, self.exec_policy.timeout)
+            return run_isolated(self, state, constants, args, kwargs, limits)
         env = self._bind_inputs(state, constants, args, kwargs)
         policy = self.exec_policy
         with RunGuard("graph"), time_limit(policy.timeout), loop_budget(policy.max_while_iterations):
@@ -317,6 +325,7 @@ def run_program(
     allow_ops: Iterable[str] = (),
     max_while_iterations: int = WHILE_LOOP_ITERATIONS,
     timeout: float | None = None,
+    isolate: bool = False,
     max_memory: int = MAX_MEMORY,
 ) -> Any:
     """Run a serialized program once on `args`/`kwargs` (outputs shaped by its pytree spec; buffers untouched).
@@ -327,9 +336,17 @@ def run_program(
     tensors rebuilt once); editing the model's nodes in between is seen, replacing its weights or constants
     builds a new runner. `allow_ops` runs ops the execution policy refuses by default;
     `max_while_iterations` and `timeout` (seconds, between nodes) are the run's budgets (docs/executor.md).
+    `isolate=True` runs it in a sandboxed child process (`max_memory` bytes of address space, no writes, exec
+    or sockets; a crash is a KernelError naming the node): docs/security.md.
     """
     exec_policy = ExecPolicy(allow_ops, max_while_iterations, timeout, max_memory)
-    return _runner_for(program_or_archive, device, exec_policy).run_fresh(args, kwargs)
+    runner = _runner_for(program_or_archive, device, exec_policy)
+    if isolate:
+        from opwire.proxy_executor.isolate_program import api_limits, run_isolated
+
+        state, constants = _fresh(runner._base_state, runner._base_constants, runner.program)
+        return run_isolated(runner, state, constants, args, kwargs or {}, api_limits(max_memory, timeout))
+    return runner.run_fresh(args, kwargs)
 
 
 def _runner_for(obj: Any, device: str | torch.device | None, exec_policy: ExecPolicy) -> ProgramRunner:
