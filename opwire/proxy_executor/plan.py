@@ -13,13 +13,13 @@ from typing import Any
 
 from opwire.errors import BindError, KernelError, OpwireError, describe_exception
 from opwire.proxy_executor.allowlist import allowlist
-from opwire.proxy_executor.budgets import while_loop_with_budget
 from opwire.proxy_executor.checks import Checks, check_sym_operands, checked_sym_result, node_checks
 from opwire.proxy_executor.context import BindContext
 from opwire.proxy_executor.convert import Converted, Lookup, convert
+from opwire.proxy_executor.default_policy import DefaultPolicy
+from opwire.proxy_executor.exec_policy import TORCH_NAMESPACES
 from opwire.proxy_executor.outputs import describe, store_output
-from opwire.proxy_executor.policy import DefaultPolicy
-from opwire.proxy_executor.safety import TORCH_NAMESPACES
+from opwire.proxy_executor.run_budgets import while_loop_with_budget
 from opwire.proxy_executor.targets import Target, resolve
 from opwire.schema import models as m
 from opwire.schema.ops import OpArg, input_members, return_members

@@ -10,12 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from opwire.schema import models as m
-from opwire.schema.specs import spec_member, target_name
+from opwire.schema.spec_roles import spec_member, target_name
 from opwire.view.describe import arg_refs, describe_arg, meta_label, module_stack, sym_label, tensor_meta
 
 __all__ = ["node_names", "page_data"]
 
-# an input spec's role (opwire.schema.specs) -> the page's input category; every other role is a constant
+# an input spec's role (opwire.schema.spec_roles) -> the page's input category; every other role is a constant
 _INPUT_KINDS = {"user_input": "user input", "parameter": "parameter", "buffer": "buffer", "token": "token"}
 CHUNK_OVER = 200  # a module group (or the root) with more nodes of its own than this is split into runs
 CHUNK = 100  # nodes per run
