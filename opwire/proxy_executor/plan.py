@@ -1,8 +1,10 @@
 """Binding one serialized node to its target: a reusable plan of converters (built once per node).
 
-`bind_node` is what the executor and the graph runner share: it checks names, members and the default
-policy, and returns a `NodePlan` whose `run(lookup, defaults)` calls the kernel and `store` maps results
-onto the serialized output names.
+`bind_node` is what the executor and the graph runner share: it checks names, members, the default policy
+and the execution policy, and returns a `NodePlan` whose `args(lookup, defaults)` builds the kernel's
+arguments, `invoke` calls it (with the node's preconditions checked first), `results` checks what came back
+and `store` maps it onto the serialized output names; `prepared()` is the same for a node whose arguments
+are all named values (the AOTInductor fast path).
 """
 
 from __future__ import annotations

@@ -1,10 +1,13 @@
-"""`opwire.run_program`: execute a serialized ExportedProgram node by node through the proxy executor.
+"""`opwire.run_program` and `ProgramRunner`: execute a serialized ExportedProgram node by node.
 
-No FX, no torch deserializer: the graph's input specs bind user inputs (flattened by the program's
-pytree spec), parameters, buffers and constants from the archive; every node runs through
-`ProxyExecutor.call` (dispatcher ops, `operator.getitem`, symbolic-size helpers, and the higher-order
-ops of the executor's table, whose subgraphs this module runs); output specs pick the user outputs
-and write buffer mutations back.
+No FX, no torch deserializer. The program is opened once (`opwire.open`: tensors mapped, specs checked);
+the graph's input specs bind user inputs (flattened by the program's pytree spec), parameters, buffers and
+constants, each spec read through `opwire.schema.spec_roles`. The graph is bound once into a `BoundGraph`
+(`bound.py`: one `NodePlan` per node, from `plan.bind_node`, the binder `ProxyExecutor` uses too), which
+runs dispatcher ops, `operator.getitem`, symbolic-size helpers and the higher-order ops of the fixed table,
+whose subgraphs this module binds and runs. Output specs pick the user outputs and write buffer and
+parameter mutations back. Every run restores the state it found (`guard.RunGuard`) within the run's
+budgets (`run_budgets`); `isolate=True` runs it in a sandboxed child (`isolate_program`).
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ from opwire.proxy_executor.guard import RunGuard
 from opwire.proxy_executor.plan import NodePlan
 from opwire.proxy_executor.run_budgets import MAX_MEMORY, WHILE_LOOP_ITERATIONS, loop_budget, time_limit
 from opwire.schema import models as m
+from opwire.schema.refs import value_names
+from opwire.schema.spec_roles import spec_member, target_name
 
 __all__ = ["ProgramRunner", "run_program", "unregistered_pytree_types"]
 
@@ -144,14 +149,14 @@ class ProgramRunner:
             )
         env: Env = {}
         users = iter(leaves)
-        n_user = sum(1 for s in specs if s.type == "user_input")
-        n_const = sum(1 for s in specs if s.type == "constant_input")
+        roles = [spec_member(s).role for s in specs]
+        n_user, n_const = roles.count("user_input"), roles.count("constant_input")
         if len(leaves) not in (n_user, n_user + n_const):
             raise BindError(f"the program takes {n_user} flattened user inputs, got {len(leaves)}")
         # the pytree spec counts constant inputs (e.g. use_cache=False) among the leaves: they take one each
         fed_constants = n_const > 0 and len(leaves) == n_user + n_const
         for i, (spec, arg) in enumerate(zip(specs, self.graph.inputs, strict=True)):
-            if fed_constants and spec.type == "constant_input":
+            if fed_constants and roles[i] == "constant_input":
                 _check_constant(spec.value, next(users), f"input_specs[{i}]")
             value = _input_value(spec, users, state, constants, f"input_specs[{i}]")
             name = _arg_name(arg)
@@ -163,18 +168,11 @@ class ProgramRunner:
         user: list[Any] = []
         for i, (spec, arg) in enumerate(zip(self.signature.output_specs, self.graph.outputs, strict=True)):
             value = _value(arg, env, f"graph output {i}")
-            kind = spec.type
-            if kind in ("user_output", "loss_output"):
-                user.append(value)
-            elif kind == "buffer_mutation":
-                name = spec.value.buffer_name
-                _write_back(state if name in state else constants, name, value)
-            elif kind == "parameter_mutation":
-                _write_back(state, spec.value.parameter_name, value)
-            elif kind == "user_input_mutation":
-                pass  # user inputs are the caller's: the functional graph returns the new value, as torch does
-            elif kind != "token":
-                user.append(value)
+            entry, target = spec_member(spec), target_name(spec)
+            if entry.role == "write_back" and entry.target_kind in ("buffer", "parameter") and target is not None:
+                _write_back(state if target in state or entry.target_kind == "parameter" else constants, target, value)
+            elif entry.role not in ("write_back", "token"):  # a user input written back stays the caller's
+                user.append(value)  # (the functional graph returns the new value, as torch does)
         if self.out_spec is None:
             return user[0] if len(user) == 1 else tuple(user)
         return pytree.tree_unflatten(user, self.out_spec)
@@ -203,29 +201,21 @@ class ProgramRunner:
         bound.bind()  # with the graph that names it: every node of every subgraph is checked before any runs
         return lambda *args: _run_subgraph(bound, graph_arg, args)
 
-    def run_subgraph(self, graph_arg: m.GraphArgument, args: Sequence[Any]) -> Any:
-        """Run a subgraph of a higher-order op on positional `args`."""
-        return self._subgraph(graph_arg)(*args)
-
 
 def _input_value(
     spec: m.InputSpec, users: Any, state: Mapping[str, Any], constants: Mapping[str, Any], where: str
 ) -> Any:
-    kind, v = spec.type, spec.value
-    if kind == "user_input":
+    role, target, v = spec_member(spec).role, target_name(spec), spec.value
+    if role == "user_input":
         return next(users)
-    if kind == "parameter":
-        return state[v.parameter_name]
-    if kind == "buffer":
-        return state[v.buffer_name] if v.buffer_name in state else constants[v.buffer_name]
-    if kind == "tensor_constant":
-        return constants[v.tensor_constant_name]
-    if kind == "constant_input":
+    if role in ("parameter", "buffer", "tensor_constant") and target is not None:
+        return state[target] if target in state else constants[target]
+    if role == "constant_input":
         return v.value.value if v.value.type != "as_none" else None
-    if kind == "token":
+    if role == "token":
         return torch.empty(0)
     raise BindError(
-        f"{where}: input spec {kind} is not supported by opwire's graph runner "
+        f"{where}: input spec {spec.type} is not supported by opwire's graph runner "
         "(supported: user_input, parameter, buffer, tensor_constant, constant_input, token)"
     )
 
@@ -265,14 +255,9 @@ def _check_constant(spec: m.InputToConstantInputSpec, given: Any, where: str) ->
 
 
 def _arg_name(arg: m.Argument) -> str | None:
-    kind, v = arg.type, arg.value
-    if kind in ("as_tensor", "as_custom_obj"):
-        return str(v.name)
-    if kind in ("as_sym_int", "as_sym_float", "as_sym_bool") and v.type == "as_name":
-        return str(v.as_name)
-    if kind == "as_token" or hasattr(v, "name"):
-        return str(v.name)
-    return None
+    """The name a graph input binds (a tensor, symbol, object or token); None for a constant."""
+    names = value_names(arg)
+    return names[0] if len(names) == 1 else None
 
 
 def _value(arg: m.Argument, env: Env, where: str) -> Any:
@@ -307,8 +292,10 @@ def _fresh(
 ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
     """Tables for one run: what the program mutates (buffers, mutated parameters) copied, the rest shared."""
     sig = program.graph_module.signature
-    copy = {s.value.buffer_name for s in sig.input_specs if s.type == "buffer"} | {
-        s.value.parameter_name for s in sig.output_specs if s.type == "parameter_mutation"
+    copy = {target_name(s) for s in sig.input_specs if spec_member(s).role == "buffer"} | {
+        target_name(s)
+        for s in sig.output_specs
+        if spec_member(s).role == "write_back" and s.type != "user_input_mutation"
     }
     return (
         {k: v.clone() if k in copy else v for k, v in state.items()},
