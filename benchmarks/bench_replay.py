@@ -32,7 +32,7 @@ import torch
 from _timing import best_of
 
 import opwire
-from opwire.proxy_executor.graph import ProgramRunner
+from opwire.proxy_executor.runner import ProgramRunner
 from opwire.serde import torch_bridge
 
 

@@ -24,3 +24,12 @@ def submodule_getattr(package: str, path: Iterable[str]) -> Callable[[str], Modu
         raise AttributeError(f"module {package!r} has no attribute {name!r}")
 
     return __getattr__
+
+
+def moved_module(old: str, new: str) -> None:
+    """Make module `old` an alias of `new` (a renamed module), warning once that the old path is deprecated."""
+    import sys
+    import warnings
+
+    warnings.warn(f"{old} moved to {new}; import it from there", DeprecationWarning, stacklevel=3)
+    sys.modules[old] = importlib.import_module(new)

@@ -116,3 +116,29 @@ def test_no_import_cycle_among_opwire_modules() -> None:
 def test_the_checker_sees_a_cycle_hidden_in_a_function() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _cycles(graph) == [["a", "b", "c"]]
+
+
+def test_no_two_modules_share_a_name() -> None:
+    """A module's name says its one job: no two opwire modules are called the same (deprecated aliases aside)."""
+    seen: dict[str, list[str]] = {}
+    for path in ROOT.rglob("*.py"):
+        if path.name in ("__init__.py", "__main__.py") or "moved_module(__name__" in path.read_text(encoding="utf-8"):
+            continue
+        seen.setdefault(path.stem, []).append(str(path.relative_to(ROOT)))
+    assert {k: v for k, v in seen.items() if len(v) > 1} == {}
+
+
+def test_renamed_modules_still_import_with_a_warning() -> None:
+    import importlib
+    import subprocess
+    import sys
+
+    for old in ROOT.rglob("*.py"):
+        if "moved_module(__name__" not in old.read_text(encoding="utf-8"):
+            continue
+        name = _module_name(old)
+        code = f"import warnings; warnings.simplefilter('error', DeprecationWarning); import {name}"
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert done.returncode != 0 and "moved to" in done.stderr, name
+        new = old.read_text(encoding="utf-8").split('moved_module(__name__, "')[1].split('"')[0]
+        assert importlib.util.find_spec(new) is not None, new

@@ -12,7 +12,7 @@ from opwire.cli.options import LOADING_HELP, add_budget_flags, add_loading
 from opwire.cli.values import INPUTS_HELP, describe, read_inputs, text
 from opwire.errors import BindError, OpwireError, printable
 from opwire.program.signature import extern_inputs, op_name
-from opwire.proxy_executor.policy import DefaultPolicy
+from opwire.proxy_executor.default_policy import DefaultPolicy
 
 __all__ = ["add_parser", "run"]
 
@@ -99,8 +99,8 @@ def run(args: argparse.Namespace) -> int:
 def _work(args: argparse.Namespace, child: Any) -> dict[str, bytes]:
     """Load the nodes and inputs, then run the nodes in order (the child's part); the report as JSON."""
     from opwire.proxy_executor import ProxyExecutor
-    from opwire.proxy_executor.budgets import check_time, time_limit
     from opwire.proxy_executor.executor import load_extern_nodes
+    from opwire.proxy_executor.run_budgets import check_time, time_limit
 
     env = read_inputs(args.inputs, args.inputs_format, allow_pickle=args.allow_pickle, max_elements=args.max_elements)
     ex = ProxyExecutor(

@@ -83,7 +83,7 @@ def add_exec_flags(p: argparse.ArgumentParser, timeout: bool = True, loops: bool
         "and the isolated child's address space beyond what it maps (plus 1G of headroom) (default: 2G)",
     )
     if loops:
-        from opwire.proxy_executor.budgets import WHILE_LOOP_ITERATIONS
+        from opwire.proxy_executor.run_budgets import WHILE_LOOP_ITERATIONS
 
         p.add_argument(
             "--max-while-iterations",

@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 from opwire.cli.options import add_loading
-from opwire.proxy_executor.policy import DefaultPolicy
+from opwire.proxy_executor.default_policy import DefaultPolicy
 
 __all__ = ["add_parser", "run_bc_check", "run_snapshot", "run_validate"]
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from opwire.cli.exec_flags import add_exec_flags
 from opwire.cli.options import LOADING_HELP, add_budget_flags, add_device, add_loading
-from opwire.proxy_executor.policy import DefaultPolicy
+from opwire.proxy_executor.default_policy import DefaultPolicy
 
 __all__ = ["add_parser", "run"]
 

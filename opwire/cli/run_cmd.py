@@ -150,8 +150,8 @@ def _work(args: argparse.Namespace, child: Any) -> dict[str, bytes]:
 
     import opwire
     from opwire.program.signature import program_signature
-    from opwire.proxy_executor.graph import ProgramRunner
     from opwire.proxy_executor.isolate_program import progress_observer
+    from opwire.proxy_executor.runner import ProgramRunner
     from opwire.serde import objects as _values
 
     runner = ProgramRunner(

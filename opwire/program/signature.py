@@ -18,7 +18,7 @@ from typing import Any
 from opwire.errors import BindError
 from opwire.schema import models as m
 from opwire.schema.refs import tensor_names
-from opwire.schema.specs import spec_member
+from opwire.schema.spec_roles import spec_member
 
 __all__ = [
     "Port",
@@ -204,7 +204,7 @@ def _port(arg: m.Argument, graph: m.Graph, fallback: str) -> Port:
     return Port(fallback, kind.removeprefix("as_"))
 
 
-_BOUND = {  # an input spec's role (opwire.schema.specs) -> what inspect counts it as
+_BOUND = {  # an input spec's role (opwire.schema.spec_roles) -> what inspect counts it as
     "parameter": "parameters",
     "buffer": "buffers",
     "tensor_constant": "constants",

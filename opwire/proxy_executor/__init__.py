@@ -10,10 +10,10 @@ serialized outputs), `policy` (who fills omitted defaults), `flat` (AOTInductor'
 from __future__ import annotations
 
 from opwire.errors import BindError, BudgetError, KernelError, UnknownTargetError
+from opwire.proxy_executor.default_policy import DefaultPolicy
+from opwire.proxy_executor.exec_policy import ExecPolicy
 from opwire.proxy_executor.executor import ProxyExecutor, load_extern_nodes
-from opwire.proxy_executor.graph import ProgramRunner, run_program
-from opwire.proxy_executor.policy import DefaultPolicy
-from opwire.proxy_executor.safety import ExecPolicy
+from opwire.proxy_executor.runner import ProgramRunner, run_program
 
 __all__ = [
     "BindError",

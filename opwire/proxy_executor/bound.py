@@ -16,10 +16,10 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from opwire.proxy_executor.budgets import current_deadline, timed_out
 from opwire.proxy_executor.context import BindContext
+from opwire.proxy_executor.default_policy import DefaultPolicy
 from opwire.proxy_executor.plan import NodePlan, bind_node
-from opwire.proxy_executor.policy import DefaultPolicy
+from opwire.proxy_executor.run_budgets import current_deadline, timed_out
 from opwire.schema import models as m
 from opwire.schema.edits import edit_count, snapshot, track, unchanged
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from opwire.errors import BindError
-from opwire.proxy_executor.safety import ExecPolicy
+from opwire.proxy_executor.exec_policy import ExecPolicy
 from opwire.proxy_executor.targets import resolve
 from opwire.schema import models as m
 

@@ -12,14 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from opwire.errors import BindError
+from opwire.proxy_executor.aoti import FlatPlan, build_flat
 from opwire.proxy_executor.bound import run_plan
-from opwire.proxy_executor.budgets import MAX_MEMORY
 from opwire.proxy_executor.context import BindContext
-from opwire.proxy_executor.flat import FlatPlan, build_flat
+from opwire.proxy_executor.default_policy import DefaultPolicy
+from opwire.proxy_executor.exec_policy import ExecPolicy
 from opwire.proxy_executor.guard import RunGuard
 from opwire.proxy_executor.plan import NodePlan, bind_node
-from opwire.proxy_executor.policy import DefaultPolicy
-from opwire.proxy_executor.safety import ExecPolicy
+from opwire.proxy_executor.run_budgets import MAX_MEMORY
 from opwire.schema import models as m
 from opwire.schema.edits import edit_count, snapshot, track, unchanged
 
@@ -43,7 +43,7 @@ def load_extern_nodes(path: str | Path, *, max_elements: int | None = None) -> m
 class ProxyExecutor:
     """Runs serialized calls; plans (resolved op, converters) are built once under a lock and reused.
 
-    Ops outside the allowlist (`opwire.proxy_executor.safety`) are BindErrors when a node is bound (the
+    Ops outside the allowlist (`opwire.proxy_executor.exec_policy`) are BindErrors when a node is bound (the
     extern nodes of `nodes` at construction); `allow_ops=["aten::from_file", ...]` allows them. Each
     `call`/`call_function` of a seeded op, an op allowed by name or a library op runs inside a
     `guard.RunGuard` (grad mode, modes, flags and the RNG state put back; kernel warnings re-issued as

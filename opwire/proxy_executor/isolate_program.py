@@ -23,7 +23,7 @@ from opwire.serde import thrift
 from opwire.serde.objects import from_python, to_python
 
 if TYPE_CHECKING:
-    from opwire.proxy_executor.graph import ProgramRunner
+    from opwire.proxy_executor.runner import ProgramRunner
 
 __all__ = ["api_limits", "node_label", "progress_observer", "run_isolated"]
 

@@ -255,8 +255,8 @@ def emitted_ops(log: Callable[[str], None] = lambda _: None) -> set[str]:
 
 def derive(log: Callable[[str], None] = lambda _: None) -> dict[str, str]:
     """Allowlisted op -> its sources ("core", "emitted" or both), the review's removals and policy refusals left out."""
+    from opwire.proxy_executor.exec_policy import classify_name
     from opwire.proxy_executor.preconditions import REMOVED
-    from opwire.proxy_executor.safety import classify_name
 
     core, emitted = core_ops(), emitted_ops(log)
     siblings = functional_overloads({op.partition(".")[0] for op in core | emitted}) - core - emitted

@@ -1,8 +1,10 @@
 """Binding one serialized node to its target: a reusable plan of converters (built once per node).
 
-`bind_node` is what the executor and the graph runner share: it checks names, members and the default
-policy, and returns a `NodePlan` whose `run(lookup, defaults)` calls the kernel and `store` maps results
-onto the serialized output names.
+`bind_node` is what the executor and the graph runner share: it checks names, members, the default policy
+and the execution policy, and returns a `NodePlan` whose `args(lookup, defaults)` builds the kernel's
+arguments, `invoke` calls it (with the node's preconditions checked first), `results` checks what came back
+and `store` maps it onto the serialized output names; `prepared()` is the same for a node whose arguments
+are all named values (the AOTInductor fast path).
 """
 
 from __future__ import annotations
@@ -13,13 +15,13 @@ from typing import Any
 
 from opwire.errors import BindError, KernelError, OpwireError, describe_exception
 from opwire.proxy_executor.allowlist import allowlist
-from opwire.proxy_executor.budgets import while_loop_with_budget
 from opwire.proxy_executor.checks import Checks, check_sym_operands, checked_sym_result, node_checks
 from opwire.proxy_executor.context import BindContext
 from opwire.proxy_executor.convert import Converted, Lookup, convert
+from opwire.proxy_executor.default_policy import DefaultPolicy
+from opwire.proxy_executor.exec_policy import TORCH_NAMESPACES
 from opwire.proxy_executor.outputs import describe, store_output
-from opwire.proxy_executor.policy import DefaultPolicy
-from opwire.proxy_executor.safety import TORCH_NAMESPACES
+from opwire.proxy_executor.run_budgets import while_loop_with_budget
 from opwire.proxy_executor.targets import Target, resolve
 from opwire.schema import models as m
 from opwire.schema.ops import OpArg, input_members, return_members

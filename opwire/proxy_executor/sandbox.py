@@ -56,7 +56,7 @@ kernel workspaces that are reserved rather than used (RLIMIT_AS counts reservati
 
 def default_max_memory() -> int:
     """The default execution-memory budget, the same in and out of the sandbox (`budgets.MAX_MEMORY`)."""
-    from opwire.proxy_executor.budgets import MAX_MEMORY
+    from opwire.proxy_executor.run_budgets import MAX_MEMORY
 
     return MAX_MEMORY
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from opwire.errors import UnknownTargetError
-from opwire.proxy_executor.budgets import checked_sym_op
+from opwire.proxy_executor.run_budgets import checked_sym_op
 from opwire.schema.ops import OpSchema, op_schema
 
 __all__ = ["HOP_RULES", "HopRule", "Target", "fixed_table", "resolve", "split_target"]

@@ -11,9 +11,9 @@ trace forms), `sinks` (where the recorder writes), `locate` (source lines and mo
 
 from __future__ import annotations
 
-from opwire.recording.diff import TraceDiff, diff_traces
 from opwire.recording.recorder import Trace, load_trace, record
 from opwire.recording.replayer import Mismatch, ReplayReport, SchemaDrift, replay
+from opwire.recording.trace_diff import TraceDiff, diff_traces
 
 __all__ = [
     "Mismatch",

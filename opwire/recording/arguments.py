@@ -9,7 +9,7 @@ type. The first candidate the table allows is written; a value no allowed member
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any
 
@@ -18,10 +18,10 @@ import torch
 from opwire.errors import EncodeError
 from opwire.schema import models as m
 from opwire.schema.members import Carrier, members_carrying
-from opwire.schema.ops import OpArg, input_members, return_members
+from opwire.schema.ops import OpArg, OpSchema, input_members, return_members
 from opwire.serde.python_carriers import carrier_of, to_member
 
-__all__ = ["TensorNamer", "c10_enum", "default_value", "to_argument"]
+__all__ = ["TensorNamer", "bind_arguments", "c10_enum", "default_value", "to_argument"]
 
 TensorNamer = Callable[[torch.Tensor], str]
 """Gives the trace name of a tensor (and stores it in the tensor table)."""
@@ -98,3 +98,16 @@ def default_value(arg: OpArg) -> Any:
             raise EncodeError(f"cannot read the default {arg.default_str!r} of argument {arg.name} ({arg.type})")
         return spelled
     return arg.default
+
+
+def bind_arguments(schema: OpSchema, args: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Argument name -> value, as the dispatcher passed them to an op (positional first, then keywords)."""
+    names = [a.name for a in schema.arguments]
+    if len(args) > len(names):
+        raise EncodeError(f"{schema.qualname} got {len(args)} positional arguments, its schema has {len(names)}")
+    bound = dict(zip(names, args))
+    for k, v in kwargs.items():
+        if k not in names:
+            raise EncodeError(f"{schema.qualname} got an argument {k!r} its schema {schema.schema!r} lacks")
+        bound[k] = v
+    return bound

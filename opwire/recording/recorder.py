@@ -21,8 +21,8 @@ from typing import Literal
 import torch
 
 from opwire.errors import DecodeError
+from opwire.recording.dispatch_mode import RecorderMode
 from opwire.recording.locate import Locator
-from opwire.recording.mode import RecorderMode
 from opwire.recording.progress import Progress
 from opwire.recording.sinks import MemorySink
 from opwire.recording.source import ModelSource, StreamSource, TraceSource

@@ -44,7 +44,7 @@ def replay_in_child(
     src: TraceSource, report: ReplayReport, run: Callable[[Any, ReplayReport], None], limits: Limits
 ) -> None:
     """Run `run(source, part)` in a sandboxed child and merge the part it reports into `report`."""
-    from opwire.recording.replay_worker import report_from_dict
+    from opwire.recording.report import report_from_dict
 
     def work(child: Child) -> dict[str, bytes]:
         child.ready()

@@ -14,9 +14,9 @@ from typing import Any
 
 import torch
 
-from opwire.recording.report import Mismatch, OpStats, ReplayReport
+from opwire.recording.report import ReplayReport
 
-__all__ = ["main", "report_from_dict", "spec"]
+__all__ = ["main", "spec"]
 
 
 def spec(path: str, start: int, stop: int, opts: dict[str, Any], threads: int) -> str:
@@ -27,24 +27,13 @@ def spec(path: str, start: int, stop: int, opts: dict[str, Any], threads: int) -
     )
 
 
-def report_from_dict(d: dict[str, Any]) -> ReplayReport:
-    """A partial report read back from a worker's JSON."""
-    part = ReplayReport(d["mode"], d["calls"], replayed=d["replayed"])
-    part.mismatches = [
-        Mismatch(**{**x, "where": tuple(x["where"]) if x["where"] is not None else None, "inputs": tuple(x["inputs"])})
-        for x in d["mismatches"]
-    ]
-    part.skipped = [(int(i), str(op), str(why)) for i, op, why in d["skipped"]]
-    part.ops = {op: OpStats(**s) for op, s in d["ops"].items()}
-    return part
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run one worker: replay the range and print the partial report as JSON."""
-    from opwire.proxy_executor.policy import DefaultPolicy
-    from opwire.proxy_executor.safety import ExecPolicy
+    from opwire.proxy_executor.default_policy import DefaultPolicy
+    from opwire.proxy_executor.exec_policy import ExecPolicy
+    from opwire.proxy_executor.run_budgets import MAX_MEMORY
     from opwire.recording.progress import Progress
-    from opwire.recording.replayer import _Options, _run
+    from opwire.recording.replay_engine import ReplayOptions, run_range
     from opwire.recording.source import StreamSource
 
     args = json.loads((argv if argv is not None else sys.argv[1:])[0])
@@ -52,8 +41,10 @@ def main(argv: list[str] | None = None) -> int:
         torch.ops.load_library(lib)  # type: ignore[no-untyped-call]
     torch.set_num_threads(int(args["threads"]))
     o = args["opts"]
-    exec_policy = ExecPolicy(o.get("allow_ops", ()), timeout=o.get("timeout"))
-    opts = _Options(DefaultPolicy(o["policy"]), "isolated", o["rtol"], o["atol"], o["device"], exec_policy)
+    exec_policy = ExecPolicy(
+        o.get("allow_ops", ()), timeout=o.get("timeout"), max_memory=o.get("max_memory", MAX_MEMORY)
+    )
+    opts = ReplayOptions(DefaultPolicy(o["policy"]), "isolated", o["rtol"], o["atol"], o["device"], exec_policy)
     src = StreamSource(args["path"], max_elements=o.get("max_elements"), max_bytes=o.get("max_bytes"))
     part = ReplayReport("isolated", len(src))
     if o.get("sandbox") is not None:
@@ -61,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
 
         enter(Limits(max_memory=int(o["sandbox"]), timeout=o.get("timeout")))
     try:
-        _run(src, part, opts, int(args["start"]), int(args["stop"]), Progress("", enabled=False))
+        run_range(src, part, opts, int(args["start"]), int(args["stop"]), Progress("", enabled=False))
     finally:
         src.close()
     print(json.dumps(asdict(part)))

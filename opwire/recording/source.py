@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from opwire.errors import DecodeError
-from opwire.recording.mode import object_of
+from opwire.recording.dispatch_mode import object_of
 from opwire.recording.payloads import span_of, tensor_value
 from opwire.recording.stream import TraceReader
 from opwire.schema import models as m

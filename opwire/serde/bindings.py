@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Container
 
 from opwire.schema import models as m
-from opwire.schema.specs import spec_member, target_name
+from opwire.schema.spec_roles import spec_member, target_name
 
 __all__ = ["bound_tensors", "first_missing", "parameter_names"]
 

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from opwire.errors import BindError, OpValidationError, first_line
-from opwire.proxy_executor.policy import DefaultPolicy
+from opwire.proxy_executor.default_policy import DefaultPolicy
 from opwire.schema import models as m
 from opwire.schema import ops
 from opwire.validation.findings import CODES, EFFECT_ORDER, EFFECT_SEVERITY, Effect, Severity

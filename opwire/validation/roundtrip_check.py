@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from opwire.errors import OpwireError, OpwireWarning, describe_exception
-from opwire.proxy_executor.policy import DefaultPolicy
+from opwire.proxy_executor.default_policy import DefaultPolicy
 from opwire.validation.findings import CODES as CATALOG
 from opwire.validation.findings import Finding, finding, samples_text
 
@@ -41,7 +41,7 @@ def roundtrip_findings(
     `types_reported`: an `unserializable_*`/`unrepresentable_default` finding already explains why a call
     cannot be recorded, so that cause is not reported again.
     """
-    from opwire.recording.mode import target_name
+    from opwire.recording.dispatch_mode import target_name
     from opwire.recording.recorder import record
 
     causes: _Causes = {}

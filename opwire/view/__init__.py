@@ -15,8 +15,8 @@ from typing import Any
 from opwire.errors import DecodeError
 from opwire.schema import models as m
 from opwire.serde.outfiles import write_output
-from opwire.view.findings import findings_document, load_findings, merge_findings
 from opwire.view.model import page_data
+from opwire.view.overlays import findings_document, load_findings, merge_findings
 from opwire.view.page import render_page
 
 __all__ = ["findings_document", "load_findings", "load_viewable", "render_html", "view"]

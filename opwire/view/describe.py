@@ -17,7 +17,7 @@ from opwire.program.signature import sym_text
 from opwire.schema import models as m
 from opwire.schema.base import ThriftUnion
 
-__all__ = ["arg_refs", "describe_arg", "dtype_name", "meta_label", "module_stack", "sym_label", "tensor_meta"]
+__all__ = ["describe_arg", "dtype_name", "meta_label", "module_stack", "sym_label", "tensor_meta"]
 
 # export-schema ScalarType -> (short label for edges, torch's name)
 _DTYPES: dict[str, tuple[str, str]] = {
@@ -123,26 +123,6 @@ def describe_arg(value: Any, depth: int = 0) -> str:
     if isinstance(value, dict):
         return "{" + ", ".join(f"{k!r}: {describe_arg(v, depth + 1)}" for k, v in value.items()) + "}"
     return repr(value)
-
-
-def arg_refs(value: Any, depth: int = 0) -> list[str]:
-    """Names of the values (tensors, symbols, tokens, objects) an argument reads, outside subgraphs."""
-    if depth > 24 or isinstance(value, m.GraphArgument):
-        return []
-    if isinstance(value, ThriftUnion):
-        v = value.value
-        if isinstance(v, str) and value.type == "as_name":
-            return [v]
-        return arg_refs(v, depth + 1) if isinstance(v, BaseModel | list | dict) else []
-    if isinstance(value, BaseModel):
-        if type(value).__name__ in _NAMES | {"CustomObjArgument"}:
-            return [str(value.name)]  # type: ignore[attr-defined]
-        return [r for k in type(value).model_fields for r in arg_refs(getattr(value, k), depth + 1)]
-    if isinstance(value, list):
-        return [r for v in value for r in arg_refs(v, depth + 1)]
-    if isinstance(value, dict):
-        return [r for v in value.values() for r in arg_refs(v, depth + 1)]
-    return []
 
 
 def _split(item: str) -> list[str]:

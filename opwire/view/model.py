@@ -10,12 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from opwire.schema import models as m
-from opwire.schema.specs import spec_member, target_name
-from opwire.view.describe import arg_refs, describe_arg, meta_label, module_stack, sym_label, tensor_meta
+from opwire.schema.refs import value_names
+from opwire.schema.spec_roles import spec_member, target_name
+from opwire.view.describe import describe_arg, meta_label, module_stack, sym_label, tensor_meta
 
 __all__ = ["node_names", "page_data"]
 
-# an input spec's role (opwire.schema.specs) -> the page's input category; every other role is a constant
+# an input spec's role (opwire.schema.spec_roles) -> the page's input category; every other role is a constant
 _INPUT_KINDS = {"user_input": "user input", "parameter": "parameter", "buffer": "buffer", "token": "token"}
 CHUNK_OVER = 200  # a module group (or the root) with more nodes of its own than this is split into runs
 CHUNK = 100  # nodes per run
@@ -27,7 +28,7 @@ def node_names(nodes: list[m.Node]) -> list[str]:
     for i, node in enumerate(nodes):
         name = node.name
         if not name and node.outputs:
-            refs = arg_refs(node.outputs[0])
+            refs = value_names(node.outputs[0])
             name = refs[0] if refs else None
         names.append(name or f"node_{i}")
     return names
@@ -86,9 +87,11 @@ class _Builder:
         names = names if names is not None else node_names(graph.nodes)
         nodes = [self.node(node, name, grouped) for node, name in zip(graph.nodes, names, strict=True)]
         return {
-            "inputs": [{"name": n, "kind": "input", "target": "", "g": -1} for a in graph.inputs for n in arg_refs(a)],
+            "inputs": [
+                {"name": n, "kind": "input", "target": "", "g": -1} for a in graph.inputs for n in value_names(a)
+            ],
             "nodes": nodes,
-            "outputs": [{"text": describe_arg(a), "refs": arg_refs(a), "kind": "output"} for a in graph.outputs],
+            "outputs": [{"text": describe_arg(a), "refs": value_names(a), "kind": "output"} for a in graph.outputs],
             "values": values,
         }
 
@@ -96,11 +99,11 @@ class _Builder:
         args, refs, subs = [], [], []
         for i, a in enumerate(node.inputs):
             args.append([a.name or f"#{i}", describe_arg(a.arg)])  # higher-order ops' inputs have no names
-            refs += arg_refs(a.arg)
+            refs += value_names(a.arg)
             for g in _subgraphs(a.arg):
                 subs.append({"arg": a.name or g.name, "name": g.name, "graph": self.graph(g.graph, grouped=False)})
-        outs = [r for o in node.outputs for r in arg_refs(o)]
-        consts = [describe_arg(o) for o in node.outputs if not arg_refs(o)]
+        outs = [r for o in node.outputs for r in value_names(o)]
+        consts = [describe_arg(o) for o in node.outputs if not value_names(o)]
         meta = node.metadata
         return {
             "n": name,

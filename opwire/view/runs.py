@@ -20,8 +20,8 @@ from opwire.recording.compare import Difference, compare_scalar, compare_tensor
 from opwire.schema import models as m
 from opwire.serde import dumps
 from opwire.serde import objects as _values
-from opwire.view.findings import findings_document
 from opwire.view.model import node_names
+from opwire.view.overlays import findings_document
 
 __all__ = ["NodeComparer", "NodeRecorder", "read_nodes"]
 

@@ -1,38 +1,60 @@
-"""The executing commands over tests/hostile_exec.py: one line on stderr, the documented exit code, no side effect."""
+"""The executing commands over tests/hostile_exec.py: one line on stderr, the documented exit code, no side effect.
+
+Every case runs as its own process under RLIMIT_AS (an attack that allocates past the budget dies there
+instead of passing), forked by tests/hostile_driver.py from one process that imported torch once, so the
+table costs one torch import, not one per case.
+"""
 
 from __future__ import annotations
 
+import json
 import re
-import resource
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hostile_exec import CASES, Case
 
-MEMORY_CAP = 3 << 30  # address space of the command: torch's import alone maps about 1 GiB
+pytestmark = pytest.mark.xdist_group("hostile_exec")  # the module-scoped fixture is built once, on one worker
+
+_DRIVER = Path(__file__).parent.parent / "hostile_driver.py"
 
 
-def _limit_memory() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[dict[str, Any], Path]]:
+    """Build every case in a directory of its own and run them all through the driver."""
+    root = tmp_path_factory.mktemp("hostile_exec")
+    jobs, dirs = [], []
+    for i, case in enumerate(CASES):
+        d = root / f"case{i}"
+        d.mkdir()
+        argv = case.build(d)
+        jobs.append(
+            {"argv": [case.command, *argv], "cwd": str(d), "out": str(d / "_stdout"), "err": str(d / "_stderr")}
+        )
+        dirs.append(d)
+    jobs_file, results_file = root / "jobs.json", root / "results.json"
+    jobs_file.write_text(json.dumps(jobs))
+    subprocess.run([sys.executable, str(_DRIVER), str(jobs_file), str(results_file)], check=True, timeout=1800)
+    results = json.loads(results_file.read_text())
+    return {case.name: (result, d) for case, result, d in zip(CASES, results, dirs, strict=True)}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_hostile_file_is_one_line_error_without_side_effect(case: Case, tmp_path: Path) -> None:
-    argv = case.build(tmp_path)
-    proc = subprocess.run(
-        [sys.executable, "-m", "opwire.cli", case.command, *argv],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        preexec_fn=_limit_memory,  # an attack that allocates past the budget would die here, not pass
-    )
-    lines = proc.stderr.strip().splitlines()
-    assert proc.returncode == case.code, proc.stderr
-    assert "Traceback" not in proc.stderr
-    assert len(lines) == 1, proc.stderr
+def test_hostile_file_is_one_line_error_without_side_effect(
+    case: Case, outcomes: dict[str, tuple[dict[str, Any], Path]]
+) -> None:
+    result, d = outcomes[case.name]
+    stderr = (d / "_stderr").read_text(errors="replace")
+    assert not result["hung"], f"{case.name}: `opwire {case.command}` hung"
+    assert "signal" not in result, f"{case.name}: died of signal {result.get('signal')}"
+    assert result["exit"] == case.code, stderr
+    assert "Traceback" not in stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
     assert lines[0].startswith(f"opwire {case.command}: error: ")
     assert re.search(case.stderr, lines[0]), lines[0]
     if case.absent is not None:
-        assert not (tmp_path / case.absent).exists()
+        assert not (d / case.absent).exists()

@@ -7,7 +7,7 @@ import torch
 
 from opwire.errors import BindError
 from opwire.program.signature import Port, Signature, check_inputs, extern_inputs, op_name, sym_text
-from opwire.proxy_executor.graph import unregistered_pytree_types
+from opwire.proxy_executor.runner import unregistered_pytree_types
 from opwire.schema import models as m
 
 

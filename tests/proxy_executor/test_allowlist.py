@@ -12,7 +12,7 @@ from hostile_exec import ISSUE_ATTACKS, program
 
 import opwire
 from opwire.errors import BindError
-from opwire.proxy_executor import ProgramRunner, ProxyExecutor, opset_source, safety
+from opwire.proxy_executor import ProgramRunner, ProxyExecutor, exec_policy, opset_source
 from opwire.proxy_executor.allowlist import allowlist, read_allowlist
 from opwire.proxy_executor.preconditions import REMOVED
 from opwire.proxy_executor.targets import resolve
@@ -27,7 +27,7 @@ def test_the_allowlist_holds_torchs_core_tag() -> None:
     """When torch's `core` set moves, this shows the diff (regenerate: python -m opwire.proxy_executor.opset_source)."""
     listed = read_allowlist(opset_source.DATA.read_text())
     core = opset_source.core_ops()
-    kept = {op for op in core if op not in REMOVED and safety.classify_name(op) is None}
+    kept = {op for op in core if op not in REMOVED and exec_policy.classify_name(op) is None}
     marked = {op for op, src in listed.items() if "core" in src.split("+")}
     assert sorted(kept - marked) == [] and sorted(marked - kept) == [], (
         f"torch's core tag moved: new {sorted(kept - marked)}, gone {sorted(marked - kept)}"
@@ -89,12 +89,12 @@ def test_unsafe_true_is_refused_even_for_an_allowed_op() -> None:
 
 
 def test_user_library_ops_are_trusted_and_allow_ops_opens_one_op() -> None:
-    assert safety.ExecPolicy().allowed(resolve("aten::add.Tensor")) is None
-    refusal = safety.ExecPolicy().allowed(resolve("aten::add.out"))
+    assert exec_policy.ExecPolicy().allowed(resolve("aten::add.Tensor")) is None
+    refusal = exec_policy.ExecPolicy().allowed(resolve("aten::add.out"))
     assert refusal is not None and refusal.category == "unlisted"
-    assert safety.ExecPolicy(["aten::add.out"]).allowed(resolve("aten::add.out")) is None
-    assert safety.ExecPolicy(["aten::add"]).allowed(resolve("aten::add.out")) is None
-    removed = safety.ExecPolicy().allowed(resolve("aten::max_pool2d_with_indices_backward"))
+    assert exec_policy.ExecPolicy(["aten::add.out"]).allowed(resolve("aten::add.out")) is None
+    assert exec_policy.ExecPolicy(["aten::add"]).allowed(resolve("aten::add.out")) is None
+    removed = exec_policy.ExecPolicy().allowed(resolve("aten::max_pool2d_with_indices_backward"))
     assert removed is not None and removed.category == "removed"
 
 

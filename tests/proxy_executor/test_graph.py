@@ -13,7 +13,7 @@ from torch._higher_order_ops.map import map as hop_map
 from torch._higher_order_ops.while_loop import while_loop
 
 import opwire
-from opwire.proxy_executor.graph import ProgramRunner
+from opwire.proxy_executor.runner import ProgramRunner
 from opwire.schema import models as m
 from opwire.serde import torch_bridge
 

@@ -130,7 +130,7 @@ def test_the_graph_runner_uses_it() -> None:
     import corpus
 
     import opwire
-    from opwire.proxy_executor.graph import ProgramRunner
+    from opwire.proxy_executor.runner import ProgramRunner
     from opwire.schema import models as m
 
     program = opwire.loads(corpus.get_program("pytree/training").json_bytes, m.ExportedProgram)

@@ -7,7 +7,7 @@ from oplib.bc_versions import V1, V2
 
 import opwire
 from opwire.errors import OpValidationError
-from opwire.proxy_executor.policy import DefaultPolicy
+from opwire.proxy_executor.default_policy import DefaultPolicy
 from opwire.validation.bccheck import BcReport, Effect, bc_check
 from opwire.validation.snapshot import snapshot_from_schemas
 

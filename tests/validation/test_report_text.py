@@ -11,7 +11,7 @@ from oplib.bc_versions import V1, V2
 
 import opwire
 from opwire.cli import main
-from opwire.proxy_executor.policy import DefaultPolicy
+from opwire.proxy_executor.default_policy import DefaultPolicy
 from opwire.validation.snapshot import snapshot_from_schemas
 from opwire.validation.validate import checks_run, format_reports
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from opwire.errors import DecodeError
-from opwire.view.findings import findings_document, load_findings, merge_findings, op_target
+from opwire.view.overlays import findings_document, load_findings, merge_findings, op_target
 
 
 def _write(tmp_path: Path, doc: Any, name: str = "f.json") -> Path:

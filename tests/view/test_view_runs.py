@@ -12,7 +12,7 @@ import torch
 
 import opwire
 from opwire.cli import main
-from opwire.proxy_executor.graph import ProgramRunner
+from opwire.proxy_executor.runner import ProgramRunner
 from opwire.schema import models as m
 from opwire.serde import objects as _values
 from opwire.serde import tensors as _tensors

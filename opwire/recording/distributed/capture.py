@@ -121,12 +121,12 @@ def wait(target: str, out: Any) -> Any:
 
 def record_call(mode: Any, func: Any, schema: OpSchema, args: Any, kwargs: dict[str, Any], target: str) -> Any:
     """Run and record c10d call `func` for RecorderMode `mode` (its naming, sink and bookkeeping)."""
-    from opwire.recording.mode import _bind
+    from opwire.recording.arguments import bind_arguments
 
     spec = collective_of(target)
     extra = spec.writes if spec is not None else ()
     try:
-        bound = _bind(schema, args, kwargs)
+        bound = bind_arguments(schema, args, kwargs)
         if spec is not None and spec.kind != "wait":
             # a collective reads what is there now: c10d's C++ side (DDP's parameter checks and buckets) writes
             # through data pointers no dispatch mode sees, so its inputs are taken afresh, never from an older name

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from opwire.errors import DecodeError, OpwireError
-from opwire.recording.diff import CallDifference, OnlyIn, TraceDiff, diff_traces
 from opwire.recording.distributed.collectives import collective_of
 from opwire.recording.distributed.run import Run
 from opwire.recording.recorder import Trace
+from opwire.recording.trace_diff import CallDifference, OnlyIn, TraceDiff, diff_traces
 
 __all__ = ["RunDiff", "diff_runs"]
 

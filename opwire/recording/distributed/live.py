@@ -21,10 +21,11 @@ from typing import Any
 import torch
 
 from opwire.errors import OpwireError
+from opwire.proxy_executor.default_policy import DefaultPolicy
+from opwire.proxy_executor.exec_policy import ExecPolicy
 from opwire.proxy_executor.executor import ProxyExecutor
-from opwire.proxy_executor.policy import DefaultPolicy
-from opwire.proxy_executor.safety import ExecPolicy
 from opwire.recording.compare import Errors
+from opwire.recording.dispatch_mode import object_of
 from opwire.recording.distributed.collectives import is_distributed_op
 from opwire.recording.distributed.execute import run_collective
 from opwire.recording.distributed.launch import launch_info
@@ -32,7 +33,6 @@ from opwire.recording.distributed.ranks import check_ranks
 from opwire.recording.distributed.replay_run import RunReplay
 from opwire.recording.distributed.run import Run
 from opwire.recording.distributed.sequence import collective_calls
-from opwire.recording.mode import object_of
 from opwire.recording.report import Mismatch, OpStats, ReplayReport
 from opwire.recording.source import TraceSource
 from opwire.schema import models as m
@@ -74,7 +74,7 @@ def replay_live(
     except Exception as exc:  # this rank cannot go on: say so, and let torchrun stop the others
         print(f"opwire replay: error: rank {info.rank}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
         os._exit(2)  # no destroy_process_group: it would wait for ranks that will never come
-    from opwire.recording.replay_worker import report_from_dict
+    from opwire.recording.report import report_from_dict
 
     merged = RunReplay(path, "collectives", run.world_size)
     merged.ranks = [report_from_dict(d) for d in reports]
@@ -111,14 +111,14 @@ def _replay_rank(
     atol: float | None,
     allow_ops: Iterable[str],
 ) -> ReplayReport:
-    from opwire.recording.replayer import _check_policy, _Options, _Replayer
+    from opwire.recording.replay_engine import Replayer, ReplayOptions, check_policy
 
     with run.open(rank) as src:
         ops = {rec.target for rec in src.records() if is_distributed_op(rec.target)}
         policy = ExecPolicy([*allow_ops, *ops])  # collectives admitted in this mode only
-        _check_policy(src, policy)
-        opts = _Options(DefaultPolicy.FROM_SCHEMA, "chained", rtol, atol, None, policy)
-        runner = _Replayer(src, ProxyExecutor(policy=DefaultPolicy.FROM_SCHEMA, exec_policy=policy), opts)
+        check_policy(src, policy)
+        opts = ReplayOptions(DefaultPolicy.FROM_SCHEMA, "chained", rtol, atol, None, policy)
+        runner = Replayer(src, ProxyExecutor(policy=DefaultPolicy.FROM_SCHEMA, exec_policy=policy), opts)
         report = ReplayReport("chained", len(src), recorded_torch=src.header.torch_version)
         calls = {c.index: c for c in collective_calls(src, rank)} if ops else {}
         start = time.perf_counter()

@@ -24,7 +24,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from opwire.errors import EncodeError, OpwireWarning
-from opwire.recording.arguments import default_value, to_argument
+from opwire.recording.arguments import bind_arguments, default_value, to_argument
 from opwire.recording.compare import GENERATOR_KEY
 from opwire.recording.locate import Locator
 from opwire.recording.progress import Progress
@@ -181,7 +181,7 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
 
             return record_call(self, func, schema, args, kwargs, target)
         try:
-            bound = _bind(schema, args, kwargs)
+            bound = bind_arguments(schema, args, kwargs)
             generators = [k for k, v in bound.items() if isinstance(v, torch.Generator)]
             # A generator's state is not part of the trace: the call is recorded as drawing from the default
             # generator and marked, so replay and diff compare its outputs' metadata, not values.
@@ -262,16 +262,3 @@ def _tensors_in(v: Any) -> list[torch.Tensor]:
     if isinstance(v, list | tuple):
         return [t for t in v if isinstance(t, torch.Tensor)]
     return []
-
-
-def _bind(schema: OpSchema, args: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Argument name -> value, as the dispatcher passed them (positional first, then keywords)."""
-    names = [a.name for a in schema.arguments]
-    if len(args) > len(names):
-        raise EncodeError(f"{schema.qualname} got {len(args)} positional arguments, its schema has {len(names)}")
-    bound = dict(zip(names, args))
-    for k, v in kwargs.items():
-        if k not in names:
-            raise EncodeError(f"{schema.qualname} got an argument {k!r} its schema {schema.schema!r} lacks")
-        bound[k] = v
-    return bound

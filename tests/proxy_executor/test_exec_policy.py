@@ -14,8 +14,8 @@ from hostile_exec import bad_csr_nodes, from_file_nodes, program, sym_node, whil
 
 import opwire
 from opwire.errors import BindError, BudgetError
-from opwire.proxy_executor import ExecPolicy, ProxyExecutor, safety
-from opwire.proxy_executor.budgets import checked_sym_op
+from opwire.proxy_executor import ExecPolicy, ProxyExecutor, exec_policy
+from opwire.proxy_executor.run_budgets import checked_sym_op
 from opwire.proxy_executor.targets import resolve
 from opwire.schema import models as m
 
@@ -29,22 +29,22 @@ def _extern(nodes: list[m.Node]) -> m.ExternKernelNodes:
 def test_every_torch_schema_is_classified() -> None:
     """A new op with a filename-like or unknown `str` argument, or `unsafe` in its name, fails here."""
     unplaced = []
-    for schema in safety.all_schemas():
-        if schema.namespace not in safety.TORCH_NAMESPACES:
+    for schema in exec_policy.all_schemas():
+        if schema.namespace not in exec_policy.TORCH_NAMESPACES:
             continue
-        refusal = safety.classify(schema)
+        refusal = exec_policy.classify(schema)
         if refusal is not None and refusal.category == "unclassified":
             unplaced.append(f"{schema.qualname}: {refusal.reason}")
         str_args = [a.name for a in schema.arguments if "str" in re.findall(r"[A-Za-z_]+", a.type)]
         if any(_FILENAME_LIKE.search(a) for a in str_args) and (refusal is None or refusal.category != "filesystem"):
             unplaced.append(f"{schema.qualname}: filename-like str argument {str_args} but not refused as filesystem")
-        if "unsafe" in schema.name and refusal is None and schema.name not in safety._REVIEWED_UNSAFE:
+        if "unsafe" in schema.name and refusal is None and schema.name not in exec_policy._REVIEWED_UNSAFE:
             unplaced.append(f"{schema.qualname}: unsafe op neither refused nor reviewed")
-    assert not unplaced, "classify these in opwire/proxy_executor/safety.py:\n" + "\n".join(unplaced)
+    assert not unplaced, "classify these in opwire/proxy_executor/exec_policy.py:\n" + "\n".join(unplaced)
 
 
 def test_the_refused_set_holds_the_known_attacks() -> None:
-    refused = {r.op: r for r in safety.refusal_table()}
+    refused = {r.op: r for r in exec_policy.refusal_table()}
     for op in ("aten::from_file", "aten::from_file.out", "aten::save", "debugprims::load_tensor"):
         assert refused[op].category == "filesystem"
     for op in (
@@ -64,7 +64,7 @@ def test_torch_registers_no_namespace_outside_the_table() -> None:
     out = subprocess.run(
         [sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, check=True
     ).stdout
-    assert set(eval(out)) <= safety.TORCH_NAMESPACES
+    assert set(eval(out)) <= exec_policy.TORCH_NAMESPACES
 
 
 def test_refused_op_is_a_bind_error_at_bind_time(tmp_path: Path) -> None:

@@ -1,11 +1,11 @@
-"""The InputSpec/OutputSpec table (schema/specs.py) covers the IDL and answers for real programs."""
+"""The InputSpec/OutputSpec table (schema/spec_roles.py) covers the IDL and answers for real programs."""
 
 from __future__ import annotations
 
 import pytest
 
 from opwire.schema import models as m
-from opwire.schema import specs
+from opwire.schema import spec_roles as specs
 from opwire.schema.models import SCHEMA
 
 

@@ -76,16 +76,20 @@ _ROLES: dict[str, dict[str, tuple[Role, str | None]]] = {
 def _member(union: str, member: str, struct: str) -> SpecMember:
     roles = _ROLES[union]
     if member not in roles:
-        raise AssertionError(f"schema/specs.py gives no role to {union}.{member}; add it to _ROLES there")
+        raise AssertionError(f"schema/spec_roles.py gives no role to {union}.{member}; add it to _ROLES there")
     fields = SCHEMA.structs[struct].fields
     graph = next((f.name for f in fields if f.name == "arg"), None) or next(f.name for f in fields if f.name == "name")
     names = [f.name for f in fields if f.name.endswith("_name") and f.type.kind == "string"]
     if len(names) > 1:
-        raise AssertionError(f"{struct} has several *_name fields ({names}); schema/specs.py cannot tell its target")
+        raise AssertionError(
+            f"{struct} has several *_name fields ({names}); schema/spec_roles.py cannot tell its target"
+        )
     role, kind = roles[member]
     target = names[0] if names else None
     if (target is None) != (kind is None):
-        raise AssertionError(f"schema/specs.py: {union}.{member} target {target!r} disagrees with its role {kind!r}")
+        raise AssertionError(
+            f"schema/spec_roles.py: {union}.{member} target {target!r} disagrees with its role {kind!r}"
+        )
     return SpecMember(member, role, graph, target, kind)
 
 
@@ -93,7 +97,7 @@ def _table(union: str) -> dict[str, SpecMember]:
     table = {f.name: _member(union, f.name, str(f.type.name)) for f in SCHEMA.structs[union].fields}
     stale = set(_ROLES[union]) - set(table)
     if stale:
-        raise AssertionError(f"schema/specs.py names {union} members the IDL lacks: {sorted(stale)}")
+        raise AssertionError(f"schema/spec_roles.py names {union} members the IDL lacks: {sorted(stale)}")
     return table
 
 

@@ -1,0 +1,349 @@
+"""`opwire.diff_traces`: two recordings of the same code, aligned call by call, and what differs.
+
+The calls are aligned by their op sequence (difflib's longest matching blocks, so inserted or missing
+calls do not shift everything after them). Each aligned pair is compared: arguments that are not
+tensors by value, tensor arguments by dtype and shape, outputs by dtype, shape, strides and values
+(within tolerance, per dtype by default). Calls whose values no run reproduces (random ops tagged
+`nondeterministic_seeded`, `empty*`'s uninitialised memory, a caller's generator) are compared as
+replay compares them (`compare.reproducible`): dtype, shape and strides, not values. A call only one
+side made is listed as such; a changed op shows as one call present only in A and one only in B at
+the same place.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from opwire.errors import OpwireError
+from opwire.recording.compare import Difference, Errors, compare_scalar, compare_tensor, reproducible
+from opwire.recording.recorder import Trace, load_trace
+from opwire.recording.report import format_table
+from opwire.recording.source import TraceSource
+from opwire.schema import models as m
+from opwire.schema.refs import tensor_names
+
+__all__ = ["CallDifference", "OnlyIn", "OpDiff", "TraceDiff", "diff_traces"]
+
+_SCALARS = {"as_int", "as_float", "as_bool", "as_sym_int", "as_sym_float", "as_sym_bool"}
+
+
+@dataclass(frozen=True)
+class CallDifference:
+    """An aligned pair of calls that differ: in an argument or in an output."""
+
+    a_index: int
+    b_index: int
+    op: str
+    what: str  # "output 0", "argument alpha"
+    kind: str  # "argument" | "value" | "shape" | "dtype" | "stride" | "missing"
+    detail: str
+    max_diff: float | None = None
+    max_rel: float | None = None
+    source: str = ""  # where A made the call
+
+    def __str__(self) -> str:
+        at = f" (at {self.source})" if self.source else ""
+        return f"call {self.a_index} (B: {self.b_index}) {self.op} {self.what}: {self.kind} differs: {self.detail}{at}"
+
+
+@dataclass(frozen=True)
+class OnlyIn:
+    """A call one trace made and the other did not; `at` is the other trace's index where it would sit."""
+
+    side: str  # "A" | "B"
+    index: int
+    at: int
+    op: str
+    source: str = ""
+
+    def __str__(self) -> str:
+        other = "B" if self.side == "A" else "A"
+        where = f" (at {self.source})" if self.source else ""
+        return f"only in {self.side}: call {self.index} {self.op}{where}, before call {self.at} of {other}"
+
+
+@dataclass
+class OpDiff:
+    """Per op: aligned calls, calls with value differences and with argument differences, worst errors."""
+
+    calls: int = 0
+    value_diffs: int = 0
+    arg_diffs: int = 0
+    only_a: int = 0
+    only_b: int = 0
+    worst_abs: float = 0.0
+    worst_rel: float = 0.0
+
+
+@dataclass
+class TraceDiff:
+    """What differs between two traces; `first_divergence` is the earliest difference in call order."""
+
+    a: str
+    b: str
+    a_calls: int
+    b_calls: int
+    matched: int = 0
+    differences: list[CallDifference] = field(default_factory=list)
+    only_a: list[OnlyIn] = field(default_factory=list)
+    only_b: list[OnlyIn] = field(default_factory=list)
+    ops: dict[str, OpDiff] = field(default_factory=dict)
+    events: list[CallDifference | OnlyIn] = field(default_factory=list)  # everything, in alignment order
+    max_listed: int = 10
+
+    @property
+    def ok(self) -> bool:
+        """True when the traces made the same calls with the same arguments and outputs."""
+        return not self.events
+
+    @property
+    def first_divergence(self) -> CallDifference | OnlyIn | None:
+        """The earliest difference in call order."""
+        return self.events[0] if self.events else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form with every difference."""
+        d = asdict(self)
+        d.pop("events")
+        d["ok"] = self.ok
+        first = self.first_divergence
+        d["first_divergence"] = None if first is None else {"type": type(first).__name__, **asdict(first)}
+        return d
+
+    def __str__(self) -> str:
+        lines = [
+            f"A {self.a} ({_count(self.a_calls, 'call')}) vs B {self.b} ({_count(self.b_calls, 'call')}): "
+            f"{self.matched} aligned, {_count(len(self.differences), 'difference')}, "
+            f"{len(self.only_a)} only in A, {len(self.only_b)} only in B"
+        ]
+        first = self.first_divergence
+        if first is None:
+            lines.append("the traces agree")
+            return "\n".join(lines)
+        lines.append(f"first divergence: {first}")
+        if len(self.events) > 1:
+            shown = self.events[: max(self.max_listed, 0)]
+            lines.append(f"differences (first {len(shown)} of {len(self.events)}):")
+            lines += [f"  {e}" for e in shown]
+            if len(self.events) > len(shown):
+                lines.append(f"  ... and {len(self.events) - len(shown)} more (--max-mismatches N, --json lists all)")
+        rows = [["op", "aligned", "value diffs", "arg diffs", "only A", "only B", "worst abs", "worst rel"]]
+        for op, s in sorted(self.ops.items(), key=lambda kv: (-_weight(kv[1]), kv[0])):
+            if _weight(s):
+                rows.append(
+                    [op, *(str(x) for x in (s.calls, s.value_diffs, s.arg_diffs, s.only_a, s.only_b)),
+                     _num(s.worst_abs), _num(s.worst_rel)]
+                )  # fmt: skip
+        lines.append("per op (ops with differences):")
+        lines += ["  " + r for r in format_table(rows)]
+        return "\n".join(lines)
+
+
+def _count(n: int, noun: str) -> str:
+    """ "1 call", "2 calls"."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+_EXPECTED = re.compile(r"\bexpected\b")
+_GOT = re.compile(r"\bgot\b")
+
+
+def _ab(d: Difference) -> Difference:
+    """A comparison worded for replay (expected = recorded, got = replayed) reworded for A (recorded in A) and B."""
+    detail = _GOT.sub("B", _EXPECTED.sub("A", d.detail)).replace("the replay gave", "B has")
+    detail = detail.replace("where the recording had none", "where A has none").replace("recorded ", "A's ")
+    return Difference(d.kind, detail, d.max_diff, d.where, d.max_rel)
+
+
+def _weight(s: OpDiff) -> int:
+    return s.value_diffs + s.arg_diffs + s.only_a + s.only_b
+
+
+def _num(x: float) -> str:
+    return "0" if x == 0 else f"{x:.3g}"
+
+
+def diff_traces(
+    a: Trace | m.CallTrace | str | Path,
+    b: Trace | m.CallTrace | str | Path,
+    rtol: float | None = None,
+    atol: float | None = None,
+    max_listed: int = 10,
+) -> TraceDiff:
+    """Align two traces call by call (tolerating inserted or missing calls) and report what differs."""
+    ta, tb = _trace(a), _trace(b)
+    sa, sb = ta.source, tb.source
+    ra, rb = ta.records, tb.records
+    result = TraceDiff(_label(a, ta), _label(b, tb), len(ra), len(rb), max_listed=max_listed)
+    matcher = difflib.SequenceMatcher(None, [r.target for r in ra], [r.target for r in rb], autojunk=False)
+    pair = _Pair(sa, sb, rtol, atol)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
+                _compare(result, pair, i, j, ra[i], rb[j])
+            continue
+        for i in range(i1, i2):
+            _only(result, OnlyIn("A", i, j1, ra[i].target, ra[i].metadata.get("source", "")))
+        for j in range(j1, j2):
+            _only(result, OnlyIn("B", j, i1, rb[j].target, rb[j].metadata.get("source", "")))
+    return result
+
+
+def _trace(t: Trace | m.CallTrace | str | Path) -> Trace:
+    if isinstance(t, str | Path):
+        return load_trace(t)
+    if isinstance(t, m.CallTrace):
+        return Trace(t)
+    if isinstance(t, Trace):
+        return t
+    raise TypeError(f"expected an opwire.Trace, a CallTrace model or a path, got {type(t).__name__}")
+
+
+def _label(given: object, t: Trace) -> str:
+    """The file a trace came from, as given (an in-memory trace that was never saved has none)."""
+    if isinstance(given, str | Path):
+        return str(given)
+    if t.label is not None:
+        return t.label
+    return str(t.path) if t.path is not None else "<in-memory trace>"
+
+
+def _only(result: TraceDiff, event: OnlyIn) -> None:
+    (result.only_a if event.side == "A" else result.only_b).append(event)
+    stats = result.ops.setdefault(event.op, OpDiff())
+    if event.side == "A":
+        stats.only_a += 1
+    else:
+        stats.only_b += 1
+    result.events.append(event)
+
+
+@dataclass
+class _Pair:
+    a: TraceSource
+    b: TraceSource
+    rtol: float | None
+    atol: float | None
+
+
+def _compare(result: TraceDiff, pair: _Pair, i: int, j: int, ra: m.CallRecord, rb: m.CallRecord) -> None:
+    result.matched += 1
+    stats = result.ops.setdefault(ra.target, OpDiff())
+    stats.calls += 1
+    source = ra.metadata.get("source", "")
+    found = [
+        CallDifference(i, j, ra.target, what, "argument", d, source=source) for what, d in _arguments(pair, ra, rb)
+    ]
+    errors = Errors()
+    values = reproducible(ra.target, ra.metadata) and reproducible(rb.target, rb.metadata)
+    for what, diff in _outputs(pair, ra, rb, errors, values):
+        found.append(CallDifference(i, j, ra.target, what, diff.kind, diff.detail, diff.max_diff, diff.max_rel, source))
+    stats.worst_abs, stats.worst_rel = max(stats.worst_abs, errors.abs), max(stats.worst_rel, errors.rel)
+    stats.arg_diffs += any(d.kind == "argument" for d in found)
+    stats.value_diffs += any(d.kind != "argument" for d in found)
+    result.differences += found
+    result.events += found
+
+
+def _arguments(pair: _Pair, ra: m.CallRecord, rb: m.CallRecord) -> list[tuple[str, str]]:
+    """Arguments that differ: by value for non-tensors, by dtype and shape for tensors."""
+    out = []
+    args_a = {na.name: na.arg for na in ra.inputs}
+    args_b = {na.name: na.arg for na in rb.inputs}
+    for name in [*args_a, *(n for n in args_b if n not in args_a)]:
+        x, y = args_a.get(name), args_b.get(name)
+        if x is None or y is None:
+            out.append((f"argument {name}", f"passed only in {'A' if y is None else 'B'}"))
+            continue
+        names_x, names_y = tensor_names(x), tensor_names(y)
+        if not names_x and not names_y:
+            if x.type != y.type or x.model_dump() != y.model_dump():
+                out.append((f"argument {name}", f"A {_shown(x)}, B {_shown(y)}"))
+            continue
+        if len(names_x) != len(names_y):
+            out.append((f"argument {name}", f"A passes {len(names_x)} tensors, B {len(names_y)}"))
+            continue
+        for k, (nx, ny) in enumerate(zip(names_x, names_y, strict=True)):
+            mx, my = pair.a.meta(nx), pair.b.meta(ny)
+            if mx is not None and my is not None and (mx.dtype, list(mx.sizes)) != (my.dtype, list(my.sizes)):
+                label = f"argument {name}" if len(names_x) == 1 else f"argument {name}[{k}]"
+                out.append((label, f"A {_meta(mx)}, B {_meta(my)}"))
+    return out
+
+
+def _shown(arg: m.Argument) -> str:
+    return f"{arg.type}={arg.value!r}"
+
+
+def _meta(tv: m.TensorValue) -> str:
+    from opwire.serde import tensors as _tensors
+
+    dtype = _tensors.TORCH_DTYPES.get(m.ScalarType(tv.dtype))
+    return f"{dtype} {list(tv.sizes)}"
+
+
+def _outputs(
+    pair: _Pair, ra: m.CallRecord, rb: m.CallRecord, errors: Errors, values: bool = True
+) -> list[tuple[str, Difference]]:
+    out: list[tuple[str, Difference]] = []
+    if len(ra.outputs) != len(rb.outputs):
+        return [("outputs", Difference("missing", f"A returns {len(ra.outputs)} values, B {len(rb.outputs)}"))]
+    for k, (x, y) in enumerate(zip(ra.outputs, rb.outputs, strict=True)):
+        label = f"output {k}"
+        if x.type in _SCALARS or y.type in _SCALARS:
+            diff = compare_scalar(y.value, x.value, pair.rtol, pair.atol) if x.type == y.type and values else None
+            if x.type != y.type:
+                diff = Difference("dtype", f"A returns {x.type}, B {y.type}")
+            if diff is not None:
+                out.append((label, diff))
+            continue
+        names_x, names_y = tensor_names(x), tensor_names(y)
+        if len(names_x) != len(names_y):
+            out.append((label, Difference("missing", f"A returns {len(names_x)} tensors, B {len(names_y)}")))
+            continue
+        for e, (nx, ny) in enumerate(zip(names_x, names_y, strict=True)):
+            diff = _tensor_diff(pair, nx, ny, errors, values)
+            if diff is not None:
+                diff = _ab(diff)
+                out.append((label if len(names_x) == 1 and x.type == "as_tensor" else f"{label}[{e}]", diff))
+    return out
+
+
+def _layout_diff(mx: m.TensorValue, my: m.TensorValue) -> Difference | None:
+    """What differs between two recorded tensors' dtype, shape and strides (their values are not compared)."""
+    if mx.dtype != my.dtype:
+        return Difference("dtype", f"expected {_meta(mx).split()[0]}, got {_meta(my).split()[0]}")
+    if list(mx.sizes) != list(my.sizes):
+        return Difference("shape", f"expected {list(mx.sizes)}, got {list(my.sizes)}")
+    numel = math.prod(int(x) for x in mx.sizes)
+    if numel and (list(mx.strides) != list(my.strides) or mx.storage_offset != my.storage_offset):
+        return Difference(
+            "stride",
+            f"expected strides {list(mx.strides)} at offset {mx.storage_offset}, "
+            f"got {list(my.strides)} at offset {my.storage_offset}",
+        )
+    return None
+
+
+def _tensor_diff(pair: _Pair, nx: str, ny: str, errors: Errors, values: bool = True) -> Difference | None:
+    mx, my = pair.a.meta(nx), pair.b.meta(ny)
+    if mx is None or my is None:
+        return Difference("missing", f"no tensor entry for {nx if mx is None else ny!r}")
+    try:
+        if not values:  # dtype, shape and strides only, from the metadata: no payload is read
+            return _layout_diff(mx, my)
+        if not pair.b.nbytes(ny) and my.digest is not None and not my.data:
+            if mx.digest is not None and not pair.a.nbytes(nx) and not mx.data:
+                same = mx.digest.sha256 == my.digest.sha256
+                return None if same else Difference("value", "digests differ (both recorded with outputs='digest')")
+            got_a = pair.a.load(nx)
+            return compare_tensor(got_a, my, pair.rtol, pair.atol, True, None, errors)
+        got = pair.b.load(ny)
+        return compare_tensor(got, mx, pair.rtol, pair.atol, True, lambda: pair.a.load(nx), errors)
+    except OpwireError as exc:
+        return Difference("missing", f"a payload is unreadable: {exc}")
