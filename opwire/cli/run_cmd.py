@@ -197,28 +197,31 @@ def _finish_nodes(args: argparse.Namespace, observer: Any) -> bool:
 
 
 def _finish_compare(args: argparse.Namespace, observer: Any) -> bool:
+    from opwire.view.findings import findings_json
+
     doc = observer.document(f"{Path(args.program).name} against {Path(args.compare_nodes).name}")
     if args.findings:
-        Path(args.findings).write_text(json.dumps(doc, indent=1), encoding="utf-8")
-        print(f"wrote {args.findings}: {len(doc['findings'])} node findings (opwire view PROGRAM --findings "
+        Path(args.findings).write_bytes(findings_json(doc))
+        print(f"wrote {args.findings}: {len(doc.findings)} node findings (opwire view PROGRAM --findings "
               f"{args.findings} colours the page with them)", file=sys.stderr)  # fmt: skip
-    bad = [f for f in doc["findings"] if f["status"] in ("mismatch", "error")]
-    first = doc["first_divergence"]
-    n = len(doc["findings"])
+    bad = [f for f in doc.findings if f.severity == "error"]
+    first = doc.first_divergence
+    n = len(doc.findings)
     print(
         f"compared {n} node{'' if n == 1 else 's'}: {len(bad)} differ"
         + (f"; first divergence: {first}" if first else ""),
         file=sys.stderr,
     )
-    entry = next((f for f in doc["findings"] if f["node"] == first and f["status"] in ("mismatch", "error")), None)
+    entry = next((f for f in bad if f.node == first), None)
     if entry is not None:
-        print(f"  {entry['message']}", file=sys.stderr)
-        for key, d in (entry.get("detail") or {}).items():
-            figures = [f"{label} {d[k]:.3g}" for k, label in (("max_diff", "max abs diff"), ("max_rel", "max rel diff"))
-                       if d.get(k) is not None]  # fmt: skip
-            shape = f", shape {d['shape']}" if d.get("shape") is not None else ""
+        print(f"  {entry.message}", file=sys.stderr)
+        for d in entry.differences or []:
+            figures = [f"{label} {v:.3g}" for v, label in ((d.max_diff, "max abs diff"), (d.max_rel, "max rel diff"))
+                       if v is not None]  # fmt: skip
+            shape = f", shape {d.shape}" if d.shape is not None else ""
             if figures:
-                print(f"  {key}: {', '.join(figures)}{shape} (rtol={args.rtol:g}, atol={args.atol:g})", file=sys.stderr)
+                print(f"  {d.output}: {', '.join(figures)}{shape} (rtol={args.rtol:g}, atol={args.atol:g})",
+                      file=sys.stderr)  # fmt: skip
         print(f"  (opwire view {args.program} --findings FILE.json shows every node; --findings writes it)",
               file=sys.stderr)  # fmt: skip
     return bool(bad)

@@ -8,7 +8,7 @@ namespace py opwire.schema.opwire
 /** Major version of opwire's own records. */
 const i64 RECORDS_VERSION_MAJOR = 1
 /** Minor version of opwire's own records. */
-const i64 RECORDS_VERSION_MINOR = 2
+const i64 RECORDS_VERSION_MINOR = 3
 
 /** Summary of a tensor kept instead of its bytes (record with outputs="digest"). */
 struct TensorDigest {
@@ -184,6 +184,52 @@ struct RanksReport {
   40: i64 collectives;
   /** Findings, earliest first; empty when the ranks agree. */
   50: list<RanksFinding> findings;
+}
+
+/** How one output of a node differs from the saved run (node comparison, `opwire run --compare-nodes`). Since 1.3. */
+struct NodeDifference {
+  /** The output's name in the graph. */
+  10: string output;
+  /** "shape", "dtype", "stride", "value" or "missing". */
+  20: string kind;
+  /** Largest absolute difference, for value differences. */
+  30: optional double max_diff;
+  /** Largest relative difference, for value differences. */
+  40: optional double max_rel;
+  /** Index of the element with the largest difference. */
+  50: optional list<i64> where;
+  /** The output's shape in this run. */
+  60: optional list<i64> shape;
+}
+
+/** One finding of op validation, bc-check or node comparison: a catalog code (docs/errors.md), about an op or a node. Since 1.3. */
+struct Finding {
+  /** Stable catalog code, lower case (opwire.validation.CODES). */
+  10: string code;
+  /** "error", "warning", "info", or "ok" (a node that matches the saved run). */
+  20: string severity;
+  /** The op it is about, as "ns::op.overload" (or torch's "torch.ops.ns.op.overload"); empty when it is about a node. */
+  30: string op = "";
+  /** What was found. */
+  40: string message;
+  /** What to do about it (empty when nothing is to be done). */
+  50: string fix = "";
+  /** The top-level node it is about (node comparison); absent when it is about an op. */
+  60: optional string node;
+  /** How the node's outputs differ from the saved run (node comparison). */
+  70: optional list<NodeDifference> differences;
+}
+
+/** A findings document: what `opwire run --compare-nodes --findings` writes and `opwire view --findings` reads (docs/view.md). Since 1.3. */
+struct FindingsDocument {
+  /** Format version of findings documents: 2 (version 1 documents, with `status` for severity, are still read). */
+  10: i64 opwire_findings;
+  /** Title the page shows. */
+  20: string title = "";
+  /** The first node whose outputs differ from the saved run (or where the run failed); absent when none. */
+  30: optional string first_divergence;
+  /** The findings, in node order. */
+  40: list<Finding> findings;
 }
 
 /** A recorded sequence of operator calls with the tensors they read and wrote. */

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import warnings
@@ -13,7 +14,8 @@ import torch
 
 import opwire
 from opwire.errors import OpValidationError
-from opwire.validation.findings import CODES, Severity
+from opwire.schema import models as m
+from opwire.validation.findings import CODES, Severity, finding, node_finding
 from opwire.validation.validate import OpReport, validate_op
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -347,6 +349,30 @@ def test_errors_doc_lists_every_code() -> None:
     text = (ROOT / "docs" / "errors.md").read_text()
     missing = [code for code in CODES if f"`{code}`" not in text]
     assert not missing, f"docs/errors.md does not list {missing}"
+    rows = [f"| `{c.code}` | {c.severity.value} |" for c in CODES.values()]
+    wrong = [row for row in rows if row not in text]
+    assert not wrong, f"docs/errors.md gives another severity for {wrong}"
+    assert {c.code for c in CODES.values()} >= {"node_match", "node_mismatch", "node_strides", "node_failed"}
+    assert all(code == code.lower() and CODES[code].fix for code in CODES)
+
+
+def test_finding_json_is_the_idl_record() -> None:
+    """Validation and node comparison share the IDL's `Finding`: to_json is its JSON codec form, str() unchanged."""
+    f = finding("op_added", "ns::op")
+    assert f.to_json() == json.loads(opwire.dumps(f.to_model(), "json"))
+    assert f.to_json() == {
+        "code": "op_added",
+        "severity": "info",
+        "op": "ns::op",
+        "message": "ns::op: new op or overload",
+        "fix": "nothing to do",
+        "node": None,
+        "differences": None,
+    }
+    assert opwire.loads(json.dumps(f.to_json()), m.Finding) == f.to_model()
+    assert str(f) == "info op_added: ns::op: new op or overload\n  fix: nothing to do"
+    node = node_finding("node_failed", "relu", what="boom")
+    assert (node.code, node.severity, node.node, node.op, node.message) == ("node_failed", "error", "relu", "", "boom")
 
 
 _RENAMED = """
