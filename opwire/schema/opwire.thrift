@@ -202,7 +202,7 @@ struct NodeDifference {
   60: optional list<i64> shape;
 }
 
-/** One finding of op validation, bc-check or node comparison: a catalog code (docs/errors.md), about an op or a node. Since 1.3. */
+/** One finding of op validation or node comparison: a catalog code (docs/errors.md), about an op or a node (a bc-check change, BcCheckChange, has the same first five fields). Since 1.3. */
 struct Finding {
   /** Stable catalog code, lower case (opwire.validation.CODES). */
   10: string code;
@@ -334,4 +334,94 @@ struct OpLibrarySnapshot {
   20: list<OpSchemaSnapshot> ops;
   /** torch.__version__ when the snapshot was taken. */
   30: string torch_version;
+}
+
+/** One dispatch key of an op, as op validation found it. Since 1.3. */
+struct OpKernel {
+  /** Dispatch key name, e.g. "CPU" or "CompositeImplicitAutograd". */
+  10: string key;
+  /** A kernel is registered directly for this key. */
+  20: bool registered;
+  /** A kernel runs for this key (absent for alias keys: they have no runtime kernel of their own). */
+  30: optional bool runnable;
+  /** Where the kernel comes from in torch's computed table ("kernel", "math kernel", "backend fallback", ...). */
+  40: optional string source;
+}
+
+/** How torch.vmap handles an op. Since 1.3. */
+struct OpVmapRoute {
+  /** "batching_rule", "register_vmap", "decomposition", "fallback" or "unsupported". */
+  10: string route;
+  /** Why, in words. */
+  20: string detail;
+}
+
+/** Everything op validation learned about one operator overload. Since 1.3. */
+struct OpValidationReport {
+  /** The overload, as "ns::op.overload". */
+  10: string op;
+  /** Its schema; absent when the op has none (JSON key `op_schema`: `schema` is taken by pydantic's BaseModel). */
+  20: optional OpSchemaSnapshot op_schema;
+  /** Names of the arguments the op writes to (alias annotations with "!"). */
+  30: list<string> mutated_args;
+  /** Its dispatch keys. */
+  40: list<OpKernel> kernels;
+  /** How its fake (meta) implementation is provided; absent when it has none. */
+  50: optional string fake_impl;
+  /** How torch.vmap handles it; absent when not checked. */
+  60: optional OpVmapRoute vmap_route;
+  /** What validation found. */
+  70: list<Finding> findings;
+}
+
+/** What `opwire ops validate --json` prints. Since 1.3. */
+struct OpValidationOutput {
+  /** Number of findings of severity error (the exit is 1 when it is not 0). */
+  10: i64 errors;
+  /** The checks that ran. */
+  20: list<string> checks;
+  /** One report per op overload. */
+  30: list<OpValidationReport> reports;
+}
+
+/** One change bc-check found between two op-library versions: a Finding's fields plus whom it affects. Since 1.3. */
+struct BcCheckChange {
+  /** Stable catalog code (docs/errors.md). */
+  10: string code;
+  /** "error", "warning" or "info": the worst effect under the report's policy. */
+  20: string severity;
+  /** The op overload, as "ns::op.overload". */
+  30: string op;
+  /** What changed. */
+  40: string message;
+  /** What to do about it. */
+  50: string fix;
+  /** The effect on source callers: "breaking", "silent" or "compatible". */
+  60: string callers;
+  /** The effect on files written under each default policy (DefaultPolicy name -> effect). */
+  70: map<string, string> effects;
+}
+
+/** torch's own verdict on one overload present in both versions (FunctionSchema.is_backward_compatible_with). Since 1.3. */
+struct BcTorchVerdict {
+  /** The overload. */
+  10: string op;
+  /** torch says the new schema is backward compatible with the old. */
+  20: bool backward_compatible;
+  /** torch says the new schema is forward compatible with the old. */
+  30: bool forward_compatible;
+  /** torch's reason when it is not. */
+  40: string reason;
+}
+
+/** What `opwire ops bc-check --json` prints. Since 1.3. */
+struct BcCheckReport {
+  /** The default policy the changes were judged under (DefaultPolicy name). */
+  10: string policy;
+  /** Number of changes that break callers or files under the policy. */
+  20: i64 breaking;
+  /** Every change, in op order. */
+  30: list<BcCheckChange> changes;
+  /** torch's own verdicts. */
+  40: list<BcTorchVerdict> torch;
 }

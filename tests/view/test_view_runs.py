@@ -157,3 +157,14 @@ def test_node_outputs_are_snapshots(tmp_path: Path) -> None:
     rec(node, {"v": t})
     t.add_(1)
     assert _tensors.to_tensor(rec.values["v"].value).tolist() == [1.0, 1.0]
+
+
+def test_stride_only_difference_is_a_warning() -> None:
+    archive = torch_bridge.archive_from_exported_program(corpus.get_program("mlp/decomposed").ep)
+    graph = archive.program.graph_module.graph
+    x = torch.arange(6.0).reshape(2, 3)
+    cmp = NodeComparer(graph, m.Values(values={"out": _values.from_python(x, "x")}))
+    cmp(graph.nodes[0], {"out": x.t().contiguous().t()})
+    (f,) = cmp.findings
+    assert (f.code, f.severity, f.fix) == ("node_strides", "warning", CODES["node_strides"].fix)
+    assert f.differences is not None and f.differences[0].kind == "stride" and cmp.first is None
