@@ -425,3 +425,69 @@ struct BcCheckReport {
   /** torch's own verdicts. */
   40: list<BcTorchVerdict> torch;
 }
+
+/** One output of a replayed call that differs from the recording. Since 1.3. */
+struct ReplayMismatch {
+  /** Call index in the trace. */
+  10: i64 index;
+  /** The op, as "ns::op.overload". */
+  20: string op;
+  /** Which output: "output 0" or "argument self (written in place)". */
+  30: string output;
+  /** "shape", "dtype", "stride", "value", "missing" or "error". */
+  40: string kind;
+  /** What differs, in words. */
+  50: string detail;
+  /** Largest absolute difference, for value mismatches. */
+  60: optional double max_diff;
+  /** Index of the element with the largest difference. */
+  70: optional list<i64> where;
+  /** Largest relative difference, for value mismatches. */
+  80: optional double max_rel;
+  /** Source line of the recorded call ("train.py:12 in forward"; empty when unknown). */
+  90: string source;
+  /** Module path of the recorded call ("MLP.blocks.3.fc1"; empty when unknown). */
+  100: string module_path;
+  /** Where each tensor input came from ("self = t12, output of call 16 aten::addmm.default"). */
+  110: list<string> inputs;
+}
+
+/** A recorded call replay did not run. Since 1.3. */
+struct ReplaySkip {
+  /** Call index in the trace. */
+  10: i64 index;
+  /** The op. */
+  20: string op;
+  /** Why it was skipped. */
+  30: string reason;
+}
+
+/** Replay figures of one op. Since 1.3. */
+struct ReplayOpStats {
+  /** Calls replayed. */
+  10: i64 calls;
+  /** Calls with a mismatch. */
+  20: i64 mismatches;
+  /** Largest absolute difference seen, also within tolerance. */
+  30: double worst_abs;
+  /** Largest relative difference seen, also within tolerance. */
+  40: double worst_rel;
+}
+
+/** What one replay process reports to its parent (`opwire.replay(..., workers=N)`, distributed replay ranks). Since 1.3. */
+struct ReplayWorkerReport {
+  /** Replay mode, e.g. "isolated". */
+  10: string mode;
+  /** Calls in the whole trace. */
+  20: i64 calls;
+  /** Calls this process replayed. */
+  30: i64 replayed;
+  /** Outputs that differ, in call order. */
+  40: list<ReplayMismatch> mismatches;
+  /** Calls it did not run. */
+  50: list<ReplaySkip> skipped;
+  /** Figures per op ("ns::op.overload" -> stats). */
+  60: map<string, ReplayOpStats> ops;
+  /** Wall time of the replay, seconds. */
+  70: double seconds;
+}
