@@ -136,6 +136,7 @@ def test_merge() -> None:
         ),
         ({"opwire_findings": 2, "first_divergence": 3, "findings": []}, "`first_divergence`"),
         ({"opwire_findings": 2, "title": [], "findings": []}, "`title`"),
+        ('{"opwire_findings": 2, "findings": [], "title": ' + "[" * 300 + "]" * 300 + "}", "nesting deeper than"),
         ({"opwire_findings": 1, "findings": {}}, "expected 'findings' to be a list"),
         ({"opwire_findings": 1, "findings": [3]}, "expected an object at `findings[0]`"),
         ({"opwire_findings": 1, "findings": [{"node": "a", "status": "bad"}]}, "`findings[0].status` to be one of"),
