@@ -186,9 +186,9 @@ struct RanksReport {
   50: list<RanksFinding> findings;
 }
 
-/** How one output of a node differs from the saved run (node comparison, `opwire run --compare-nodes`). Since 1.3. */
+/** How one output differs from its reference: a node's from the saved run (`opwire run --compare-nodes`), a replayed call's from the recording. Since 1.3. */
 struct NodeDifference {
-  /** The output's name in the graph. */
+  /** The output's name in the graph (node comparison) or "output 0" / "argument self (written in place)" (replay). */
   10: string output;
   /** "shape", "dtype", "stride", "value" or "missing". */
   20: string kind;
@@ -198,11 +198,11 @@ struct NodeDifference {
   40: optional double max_rel;
   /** Index of the element with the largest difference. */
   50: optional list<i64> where;
-  /** The output's shape in this run. */
+  /** The output's shape in this run (node comparison). */
   60: optional list<i64> shape;
 }
 
-/** One finding of op validation or node comparison: a catalog code (docs/errors.md), about an op or a node (a bc-check change, BcCheckChange, has the same first five fields). Since 1.3. */
+/** One finding of op validation, node comparison or replay: a catalog code (docs/errors.md), about an op or a node (a bc-check change, BcCheckChange, has the same first five fields). Since 1.3. */
 struct Finding {
   /** Stable catalog code, lower case (opwire.validation.CODES). */
   10: string code;
@@ -216,7 +216,7 @@ struct Finding {
   50: string fix = "";
   /** The top-level node it is about (node comparison); absent when it is about an op. */
   60: optional string node;
-  /** How the node's outputs differ from the saved run (node comparison). */
+  /** How the outputs differ from their reference (node comparison, replay mismatches). */
   70: optional list<NodeDifference> differences;
 }
 

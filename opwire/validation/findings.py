@@ -283,6 +283,31 @@ _TABLE: tuple[Code, ...] = (
         "{what}",
         "the message is the error the node raised; fix its cause as `opwire run` without --compare-nodes reports it",
     ),
+    # replay (`opwire replay --json` findings, opwire/validation/replay_findings.py): one per mismatch, skip, drift
+    Code(
+        "replay_mismatch",
+        _E,
+        "an output of a replayed call differs from the recording",
+        "call {index} {op} {output}: {kind} mismatch: {detail}",
+        "start at the report's first divergence: its inputs matched the recording, so the op computes differently "
+        "here (torch version, device, kernel, nondeterminism); raise --rtol/--atol if the difference is acceptable",
+    ),
+    Code(
+        "replay_skipped",
+        _W,
+        "a call the recording kept only as a placeholder is not replayed",
+        "call {index} {op}: not replayed: {reason}",
+        "the reason says why the call was not recorded in full; `opwire ops validate {op}` names an argument or "
+        "return no Argument member carries",
+    ),
+    Code(
+        "replay_schema_drift",
+        _W,
+        "an op's schema in this process differs from the recorded one",
+        "{drift}",
+        "replay with the torch and op libraries the trace was recorded with, or check with `opwire ops bc-check` "
+        "that the new schema reads old calls the same way",
+    ),
     # bc-check: one code per change class; the severity shown is the change's worst effect
     _bc(
         "op_removed",

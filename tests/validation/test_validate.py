@@ -218,7 +218,10 @@ def test_every_validate_code_is_exercised() -> None:
     roundtrip_codes = {c for c in CODES if c.startswith("roundtrip_")} | {"generator_argument"}
     node_codes = {c for c in CODES if c.startswith("node_")}  # exercised in tests/view/test_view_runs.py
     assert node_codes == {"node_match", "node_mismatch", "node_strides", "node_not_saved", "node_failed"}
-    assert {code for _, code, *_ in EXPECTED} == set(CODES) - bc_codes - roundtrip_codes - node_codes
+    # replay_mismatch in tests/cli/test_replay_cmd.py, the others in test_replay_findings_cover_skips_and_drift
+    replay_codes = {"replay_mismatch", "replay_skipped", "replay_schema_drift"}
+    others = bc_codes | roundtrip_codes | node_codes | replay_codes
+    assert {code for _, code, *_ in EXPECTED} == set(CODES) - others
 
 
 def test_one_catalog_holds_every_code_and_bc_severities_follow_their_effects() -> None:
@@ -395,3 +398,17 @@ def test_privateuse1_finding_names_renamed_backend() -> None:
     message = out.stdout.strip()
     assert "on the 'opwiredev' device" in message
     assert "from the 'Autogradopwiredev' backend" in message
+
+
+def test_replay_findings_cover_skips_and_drift() -> None:
+    """Skipped calls and drifted op schemas are findings too, in the catalog's words."""
+    from opwire.recording.report import ReplayReport, SchemaDrift
+    from opwire.validation.replay_findings import replay_findings
+
+    report = ReplayReport("isolated", 3, skipped=[(2, "ns::op.default", "no Argument member carries it")])
+    report.schema_drift = [SchemaDrift("ns::op.default", "ns::op(Tensor x) -> Tensor", None)]
+    skipped, drift = replay_findings(report)
+    assert (skipped.code, skipped.severity, skipped.op) == ("replay_skipped", "warning", "ns::op.default")
+    assert skipped.message == "call 2 ns::op.default: not replayed: no Argument member carries it"
+    assert (drift.code, drift.severity) == ("replay_schema_drift", "warning")
+    assert drift.message == str(report.schema_drift[0]) and "not registered in this process" in drift.message
