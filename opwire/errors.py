@@ -14,6 +14,7 @@ __all__ = [
     "UnknownTargetError",
     "describe_exception",
     "first_line",
+    "printable",
 ]
 
 
@@ -78,3 +79,25 @@ def describe_exception(exc: BaseException) -> str:
     """`Type: first line` of a foreign exception (just `Type` when it has no message)."""
     text = str(exc).strip()
     return f"{type(exc).__name__}: {first_line(exc)}" if text else type(exc).__name__
+
+
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def printable(text: str) -> str:
+    """`text` safe to print on one terminal line: control characters, escape sequences, line and paragraph
+    separators and bidi overrides shown as `\\n`, `\\x1b`, `\\u202e`, ... (printable text is unchanged).
+
+    Every message and line that embeds a name from a file goes through this, so one error is one line."""
+    if text.isprintable():
+        return text
+    out = []
+    for ch in text:
+        if ch.isprintable():
+            out.append(ch)
+        elif ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        else:
+            code = ord(ch)
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+    return "".join(out)

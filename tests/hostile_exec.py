@@ -8,6 +8,7 @@ leave `absent` (a path the attack would create) uncreated.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -121,6 +122,235 @@ def with_effects_from_file(path: str) -> list[m.Node]:
         ),
         node("aten::add.Tensor", {"self": t("mapped"), "other": t("x")}, "out"),
     ]
+
+
+def _i(v: int) -> m.Argument:
+    return m.Argument(as_int=v)
+
+
+def _ints(*v: int) -> m.Argument:
+    return m.Argument(as_ints=list(v))
+
+
+def _ts(*names: str) -> m.Argument:
+    return m.Argument(as_tensors=[m.TensorArgument(name=n) for n in names])
+
+
+_F = {"lr": m.Argument(as_float=0.1), "weight_decay": m.Argument(as_float=0.0), "eps": m.Argument(as_float=1e-8),
+      "maximize": m.Argument(as_bool=False)}  # fmt: skip
+
+ISSUE_ATTACKS: dict[str, tuple[str, list[m.Node]]] = {
+    "_reshape_alias past the storage, then fill_ (heap overflow write)": (
+        "aten::_reshape_alias",
+        [
+            node("aten::_reshape_alias", {"self": t("x"), "size": _ints(2**24), "stride": _ints(1)}, "big"),
+            node("aten::fill_.Scalar", {"self": t("big"), "value": _i(7)}, "out"),
+        ],
+    ),
+    "inductor::resize_storage_bytes_ then sum (use after free)": (
+        "inductor::resize_storage_bytes_",
+        [
+            m.Node(
+                target="inductor::resize_storage_bytes_",
+                inputs=[m.NamedArgument(name="variable", arg=t("x")), m.NamedArgument(name="new_size", arg=_i(0))],
+                outputs=[],
+                metadata={},
+            ),
+            node("aten::sum", {"self": t("x")}, "out"),
+        ],
+    ),
+    "_convert_indices_from_coo_to_csr": (
+        "aten::_convert_indices_from_coo_to_csr",
+        [node("aten::_convert_indices_from_coo_to_csr", {"self": t("x"), "size": _i(2**40)}, "out")],
+    ),
+    "_convert_indices_from_csr_to_coo": (
+        "aten::_convert_indices_from_csr_to_coo",
+        [node("aten::_convert_indices_from_csr_to_coo", {"crow_indices": t("x"), "col_indices": t("x")}, "out")],
+    ),
+    "_cummax_helper": (
+        "aten::_cummax_helper",
+        [
+            m.Node(
+                target="aten::_cummax_helper",
+                inputs=[
+                    m.NamedArgument(name=k, arg=v)
+                    for k, v in {"self": t("x"), "values": t("x"), "indices": t("x"), "dim": _i(0)}.items()
+                ],
+                outputs=[],
+                metadata={},
+            )
+        ],
+    ),
+    "_cummin_helper": (
+        "aten::_cummin_helper",
+        [
+            m.Node(
+                target="aten::_cummin_helper",
+                inputs=[
+                    m.NamedArgument(name=k, arg=v)
+                    for k, v in {"self": t("x"), "values": t("x"), "indices": t("x"), "dim": _i(0)}.items()
+                ],
+                outputs=[],
+                metadata={},
+            )
+        ],
+    ),
+    "_indices -> fill_(1e9) -> _to_dense": (
+        "aten::_indices",
+        [
+            node("aten::_indices", {"self": t("x")}, "idx"),
+            node("aten::fill_.Scalar", {"self": t("idx"), "value": _i(10**9)}, "f"),
+            node("aten::_to_dense", {"self": t("x")}, "out"),
+        ],
+    ),
+    "segment_reduce(lengths=[1e8], unsafe=True)": (
+        "aten::segment_reduce",
+        [
+            node(
+                "aten::segment_reduce",
+                {
+                    "data": t("x"),
+                    "reduce": m.Argument(as_string="sum"),
+                    "lengths": t("x"),
+                    "unsafe": m.Argument(as_bool=True),
+                },
+                "out",
+            )
+        ],
+    ),
+    "max_pool2d_with_indices_backward with indices=1e8": (
+        "aten::max_pool2d_with_indices_backward",
+        [
+            node(
+                "aten::max_pool2d_with_indices_backward",
+                {
+                    "grad_output": t("x"),
+                    "self": t("x"),
+                    "kernel_size": _ints(1, 1),
+                    "stride": _ints(1, 1),
+                    "padding": _ints(0, 0),
+                    "dilation": _ints(1, 1),
+                    "ceil_mode": m.Argument(as_bool=False),
+                    "indices": t("x"),
+                },
+                "out",
+            )
+        ],
+    ),
+    "_fused_adam_ with mismatched sizes": (
+        "aten::_fused_adam_",
+        [
+            m.Node(
+                target="aten::_fused_adam_",
+                inputs=[
+                    m.NamedArgument(name=k, arg=v)
+                    for k, v in {
+                        "self": _ts("x"),
+                        "grads": _ts("x", "x"),
+                        "exp_avgs": _ts(),
+                        "exp_avg_sqs": _ts(),
+                        "max_exp_avg_sqs": _ts(),
+                        "state_steps": _ts(),
+                        "beta1": m.Argument(as_float=0.9),
+                        "beta2": m.Argument(as_float=0.99),
+                        "amsgrad": m.Argument(as_bool=False),
+                        **_F,
+                    }.items()
+                ],
+                outputs=[],
+                metadata={},
+            )
+        ],
+    ),
+    "_fused_adagrad_ with mismatched sizes": (
+        "aten::_fused_adagrad_",
+        [
+            m.Node(
+                target="aten::_fused_adagrad_",
+                inputs=[
+                    m.NamedArgument(name=k, arg=v)
+                    for k, v in {
+                        "self": _ts("x"),
+                        "grads": _ts("x", "x"),
+                        "state_sums": _ts(),
+                        "state_steps": _ts(),
+                        "lr_decay": m.Argument(as_float=0.0),
+                        **_F,
+                    }.items()
+                ],
+                outputs=[],
+                metadata={},
+            )
+        ],
+    ),
+    "manual_seed reseeds the host's generator": (
+        "aten::manual_seed",
+        [
+            m.Node(
+                target="aten::manual_seed", inputs=[m.NamedArgument(name="seed", arg=_i(1234))], outputs=[], metadata={}
+            )
+        ],
+    ),
+    "set_grad_enabled(False) leaves autograd off": (
+        "aten::set_grad_enabled",
+        [
+            m.Node(
+                target="aten::set_grad_enabled",
+                inputs=[m.NamedArgument(name="val", arg=m.Argument(as_bool=False))],
+                outputs=[],
+                metadata={},
+            )
+        ],
+    ),
+    "add.out into a wrong-shaped out (a kernel warning on stderr)": (
+        "aten::add.out",
+        [node("aten::add.out", {"self": t("x"), "other": t("x"), "out": t("x")}, "out")],
+    ),
+}
+"""The execution attacks of issue 16 that the allowlist refuses: name -> (the refused op, the nodes)."""
+
+
+def ones_nodes(n: int) -> list[m.Node]:
+    """`aten::ones([n])` then an add: a small file asking for n floats."""
+    return [
+        node("aten::ones", {"size": _ints(n)}, "big"),
+        node("aten::add.Tensor", {"self": t("big"), "other": t("x")}, "out"),
+    ]
+
+
+def sym_string_mul() -> list[m.Node]:
+    """`_operator.mul("A", 3*10**9)` stored under an as_sym_int: a 3 GB string if computed."""
+    out = m.Argument(as_sym_int=m.SymIntArgument(as_name="s"))
+    return [
+        node("_operator.mul", {"a": m.Argument(as_string="A"), "b": _i(3 * 10**9)}, out),
+        node(
+            "aten::add.Tensor", {"self": t("x"), "other": m.Argument(as_sym_int=m.SymIntArgument(as_name="s"))}, "out"
+        ),
+    ]
+
+
+def write_input_nodes() -> list[m.Node]:
+    """`select(x, 0, 0).fill_(9)`: writes into the caller's input through a view (the signature declares nothing)."""
+    return [
+        node("aten::select.int", {"self": t("x"), "dim": _i(0), "index": _i(0)}, "x0"),
+        node("aten::fill_.Scalar", {"self": t("x0"), "value": _i(9)}, "f"),
+        node("aten::add.Tensor", {"self": t("x"), "other": t("x")}, "out"),
+    ]
+
+
+def nested_while(outer: int, inner: int) -> m.OpwireArchive:
+    """An exported pair of nested while_loops running outer * inner inner iterations."""
+    from torch._higher_order_ops.while_loop import while_loop
+
+    class _Nested(torch.nn.Module):
+        def forward(self, i: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            def body(i: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+                _, y = while_loop(lambda j, y: j < inner, lambda j, y: (j + 1, y + 1.0), (torch.zeros_like(i), x))
+                return i + 1, y
+
+            return while_loop(lambda i, x: i < outer, body, (i, x))  # type: ignore[no-any-return]
+
+    return torch_bridge.archive_from_exported_program(torch.export.export(_Nested(), (torch.tensor(0), torch.zeros(3))))
 
 
 # ------------------------------------------------------------------------------------------ files
@@ -281,7 +511,7 @@ CASES: list[Case] = [
         "run",
         lambda d: _while_build(d, "--max-while-iterations", "2000"),
         1,
-        r"while_loop ran 2000 iterations without its condition turning false; .*--max-while-iterations N",
+        r"while_loop ran 2000 iterations in this run .*still true; .*--max-while-iterations N",
     ),
     Case(
         "while_loop past the wall time",
@@ -291,6 +521,60 @@ CASES: list[Case] = [
         r"exceeded its wall-time budget of 0\.5 s .*--timeout SECONDS",
     ),
 ]
+
+
+def _attack_case(i: int, name: str) -> Case:
+    """A row of ISSUE_ATTACKS, spread over the three executing commands."""
+    op, nodes = ISSUE_ATTACKS[name]
+    command = ("exec", "run", "replay")[i % 3]
+    build = {"exec": exec_case, "run": run_case, "replay": trace_case}[command](lambda _, n=nodes: n)
+    code = 1 if command == "run" else 2
+    return Case(
+        name, command, build, code, rf"op {re.escape(op)}(\.\w+)? is refused by opwire's execution policy.*--allow-op"
+    )
+
+
+CASES += [_attack_case(i, name) for i, name in enumerate(ISSUE_ATTACKS)]
+CASES += [
+    Case(
+        "segment_reduce allowed by name, unsafe=True still refused",
+        "exec",
+        lambda d: [
+            *exec_case(lambda _: ISSUE_ATTACKS["segment_reduce(lengths=[1e8], unsafe=True)"][1])(d),
+            "--allow-op",
+            "aten::segment_reduce",
+        ],
+        2,
+        r"argument 'unsafe': unsafe=True asks the kernel to skip its bounds checks",
+    ),
+    Case(
+        "aten::ones([3*2**28]) in a tiny extern file",
+        "exec",
+        exec_case(lambda _: ones_nodes(3 * 2**28)),
+        1,
+        r"outputs would take 3,221,225,472 bytes, over the execution-memory budget .*max_memory=BYTES",
+    ),
+    Case(
+        "_operator.mul('A', 3*10**9)",
+        "run",
+        run_case(lambda _: sym_string_mul()),
+        1,
+        r"argument 'a' is as_string; symbolic arithmetic takes int, float, bool or SymInt operands",
+    ),
+    Case(
+        "nested while_loops each under the bound",
+        "run",
+        lambda d: _nested_build(d, "--max-while-iterations", "60"),
+        1,
+        r"while_loop ran 60 iterations in this run \(counted across every loop and nesting\)",
+    ),
+]
+
+
+def _nested_build(d: Path, *flags: str) -> list[str]:
+    (d / "nested.opw").write_bytes(opwire.dumps(nested_while(10, 10), "compact"))
+    values = write_values(d / "in.json", i=torch.tensor(0), x=torch.zeros(3))
+    return [str(d / "nested.opw"), "--inputs", values, *flags]
 
 
 def _while_build(d: Path, *flags: str) -> list[str]:

@@ -11,7 +11,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from opwire.errors import OpwireError, UnknownTargetError
+from opwire.errors import OpwireError, UnknownTargetError, printable
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -62,11 +62,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         hint = ""
         if isinstance(exc, UnknownTargetError) and hasattr(args, "imports") and "--import" not in message:
             hint = "; from the command line: --import MODULE or --load-library PATH.so"
-        print(f"opwire {args.command}: error: {message}{hint}", file=sys.stderr)
+        print(f"opwire {args.command}: error: {printable(message)}{hint}", file=sys.stderr)
         return 2
     except OSError as exc:
         print(
-            f"opwire {args.command}: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr
+            printable(f"opwire {args.command}: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")),
+            file=sys.stderr,
         )
         return 2
     except (MemoryError, RecursionError) as exc:  # the last line of defence: every budget should stop these first

@@ -18,6 +18,7 @@ from opwire.cli.options import LOADING_HELP, add_budget_flags, add_loading
 from opwire.errors import DecodeError
 from opwire.schema import models as m
 from opwire.serde import budgets
+from opwire.serde.outfiles import check_output, write_output
 
 if TYPE_CHECKING:
     from opwire.program import OpenedProgram
@@ -91,6 +92,7 @@ def convert(
     if to not in TARGETS:
         raise DecodeError(f"unknown target format {to!r}: expected one of {', '.join(TARGETS)}")
     src, dst = Path(src), Path(dst)
+    check_output(dst, [src])
     with _open(src, model, allow_pickle, max_elements) as opened:
         if to == "opw" and opened.pt2 is not None:  # straight from the mapped input: no weight read into memory
             from opwire.serde import opw
@@ -107,13 +109,14 @@ def convert(
         from opwire.serde import pt2
 
         archive = obj if isinstance(obj, m.OpwireArchive) else _bare_archive(obj, src)
+        check_output(dst, [src])  # torch's zip writer opens the path itself: checked again just before
         pt2.write(archive, dst, model=model or "model")
         return "OpwireArchive", dst.stat().st_size
     import opwire
 
     out: _Root = obj.program if to == "json" and isinstance(obj, m.OpwireArchive) else obj
     data = opwire.dumps(out, format=cast(_Codec, to))
-    dst.write_bytes(data)
+    write_output(dst, data, [src])
     return type(out).__name__, len(data)
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from opwire.cli.exec_flags import add_exec_flags
 from opwire.cli.options import LOADING_HELP, add_budget_flags, add_loading
 from opwire.cli.values import INPUTS_HELP, describe, read_inputs, text
-from opwire.errors import BindError, OpwireError
+from opwire.errors import BindError, OpwireError, printable
 from opwire.program.signature import extern_inputs, op_name
 from opwire.proxy_executor.policy import DefaultPolicy
 
@@ -42,7 +42,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     add_loading(p)
     add_budget_flags(p)
-    add_exec_flags(p, timeout=False, loops=False)
+    add_exec_flags(p, loops=False)
     p.set_defaults(func=run)
 
 
@@ -59,37 +59,71 @@ def _check_inputs(nodes: Any, env: dict[str, Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the nodes; exit 0, 1 when a call fails, 2 on unreadable input."""
+    """Run the nodes (in a sandboxed child unless --no-isolate); exit 0, 1 when a call fails, 2 on bad input."""
+    from opwire.cli.exec_flags import limits
+    from opwire.proxy_executor.isolate import in_process, run_in_child
+
+    if args.isolate:
+        outcome = run_in_child(lambda child: _work(args, child), limits(args))
+        if outcome.error is not None and not outcome.running:
+            raise outcome.error
+        if outcome.error is not None:
+            blobs = {"report": b"[]", "error": str(outcome.error).encode()}
+        else:
+            blobs = outcome.blobs
+    else:
+        blobs = in_process(lambda child: _work(args, child))
+    try:
+        report = json.loads(blobs["report"])
+    except (ValueError, RecursionError, KeyError):
+        raise OpwireError("the isolated run sent back a malformed report") from None
+    if "error" in blobs:  # the child died (crash, limit): the last node it started is named in the error
+        report.append(
+            {"index": len(report), "name": "", "target": "", "error": blobs["error"].decode("utf-8", "replace")}
+        )
+    status = 1 if any("error" in e for e in report) else 0
+    if args.json:
+        print(json.dumps({"nodes": report, "ok": status == 0}, indent=2))
+        return status
+    for e in report:
+        outs = e.get("outputs", {})
+        if e["name"] or e["target"]:
+            print(printable(f"[{e['index']}] {e['name']} {e['target']}") + ("" if outs else " -> -"))
+        for k, v in outs.items():
+            print(f"    {printable(str(k))}: {printable(text(v))}")
+        if "error" in e:
+            print(f"opwire exec: error: {printable(str(e['error']))}", file=sys.stderr)
+    return status
+
+
+def _work(args: argparse.Namespace, child: Any) -> dict[str, bytes]:
+    """Load the nodes and inputs, then run the nodes in order (the child's part); the report as JSON."""
     from opwire.proxy_executor import ProxyExecutor
+    from opwire.proxy_executor.budgets import check_time, time_limit
     from opwire.proxy_executor.executor import load_extern_nodes
 
     env = read_inputs(args.inputs, args.inputs_format, allow_pickle=args.allow_pickle, max_elements=args.max_elements)
     ex = ProxyExecutor(
-        load_extern_nodes(args.nodes, max_elements=args.max_elements), policy=args.policy, allow_ops=args.allow_op
+        load_extern_nodes(args.nodes, max_elements=args.max_elements),
+        policy=args.policy,
+        allow_ops=args.allow_op,
+        max_memory=args.max_memory,
     )
     _check_inputs(ex.nodes, env)
     report: list[dict[str, Any]] = []
-    status = 0
-    for i, ek in enumerate(ex.nodes.nodes):
-        entry: dict[str, Any] = {"index": i, "name": ek.name, "target": op_name(ek.node.target)}
-        try:
-            outs = ex.call(i, env)
-        except OpwireError as exc:
-            entry["error"] = str(exc)
+    child.ready()
+    with time_limit(args.timeout):
+        for i, ek in enumerate(ex.nodes.nodes):
+            entry: dict[str, Any] = {"index": i, "name": ek.name, "target": op_name(ek.node.target)}
+            child.at(f"node [{i}] {printable(repr(ek.name))} ({printable(entry['target'])})")
+            try:
+                check_time(f"node [{i}] {ek.name!r}")
+                outs = ex.call(i, env)
+            except (OpwireError, MemoryError) as exc:
+                entry["error"] = str(child.explain(exc))
+                report.append(entry)
+                break
+            env.update(outs)
+            entry["outputs"] = {k: describe(v) for k, v in outs.items()}
             report.append(entry)
-            status = 1
-            break
-        env.update(outs)
-        entry["outputs"] = {k: describe(v) for k, v in outs.items()}
-        report.append(entry)
-    if args.json:
-        print(json.dumps({"nodes": report, "ok": status == 0}, indent=2))
-    else:
-        for e in report:
-            outs = e.get("outputs", {})
-            print(f"[{e['index']}] {e['name']} {e['target']}" + ("" if outs else " -> -"))
-            for k, v in outs.items():
-                print(f"    {k}: {text(v)}")
-            if "error" in e:
-                print(f"opwire exec: error: {e['error']}", file=sys.stderr)
-    return status
+    return {"report": json.dumps(report).encode()}

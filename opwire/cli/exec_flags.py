@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-__all__ = ["add_exec_flags"]
+__all__ = ["add_exec_flags", "limits"]
 
 
 def _positive(kind: type[Any]) -> Any:
@@ -21,6 +21,33 @@ def _positive(kind: type[Any]) -> Any:
     return parse
 
 
+def _size(text: str) -> int:
+    from opwire.proxy_executor.sandbox import parse_size
+
+    try:
+        return parse_size(text)
+    except (ValueError, IndexError):
+        raise argparse.ArgumentTypeError(f"expected a size such as 4G, 512M or 1000000, got {text!r}") from None
+
+
+def limits(args: argparse.Namespace) -> Any:
+    """The sandbox limits of an isolated run from `--max-memory` and `--timeout` (CPU time: timeout x cores)."""
+    import os
+
+    from opwire.proxy_executor.sandbox import Limits
+
+    timeout = getattr(args, "timeout", None)
+    cpu = None if timeout is None else timeout * max(1, os.cpu_count() or 1) + 5
+    # OpenMP's pool hangs in a fork made after it ran. The `opwire` command (console script or `python -m
+    # opwire.cli`) forks before any parallel work: keep torch's threads. main() called from a program that may
+    # have computed already (tests, embedding): one thread.
+    import sys
+
+    argv0 = sys.argv[0] if sys.argv else ""
+    fresh = argv0.endswith(("/opwire", "opwire/cli/__main__.py")) or argv0 == "opwire"
+    return Limits(max_memory=args.max_memory, cpu_seconds=cpu, timeout=timeout, threads=None if fresh else 1)
+
+
 def add_exec_flags(p: argparse.ArgumentParser, timeout: bool = True, loops: bool = True) -> None:
     """Add the policy flags to a subcommand's parser (docs/executor.md#execution-policy)."""
     p.add_argument(
@@ -30,14 +57,31 @@ def add_exec_flags(p: argparse.ArgumentParser, timeout: bool = True, loops: bool
         metavar="OP",
         help="run this op although the execution policy refuses it (e.g. aten::from_file; repeatable)",
     )
+    from opwire.proxy_executor.sandbox import DEFAULT_TIMEOUT, default_max_memory
+
     if timeout:
         p.add_argument(
             "--timeout",
             type=_positive(float),
-            default=None,
+            default=DEFAULT_TIMEOUT,
             metavar="SECONDS",
-            help="stop with an error after this much wall time (checked between nodes; default: no limit)",
+            help=f"stop with an error after this much wall time (default {DEFAULT_TIMEOUT:g}; checked between "
+            "nodes, and the isolated child is stopped past it)",
         )
+    p.add_argument(
+        "--no-isolate",
+        dest="isolate",
+        action="store_false",
+        help="run in this process instead of a sandboxed child (trusted files only; docs/security.md)",
+    )
+    p.add_argument(
+        "--max-memory",
+        type=_size,
+        default=default_max_memory(),
+        metavar="SIZE",
+        help="execution-memory budget, e.g. 4G or 512M: tensor bytes a run may allocate (checked before nodes run) "
+        "and the isolated child's address space beyond what it maps (plus 1G of headroom) (default: 2G)",
+    )
     if loops:
         from opwire.proxy_executor.budgets import WHILE_LOOP_ITERATIONS
 

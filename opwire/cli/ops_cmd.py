@@ -93,17 +93,19 @@ def run_validate(args: argparse.Namespace) -> int:
 
 def run_snapshot(args: argparse.Namespace) -> int:
     """Write the snapshot of the namespaces."""
-    from pathlib import Path
 
     import opwire
+    from opwire.serde.outfiles import check_output, write_output
     from opwire.validation.snapshot import snapshot_ops
 
+    if args.out:
+        check_output(args.out)  # before the work: a symlink or a FIFO at --out is refused first
     snapshot = snapshot_ops(args.namespaces)
     data = opwire.dumps(snapshot, format=args.format)
     if args.format == "json":  # snapshots are diffed in review: one value a line, keys sorted, a final newline
         data = (json.dumps(json.loads(data), indent=2, sort_keys=True) + "\n").encode()
     if args.out:
-        Path(args.out).write_bytes(data)
+        write_output(args.out, data)
         n = len(snapshot.ops)
         print(
             f"wrote {args.out}: {n} op{'' if n == 1 else 's'} of {', '.join(args.namespaces)} as {args.format}, "

@@ -10,6 +10,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from opwire.errors import printable
+
 __all__ = ["add_parser", "run"]
 
 
@@ -62,8 +64,15 @@ def _target(command: list[str]) -> tuple[str, str, list[str]] | None:
     return None
 
 
-def _unwritable(out: Path) -> str | None:
+def _unwritable(out: Path, inputs: list[str]) -> str | None:
     """Why the trace could not be written to `out` (None when it can), found before the script runs."""
+    from opwire.errors import OpwireError
+    from opwire.serde.outfiles import check_output
+
+    try:
+        check_output(out, inputs)  # no symlink, FIFO, device or the script itself
+    except OpwireError as exc:
+        return str(exc)
     existed = out.exists()
     try:
         with out.open("ab"):
@@ -115,9 +124,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"opwire record: error: no script {what!r}", file=sys.stderr)
         return 2
     args.out = _rank_out(args.out)
-    problem = _unwritable(Path(args.out))
+    problem = _unwritable(Path(args.out), [what] if kind == "path" else [])
     if problem is not None:
-        print(f"opwire record: error: --out {args.out}: {problem}; the script did not run", file=sys.stderr)
+        print(printable(f"opwire record: error: --out {args.out}: {problem}; the script did not run"), file=sys.stderr)
         return 2
     status = 0
     saved_argv, saved_path = sys.argv[:], sys.path[:]

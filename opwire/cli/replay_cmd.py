@@ -130,6 +130,8 @@ def run(args: argparse.Namespace) -> int:
         max_mismatches=args.max_mismatches,
         allow_ops=args.allow_op,
         timeout=args.timeout,
+        isolate=args.isolate,
+        max_memory=args.max_memory,
     )
     report.verbose = args.verbose
     if args.json:

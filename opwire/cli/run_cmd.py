@@ -11,8 +11,9 @@ from typing import Any
 from opwire.cli.exec_flags import add_exec_flags
 from opwire.cli.options import LOADING_HELP, add_budget_flags, add_device, add_loading
 from opwire.cli.values import INPUTS_HELP, describe, read_inputs, text
-from opwire.errors import BindError, DecodeError, OpwireError
+from opwire.errors import BindError, DecodeError, OpwireError, printable
 from opwire.schema import models as m
+from opwire.serde.outfiles import check_output, write_output
 
 __all__ = ["add_parser", "run"]
 
@@ -118,13 +119,39 @@ def _labels(result: Any, n: int) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the program; exit 0, 1 when the run fails, 2 on unreadable input."""
+    """Run the program (in a sandboxed child unless --no-isolate); exit 0, 1 when the run fails, 2 on bad input."""
+    from opwire.cli.exec_flags import limits
+    from opwire.proxy_executor.isolate import in_process, run_in_child
+
+    for out in (args.out, args.save_nodes, args.findings):
+        if out:
+            check_output(out, [args.program, args.inputs, *([args.compare_nodes] if args.compare_nodes else [])])
+    if args.findings and not args.compare_nodes:
+        raise DecodeError("--findings needs --compare-nodes (the findings are the comparison's)")
+    if args.save_nodes and args.compare_nodes:
+        raise DecodeError("--save-nodes and --compare-nodes are two runs: pass one of them")
+    if args.isolate:
+        outcome = run_in_child(lambda child: _work(args, child), limits(args))
+        if outcome.error is not None:
+            if not outcome.running:
+                raise outcome.error
+            print(f"opwire run: error: {printable(str(outcome.error))}", file=sys.stderr)
+            return 1
+        blobs = outcome.blobs
+    else:
+        blobs = in_process(lambda child: _work(args, child))
+    return _report(args, blobs)
+
+
+def _work(args: argparse.Namespace, child: Any) -> dict[str, bytes]:
+    """Load, bind, run (the child's part): the summary, outputs and node files as bytes for `_report`."""
     import torch
     import torch.utils._pytree as pytree
 
     import opwire
     from opwire.program.signature import program_signature
     from opwire.proxy_executor.graph import ProgramRunner
+    from opwire.proxy_executor.isolate_program import progress_observer
     from opwire.serde import objects as _values
 
     runner = ProgramRunner(
@@ -133,6 +160,7 @@ def run(args: argparse.Namespace) -> int:
         allow_ops=args.allow_op,
         max_while_iterations=args.max_while_iterations,
         timeout=args.timeout,
+        max_memory=args.max_memory,
     )
     signature = program_signature(runner.program)
     dtypes = {p.name: p.dtype for p in signature.inputs if p.dtype is not None}
@@ -143,85 +171,135 @@ def run(args: argparse.Namespace) -> int:
         py = pytree.tree_map(lambda v: v.to(args.device) if isinstance(v, torch.Tensor) else v, py)
     call_args, call_kwargs = _inputs(py, runner, signature)
     observer = _node_observer(args, runner)
+    runner.observer = progress_observer(runner.graph, child, observer)
+    child.ready()
+    blobs: dict[str, bytes] = {}
     try:
         result = runner(*call_args, **call_kwargs)
-    except OpwireError as exc:
-        print(f"opwire run: error: {exc}", file=sys.stderr)
+    except (OpwireError, MemoryError) as exc:
+        blobs["error"] = str(child.explain(exc)).encode()
         if observer is not None and hasattr(observer, "failed"):
             observer.failed(exc)
-            _finish_compare(args, observer)
-        return 1
-    if observer is not None and _finish_nodes(args, observer):
-        return 1
+            blobs["compare"] = _compare_doc(args, observer)
+        return blobs
+    if args.save_nodes:
+        blobs["nodes"] = opwire.dumps(m.Values(values=observer.values), format="compact")
+        blobs["skipped"] = str(len(observer.skipped)).encode()
+    elif args.compare_nodes:
+        blobs["compare"] = _compare_doc(args, observer)
     leaves = pytree.tree_leaves(result)
     if args.out:
         out = m.Values(values={f"output[{i}]": _values.from_python(v, f"output[{i}]") for i, v in enumerate(leaves)})
         fmt = "json" if str(args.out).endswith(".json") else "compact"
-        data = opwire.dumps(out, format=fmt)  # type: ignore[arg-type]
-        Path(args.out).write_bytes(data)
-        n = len(out.values)
-        print(f"wrote {args.out}: {n} output{'' if n == 1 else 's'} as a Values file ({fmt}, {len(data)} bytes)",
+        blobs["out"] = opwire.dumps(out, format=fmt)  # type: ignore[arg-type]
+    labels = _labels(result, len(leaves))
+    blobs["summary"] = json.dumps([[lab, describe(v)] for lab, v in zip(labels, leaves, strict=True)]).encode()
+    return blobs
+
+
+def _compare_doc(args: argparse.Namespace, observer: Any) -> bytes:
+    """The findings document of the comparison (a `FindingsDocument` record in opwire's JSON codec)."""
+    from opwire.view.findings import findings_json
+
+    return findings_json(observer.document(f"{Path(args.program).name} against {Path(args.compare_nodes).name}"))
+
+
+def _report(args: argparse.Namespace, blobs: dict[str, bytes]) -> int:
+    """The parent's part: check what came back, write the files asked for, print; the exit code."""
+    inputs = [args.program, args.inputs]
+    failed = False
+    if "error" in blobs:
+        print(f"opwire run: error: {printable(blobs['error'].decode('utf-8', 'replace'))}", file=sys.stderr)
+        failed = True
+    if "nodes" in blobs:
+        n = len(_check_values(blobs["nodes"], "compact", "--save-nodes").values)
+        write_output(args.save_nodes, blobs["nodes"], inputs)
+        skipped = int(blobs.get("skipped", b"0"))
+        more = f" (skipped {skipped} values it cannot hold)" if skipped else ""
+        print(f"saved {n} node outputs to {printable(args.save_nodes)}{more}", file=sys.stderr)
+    if "compare" in blobs:
+        doc = _findings(blobs["compare"])
+        if args.findings:
+            write_output(args.findings, blobs["compare"], [*inputs, args.compare_nodes])
+            print(f"wrote {printable(args.findings)}: {len(doc.findings)} node findings (opwire view PROGRAM "
+                  f"--findings {printable(args.findings)} colours the page with them)", file=sys.stderr)  # fmt: skip
+        failed = _print_compare(args, doc) or failed
+    if failed:
+        return 1
+    if "out" in blobs:
+        fmt = "json" if str(args.out).endswith(".json") else "compact"
+        n = len(_check_values(blobs["out"], fmt, "--out").values)
+        write_output(args.out, blobs["out"], inputs)
+        size = len(blobs["out"])
+        print(f"wrote {printable(args.out)}: {n} output{'' if n == 1 else 's'} as a Values file ({fmt}, {size} bytes)",
               file=sys.stderr)  # fmt: skip
-    summary = {f"output[{i}]": describe(v) for i, v in enumerate(leaves)}
+    summary = _json(blobs["summary"])
     if args.json:
-        print(json.dumps({"ok": True, "outputs": summary}, indent=2))
+        print(json.dumps({"ok": True, "outputs": {f"output[{i}]": d for i, (_, d) in enumerate(summary)}}, indent=2))
     else:
-        for label, d in zip(_labels(result, len(leaves)), summary.values(), strict=True):
-            print(f"{label}: {text(d)}")
+        for label, d in summary:
+            print(f"{printable(str(label))}: {printable(text(d))}")
     return 0
+
+
+def _print_compare(args: argparse.Namespace, doc: m.FindingsDocument) -> bool:
+    """Print how the nodes compared, the first divergence with its numbers; True when a node differs."""
+    bad = [f for f in doc.findings if f.severity == "error"]
+    first = doc.first_divergence
+    n = len(doc.findings)
+    print(
+        f"compared {n} node{'' if n == 1 else 's'}: {len(bad)} differ"
+        + (f"; first divergence: {printable(str(first))}" if first else ""),
+        file=sys.stderr,
+    )
+    entry = next((f for f in bad if f.node == first), None)
+    if entry is not None:
+        print(f"  {printable(entry.message)}", file=sys.stderr)
+        for d in entry.differences or []:
+            figures = [f"{label} {v:.3g}" for v, label in ((d.max_diff, "max abs diff"), (d.max_rel, "max rel diff"))
+                       if v is not None]  # fmt: skip
+            shape = f", shape {d.shape}" if d.shape is not None else ""
+            if figures:
+                print(f"  {printable(d.output)}: {', '.join(figures)}{shape} (rtol={args.rtol:g}, atol={args.atol:g})",
+                      file=sys.stderr)  # fmt: skip
+        print(f"  (opwire view {printable(args.program)} --findings FILE.json shows every node; --findings writes it)",
+              file=sys.stderr)  # fmt: skip
+    return bool(bad)
+
+
+def _findings(data: bytes) -> m.FindingsDocument:
+    """The findings document the run sent back, read with the checking JSON decoder before it is written anywhere."""
+    from opwire.serde import json as json_codec
+
+    try:
+        return json_codec.decode(data, m.FindingsDocument, source="--compare-nodes")
+    except OpwireError as exc:
+        raise OpwireError(f"the run sent back a malformed findings document ({exc})") from None
+
+
+def _check_values(data: bytes, fmt: str, what: str) -> Any:
+    """The Values record the run sent back, read with the checking decoder before it is written anywhere."""
+    import opwire
+
+    try:
+        return opwire.loads(data, m.Values, format=fmt)  # type: ignore[call-overload]
+    except OpwireError as exc:
+        raise OpwireError(f"{what}: the run sent back an unreadable record ({exc})") from None
+
+
+def _json(data: bytes) -> Any:
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise OpwireError(f"the run sent back a malformed summary ({exc})") from None
 
 
 def _node_observer(args: argparse.Namespace, runner: Any) -> Any:
     """The per-node observer --save-nodes or --compare-nodes asks for (None without either)."""
     from opwire.view.runs import NodeComparer, NodeRecorder, read_nodes
 
-    if args.findings and not args.compare_nodes:
-        raise DecodeError("--findings needs --compare-nodes (the findings are the comparison's)")
-    if args.save_nodes and args.compare_nodes:
-        raise DecodeError("--save-nodes and --compare-nodes are two runs: pass one of them")
     if args.save_nodes:
-        runner.observer = NodeRecorder(runner.graph)
-    elif args.compare_nodes:
-        runner.observer = NodeComparer(runner.graph, read_nodes(args.compare_nodes), args.rtol, args.atol)
-    return runner.observer
-
-
-def _finish_nodes(args: argparse.Namespace, observer: Any) -> bool:
-    """Save or report the per-node results; True when a node's outputs differ from the saved run."""
-    if args.save_nodes:
-        observer.save(args.save_nodes)
-        skipped = f" (skipped {len(observer.skipped)} values it cannot hold)" if observer.skipped else ""
-        print(f"saved {len(observer.values)} node outputs to {args.save_nodes}{skipped}", file=sys.stderr)
-        return False
-    return _finish_compare(args, observer)
-
-
-def _finish_compare(args: argparse.Namespace, observer: Any) -> bool:
-    from opwire.view.findings import findings_json
-
-    doc = observer.document(f"{Path(args.program).name} against {Path(args.compare_nodes).name}")
-    if args.findings:
-        Path(args.findings).write_bytes(findings_json(doc))
-        print(f"wrote {args.findings}: {len(doc.findings)} node findings (opwire view PROGRAM --findings "
-              f"{args.findings} colours the page with them)", file=sys.stderr)  # fmt: skip
-    bad = [f for f in doc.findings if f.severity == "error"]
-    first = doc.first_divergence
-    n = len(doc.findings)
-    print(
-        f"compared {n} node{'' if n == 1 else 's'}: {len(bad)} differ"
-        + (f"; first divergence: {first}" if first else ""),
-        file=sys.stderr,
-    )
-    entry = next((f for f in bad if f.node == first), None)
-    if entry is not None:
-        print(f"  {entry.message}", file=sys.stderr)
-        for d in entry.differences or []:
-            figures = [f"{label} {v:.3g}" for v, label in ((d.max_diff, "max abs diff"), (d.max_rel, "max rel diff"))
-                       if v is not None]  # fmt: skip
-            shape = f", shape {d.shape}" if d.shape is not None else ""
-            if figures:
-                print(f"  {d.output}: {', '.join(figures)}{shape} (rtol={args.rtol:g}, atol={args.atol:g})",
-                      file=sys.stderr)  # fmt: skip
-        print(f"  (opwire view {args.program} --findings FILE.json shows every node; --findings writes it)",
-              file=sys.stderr)  # fmt: skip
-    return bool(bad)
+        return NodeRecorder(runner.graph)
+    if args.compare_nodes:
+        return NodeComparer(runner.graph, read_nodes(args.compare_nodes), args.rtol, args.atol)
+    return None

@@ -14,7 +14,7 @@ import zipfile
 from collections.abc import Mapping
 from typing import Any
 
-from opwire.errors import DecodeError
+from opwire.errors import DecodeError, first_line, printable
 
 __all__ = ["INPUTS_HELP", "describe", "read_inputs", "text"]
 
@@ -124,26 +124,68 @@ def _torch_saved(path: str, allow_pickle: bool) -> dict[str, Any]:
 
 
 def describe(v: Any) -> dict[str, Any]:
-    """A value as JSON: tensors as {kind, dtype, shape, device, values, stats}; scalars as {kind, value}."""
+    """A value as JSON: tensors as {kind, dtype, shape, device, values, stats}; scalars as {kind, value}.
+
+    A tensor is read without materializing it: at most `_SAMPLE` elements (in index order) are gathered for
+    the statistics, so a view, an `expand` to 2**30 elements or a huge output costs a few MB. Sparse,
+    quantized, nested and meta tensors are described by their layout; what cannot be read is left out."""
     import torch
 
     if isinstance(v, torch.Tensor):
-        out: dict[str, Any] = {
-            "kind": "Tensor",
-            "dtype": str(v.dtype).removeprefix("torch."),
-            "shape": list(v.shape),
-            "device": str(v.device),
-        }
-        if v.device.type != "meta":
-            flat = v.detach().reshape(-1)
-            out["values"] = [_scalar(x) for x in flat[:_SHOWN].cpu().tolist()]
-            out["stats"] = _stats(flat)
-        return out
+        return _tensor(v)
     if v is None or isinstance(v, (bool, int, float, str)):
         return {"kind": type(v).__name__, "value": v}
     if isinstance(v, (list, tuple)):
-        return {"kind": type(v).__name__, "items": [describe(x) for x in v]}
-    return {"kind": type(v).__name__, "value": repr(v)}
+        return {"kind": type(v).__name__, "items": [describe(x) for x in v[:_SHOWN_ITEMS]], "length": len(v)}
+    return {"kind": type(v).__name__, "value": printable(repr(v)[:200])}
+
+
+_SAMPLE = 1 << 20  # elements read for statistics at most
+_GATHER = 1 << 16  # elements gathered from a non-contiguous tensor at most
+_SHOWN_ITEMS = 64  # items of a list described at most
+
+
+def _tensor(v: Any) -> dict[str, Any]:
+    import torch
+
+    out: dict[str, Any] = {"kind": "Tensor", "dtype": str(v.dtype).removeprefix("torch."), "device": str(v.device)}
+    if v.is_nested:
+        out["layout"] = "nested"
+        out["shape"] = [int(v.size(0))]
+        return out
+    out["shape"] = [int(s) for s in v.shape]
+    if v.layout != torch.strided:
+        out["layout"] = str(v.layout).removeprefix("torch.")
+        if v.layout == torch.sparse_coo:
+            out["nnz"] = int(v._nnz())
+        return out
+    if v.device.type == "meta":
+        return out
+    try:
+        sample, total = _sample(v.detach())
+        if v.is_quantized:
+            out["quantized"] = True
+            sample = sample.dequantize()
+        out["values"] = [_scalar(x) for x in sample[:_SHOWN].cpu().tolist()]
+        out["stats"] = _stats(sample)
+        if total > sample.numel() and out["stats"] is not None:
+            out["stats"]["of_first"] = int(sample.numel())
+    except (RuntimeError, TypeError, ValueError, NotImplementedError) as exc:
+        out["note"] = f"values not shown: {printable(first_line(exc))[:200]}"
+    return out
+
+
+def _sample(v: Any) -> tuple[Any, int]:
+    """The first `_SAMPLE` elements of `v` in index order (gathered, never the whole tensor copied) and numel."""
+    import torch
+
+    total = v.numel()
+    if total <= _SAMPLE:
+        return v.reshape(-1) if v.is_contiguous() else v.clone().reshape(-1), total
+    if v.is_contiguous():
+        return v.reshape(-1)[:_SAMPLE], total
+    index = torch.unravel_index(torch.arange(_GATHER), tuple(v.shape))
+    return v[index], total
 
 
 def _scalar(x: Any) -> Any:
@@ -172,9 +214,15 @@ def text(d: dict[str, Any]) -> str:
     """One line for a described value: `float32[5, 4] on cpu  min -1.2 max 0.9 mean 0.01 std 0.5  [0.1, ...]`."""
     if d["kind"] == "Tensor":
         head = f"{d['dtype']}[{', '.join(str(s) for s in d['shape'])}] on {d['device']}"
+        if "layout" in d:
+            head += f" ({d['layout']}" + (f", {d['nnz']} stored" if "nnz" in d else "") + ")"
         stats = d.get("stats")
         if stats:
-            head += "  " + " ".join(f"{k} {_num(v)}" for k, v in stats.items())
+            of = stats.get("of_first")
+            head += "  " + " ".join(f"{k} {_num(v)}" for k, v in stats.items() if k != "of_first")
+            head += f" (of the first {of} values)" if of else ""
+        if "note" in d:
+            head += f"  ({d['note']})"
         if "values" in d:
             n = 1
             for s in d["shape"]:
@@ -183,7 +231,8 @@ def text(d: dict[str, Any]) -> str:
             head += f"  [{', '.join(_num(x) for x in d['values'])}{more}]"
         return head
     if "items" in d:
-        return f"{d['kind']} of {len(d['items'])}: [{', '.join(text(x) for x in d['items'])}]"
+        more = ", ..." if d.get("length", len(d["items"])) > len(d["items"]) else ""
+        return f"{d['kind']} of {d.get('length', len(d['items']))}: [{', '.join(text(x) for x in d['items'])}{more}]"
     return f"{d['kind']} {d['value']!r}" if d["kind"] != "NoneType" else "None"
 
 

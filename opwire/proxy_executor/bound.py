@@ -52,8 +52,16 @@ def runner_of(p: NodePlan) -> Run:
 class BoundGraph:
     """The nodes of one graph bound to their targets; `run(env)` runs them in order, rebinding edited nodes."""
 
-    def __init__(self, graph: m.Graph, where: str, policy: DefaultPolicy, ctx: BindContext) -> None:
+    def __init__(
+        self,
+        graph: m.Graph,
+        where: str,
+        policy: DefaultPolicy,
+        ctx: BindContext,
+        checker: Callable[[list[NodePlan]], None] | None = None,
+    ) -> None:
         self.graph = graph
+        self.checker = checker  # whole-graph checks of the bound plans (graphchecks), before any node runs
         self.where = where
         self.policy = policy
         self.ctx = ctx
@@ -87,6 +95,12 @@ class BoundGraph:
             if observer is not None:
                 observer(node, out)
 
+    def bind(self) -> None:
+        """Bind every node now (what the first run would do): binding errors surface here."""
+        if self._edits != edit_count():
+            with self._lock:
+                self._refresh()
+
     @property
     def plans(self) -> list[NodePlan]:
         """The bound plan of each node, in graph order (as of the last run or bind)."""
@@ -113,5 +127,7 @@ class BoundGraph:
             plans.append(plan)
             runs.append(runner_of(plan))
             self.binds += 1
+        if self.checker is not None:
+            self.checker(plans)
         self._nodes, self._snapshots, self._plans, self._runs = nodes, snapshots, plans, runs
         self._edits = edits

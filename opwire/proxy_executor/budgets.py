@@ -2,8 +2,10 @@
 
 A file decides how much work its program does. Three budgets keep that bounded:
 
-- **while_loop iterations** (`max_while_iterations=`, default `WHILE_LOOP_ITERATIONS`): an edited loop
-  condition that never turns false is a `BudgetError` after that many iterations of one loop call.
+- **while_loop iterations** (`max_while_iterations=`, default `WHILE_LOOP_ITERATIONS`): a total per run,
+  counted across every loop and nesting level (two nested loops just under the bound are refused); an
+  edited condition that never turns false is a `BudgetError` once the run's loops iterated that often.
+- **execution memory** (`max_memory=` bytes, default `MAX_MEMORY`): `opwire.proxy_executor.checks`.
 - **wall time** (`timeout=` seconds, `--timeout`; off by default): checked between nodes (and between
   loop iterations and replayed calls); one kernel already running is not interrupted.
 - **symbolic arithmetic** (the fixed table's `_operator.pow`, `lshift`, `mul`, `torch.sym_int`, ...):
@@ -27,10 +29,12 @@ from opwire.errors import BudgetError
 __all__ = [
     "I64_MAX",
     "I64_MIN",
+    "MAX_MEMORY",
     "WHILE_LOOP_ITERATIONS",
     "check_time",
     "checked_sym_op",
     "current_deadline",
+    "loop_budget",
     "time_limit",
     "timed_out",
     "while_loop_with_budget",
@@ -41,6 +45,11 @@ WHILE_LOOP_ITERATIONS = 100_000
 executor (tens of microseconds at least), so a runaway loop stops within seconds; the loops torch
 programs export (decoding steps, fixed-point iterations, per-row scans) run far fewer. Raise it with
 `max_while_iterations=` or `--max-while-iterations`."""
+
+MAX_MEMORY = 2 << 30
+"""Default execution-memory budget in bytes: what one node's outputs (checked before allocation-heavy
+nodes run) and a program's statically shaped node outputs together (checked at bind) may take. Raise
+it with `max_memory=`."""
 
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 
@@ -85,26 +94,37 @@ def check_time(where: str) -> None:
         raise timed_out(where)
 
 
+@contextmanager
+def loop_budget(limit: int) -> Iterator[None]:
+    """Count the `while_loop` iterations of the work run inside (this thread) against one total `limit`."""
+    before = getattr(_local, "loops", None)
+    _local.loops = [0, limit] if before is None else before  # a nested run shares the outer run's total
+    try:
+        yield
+    finally:
+        _local.loops = before
+
+
 def while_loop_with_budget(hop: Callable[..., Any], limit: int, where: str) -> Callable[..., Any]:
-    """torch's `while_loop` HOP with its condition counted: past `limit` iterations, a BudgetError."""
+    """torch's `while_loop` HOP with its iterations counted against the run's total (`loop_budget`), else `limit`."""
 
     def run(cond_fn: Callable[..., Any], body_fn: Callable[..., Any], *rest: Any, **kw: Any) -> Any:
-        count = 0
+        counter = getattr(_local, "loops", None) or [0, limit]  # outside a run: this call's own budget
 
-        def cond(*args: Any) -> Any:
-            nonlocal count
-            count += 1
-            if count > limit:
+        def body(*args: Any) -> Any:
+            counter[0] += 1  # iterations are body runs: the condition runs once more, to turn false
+            if counter[0] > counter[1]:
                 raise BudgetError(
-                    f"{where}: while_loop ran {limit} iterations without its condition turning false; "
-                    f"the budget is max_while_iterations={limit}; raise it with max_while_iterations= "
-                    "(ProxyExecutor, run_program, ProgramRunner) or --max-while-iterations N (opwire run)",
+                    f"{where}: while_loop ran {counter[1]} iterations in this run (counted across every loop and "
+                    f"nesting) and its condition was still true; the budget is max_while_iterations={counter[1]}; "
+                    "raise it with max_while_iterations= (ProxyExecutor, run_program, ProgramRunner) or "
+                    "--max-while-iterations N (opwire run)",
                     "max_while_iterations",
                 )
-            check_time(f"{where} iteration {count}")
-            return cond_fn(*args)
+            check_time(f"{where} iteration {counter[0]}")
+            return body_fn(*args)
 
-        return hop(cond, body_fn, *rest, **kw)
+        return hop(cond_fn, body, *rest, **kw)
 
     return run
 

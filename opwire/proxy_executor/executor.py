@@ -13,8 +13,10 @@ from typing import Any
 
 from opwire.errors import BindError
 from opwire.proxy_executor.bound import run_plan
+from opwire.proxy_executor.budgets import MAX_MEMORY
 from opwire.proxy_executor.context import BindContext
 from opwire.proxy_executor.flat import FlatPlan, build_flat
+from opwire.proxy_executor.guard import RunGuard
 from opwire.proxy_executor.plan import NodePlan, bind_node
 from opwire.proxy_executor.policy import DefaultPolicy
 from opwire.proxy_executor.safety import ExecPolicy
@@ -41,8 +43,12 @@ def load_extern_nodes(path: str | Path, *, max_elements: int | None = None) -> m
 class ProxyExecutor:
     """Runs serialized calls; plans (resolved op, converters) are built once under a lock and reused.
 
-    Ops the execution policy refuses (`opwire.proxy_executor.safety`: filesystem, processes, unchecked
-    constructors) are BindErrors when a node is bound; `allow_ops=["aten::from_file", ...]` allows them.
+    Ops outside the allowlist (`opwire.proxy_executor.safety`) are BindErrors when a node is bound (the
+    extern nodes of `nodes` at construction); `allow_ops=["aten::from_file", ...]` allows them. Each
+    `call`/`call_function` of a seeded op, an op allowed by name or a library op runs inside a
+    `guard.RunGuard` (grad mode, modes, flags and the RNG state put back; kernel warnings re-issued as
+    OpwireWarning); allowlisted, unseeded torch ops change none of that and run unguarded (a guard costs
+    more than a small kernel), so their C++ warnings print as torch prints them.
     """
 
     def __init__(
@@ -53,9 +59,10 @@ class ProxyExecutor:
         *,
         allow_ops: Iterable[str] = (),
         exec_policy: ExecPolicy | None = None,
+        max_memory: int = MAX_MEMORY,
     ) -> None:
         self.policy = DefaultPolicy.parse(policy)
-        self.exec_policy = exec_policy if exec_policy is not None else ExecPolicy(allow_ops)
+        self.exec_policy = exec_policy if exec_policy is not None else ExecPolicy(allow_ops, max_memory=max_memory)
         self._ctx = BindContext(subgraph_runner, self.exec_policy)
         self._lock = threading.Lock()
         self._plans: dict[int, tuple[m.Node, NodePlan, int, list[Any]]] = {}
@@ -103,7 +110,10 @@ class ProxyExecutor:
     ) -> dict[str, object]:
         """Run one node with inputs looked up by name; returns outputs keyed by their serialized names."""
         p = self._extern_plan(self._index(node)) if isinstance(node, (int, str)) else self.plan(node)
-        return run_plan(p, values, defaults)
+        if not p.guarded:
+            return run_plan(p, values, defaults)
+        with RunGuard(p.where, p.seeded):
+            return run_plan(p, values, defaults)
 
     # ---- AOTInductor's flattened convention -------------------------------------------------
 
@@ -112,7 +122,10 @@ class ProxyExecutor:
         flat = self._flat[node] if type(node) is int and 0 <= node < len(self._flat) else None
         if flat is None or self._edits != edit_count():
             flat = self._flat_plan(self._index(node))
-        return flat.call(int_args, tensor_args)
+        if not flat.plan.guarded:
+            return flat.call(int_args, tensor_args)
+        with RunGuard(flat.plan.where, flat.plan.seeded):
+            return flat.call(int_args, tensor_args)
 
     def layout(self, node: int | str) -> str:
         """What `call_function` expects for `node`: the int and tensor array entries, in order."""

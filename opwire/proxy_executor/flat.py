@@ -144,6 +144,8 @@ class FlatPlan:
 
         if self.plan.target.kind != "op" or [e.kind for e in self.outputs] != ["tensor"]:
             return None
+        if self.plan.checks is not None:
+            return None  # a precondition or the memory estimate runs first: the general path
         if any(e.kind not in ("tensor", "int", "static") for e in self.inputs):
             return None
         n_ints, n_tensors = sum(self.n_ints), sum(self.n_tensors)

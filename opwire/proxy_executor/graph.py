@@ -22,9 +22,12 @@ from opwire.program import OpenedProgram
 from opwire.program import open as open_program
 from opwire.program.specs import unregistered_pytree_types
 from opwire.proxy_executor.bound import BoundGraph
-from opwire.proxy_executor.budgets import WHILE_LOOP_ITERATIONS, time_limit
+from opwire.proxy_executor.budgets import MAX_MEMORY, WHILE_LOOP_ITERATIONS, loop_budget, time_limit
 from opwire.proxy_executor.context import BindContext
 from opwire.proxy_executor.convert import convert
+from opwire.proxy_executor.graphchecks import check_static_memory, check_writes, declared_writes, protected_inputs
+from opwire.proxy_executor.guard import RunGuard
+from opwire.proxy_executor.plan import NodePlan
 from opwire.proxy_executor.policy import DefaultPolicy
 from opwire.proxy_executor.safety import ExecPolicy
 from opwire.schema import models as m
@@ -56,9 +59,13 @@ class ProgramRunner:
         max_while_iterations: int = WHILE_LOOP_ITERATIONS,
         timeout: float | None = None,
         exec_policy: ExecPolicy | None = None,
+        isolate: bool = False,
+        max_memory: int = MAX_MEMORY,
     ) -> None:
+        self.isolate = isolate  # run each call in a sandboxed child (opwire.proxy_executor.isolate_program)
+        self.max_memory = max_memory
         self.exec_policy = (
-            exec_policy if exec_policy is not None else ExecPolicy(allow_ops, max_while_iterations, timeout)
+            exec_policy if exec_policy is not None else ExecPolicy(allow_ops, max_while_iterations, timeout, max_memory)
         )
         opened = open_program(program_or_archive, expect="program")
         self.observer = observer  # called after each top-level node with its outputs (e.g. `opwire run --save-nodes`)
@@ -76,7 +83,20 @@ class ProgramRunner:
         self.state, self.constants = _fresh(self._base_state, self._base_constants, self.program)
         self._subgraphs: dict[int, tuple[m.Graph, BoundGraph]] = {}
         self._sub_lock = threading.Lock()
-        self.bound = BoundGraph(self.graph, "graph", self.policy, BindContext(self._subgraph, self.exec_policy))
+        inputs = protected_inputs(self.graph, self.signature)
+        declared = declared_writes(self.graph, self.signature) | {
+            k for k, v in inputs.items() if v.startswith("buffer")
+        }
+        self._copied: set[str] = set()  # user inputs the graph writes into: each run writes into a copy
+
+        def check(plans: list[NodePlan]) -> None:
+            copied: set[str] = set()
+            check_writes(plans, inputs, declared, copied)
+            check_static_memory(self.graph, plans, self.exec_policy.max_memory)
+            self._copied = copied
+
+        ctx = BindContext(self._subgraph, self.exec_policy)
+        self.bound = BoundGraph(self.graph, "graph", self.policy, ctx, check)
 
     # --------------------------------------------------------------------------------------- calls
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -92,8 +112,18 @@ class ProgramRunner:
         self, state: dict[str, torch.Tensor], constants: dict[str, torch.Tensor], args: Sequence[Any], kwargs: Any
     ) -> Any:
         """Run the program on `args`/`kwargs` reading and updating the given parameter/buffer tables."""
+        if self.isolate:
+            from opwire.proxy_executor.isolate_program import api_limits, run_isolated
+
+            limits = api_limits(self.max_memory, self.exec_policy.timeout)
+            return run_isolated(self, state, constants, args, kwargs, limits)
         env = self._bind_inputs(state, constants, args, kwargs)
-        with time_limit(self.exec_policy.timeout):
+        policy = self.exec_policy
+        with RunGuard("graph"), time_limit(policy.timeout), loop_budget(policy.max_while_iterations):
+            self.bound.bind()
+            for name in self._copied:
+                if isinstance(env.get(name), torch.Tensor):
+                    env[name] = env[name].clone()
             self.bound.run(env, self.observer)
         return self._outputs(state, constants, env)
 
@@ -156,16 +186,21 @@ class ProgramRunner:
         with self._sub_lock:
             entry = self._subgraphs.get(id(graph))
             if entry is None or entry[0] is not graph:
+                where = f"subgraph {graph_arg.name!r}"
+                inputs = protected_inputs(graph, None)
+                inputs = {k: f"{where} input {k!r}" for k in inputs}
                 entry = self._subgraphs[id(graph)] = (
                     graph,
                     BoundGraph(
                         graph,
-                        f"subgraph {graph_arg.name!r}",
+                        where,
                         self.policy,
                         BindContext(self._subgraph, self.exec_policy),
+                        lambda plans: check_writes(plans, inputs, set()),
                     ),
                 )
         bound = entry[1]
+        bound.bind()  # with the graph that names it: every node of every subgraph is checked before any runs
         return lambda *args: _run_subgraph(bound, graph_arg, args)
 
     def run_subgraph(self, graph_arg: m.GraphArgument, args: Sequence[Any]) -> Any:
@@ -290,6 +325,8 @@ def run_program(
     allow_ops: Iterable[str] = (),
     max_while_iterations: int = WHILE_LOOP_ITERATIONS,
     timeout: float | None = None,
+    isolate: bool = False,
+    max_memory: int = MAX_MEMORY,
 ) -> Any:
     """Run a serialized program once on `args`/`kwargs` (outputs shaped by its pytree spec; buffers untouched).
 
@@ -299,9 +336,17 @@ def run_program(
     tensors rebuilt once); editing the model's nodes in between is seen, replacing its weights or constants
     builds a new runner. `allow_ops` runs ops the execution policy refuses by default;
     `max_while_iterations` and `timeout` (seconds, between nodes) are the run's budgets (docs/executor.md).
+    `isolate=True` runs it in a sandboxed child process (`max_memory` bytes of address space, no writes, exec
+    or sockets; a crash is a KernelError naming the node): docs/security.md.
     """
-    exec_policy = ExecPolicy(allow_ops, max_while_iterations, timeout)
-    return _runner_for(program_or_archive, device, exec_policy).run_fresh(args, kwargs)
+    exec_policy = ExecPolicy(allow_ops, max_while_iterations, timeout, max_memory)
+    runner = _runner_for(program_or_archive, device, exec_policy)
+    if isolate:
+        from opwire.proxy_executor.isolate_program import api_limits, run_isolated
+
+        state, constants = _fresh(runner._base_state, runner._base_constants, runner.program)
+        return run_isolated(runner, state, constants, args, kwargs or {}, api_limits(max_memory, timeout))
+    return runner.run_fresh(args, kwargs)
 
 
 def _runner_for(obj: Any, device: str | torch.device | None, exec_policy: ExecPolicy) -> ProgramRunner:

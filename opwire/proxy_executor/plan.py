@@ -11,12 +11,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from opwire.errors import BindError, BudgetError, KernelError, describe_exception
+from opwire.errors import BindError, KernelError, OpwireError, describe_exception
+from opwire.proxy_executor.allowlist import allowlist
 from opwire.proxy_executor.budgets import while_loop_with_budget
+from opwire.proxy_executor.checks import Checks, check_sym_operands, checked_sym_result, node_checks
 from opwire.proxy_executor.context import BindContext
 from opwire.proxy_executor.convert import Converted, Lookup, convert
 from opwire.proxy_executor.outputs import describe, store_output
 from opwire.proxy_executor.policy import DefaultPolicy
+from opwire.proxy_executor.safety import TORCH_NAMESPACES
 from opwire.proxy_executor.targets import Target, resolve
 from opwire.schema import models as m
 from opwire.schema.ops import OpArg, input_members, return_members
@@ -41,10 +44,17 @@ class NodePlan:
     policy: DefaultPolicy
     missing: tuple[OpArg, ...] = ()
     fast: Any = field(default=None, repr=False)
+    checks: Checks | None = None
+    """What runs before the kernel (a precondition, the memory estimate): such plans take no fast path."""
+    seeded: bool = False
+    """The call may draw from a random generator (its entry point restores the generator's state)."""
+    guarded: bool = True
+    """`ProxyExecutor.call` runs it inside a RunGuard: everything but allowlisted, unseeded torch ops, which
+    cannot change grad mode, modes, flags or the generator, and whose guard would cost more than the kernel."""
 
     def prepared(self) -> Callable[[Mapping[str, Any]], dict[str, Any]] | None:
         """A fast call for the common shape (named or constant inputs, one tensor out), or None."""
-        if self.fast is False:
+        if self.fast is False or self.checks is not None:
             return None
         if self.fast is None:
             self.fast = _prepare(self) or False
@@ -71,10 +81,12 @@ class NodePlan:
 
     def invoke(self, pos: list[Any], kw: dict[str, Any]) -> Any:
         """Call the kernel; whatever it raises becomes a KernelError naming the op and node."""
+        if self.checks is not None:
+            self.checks.before(self.fn, pos, kw)
         try:
             return self.fn(*pos, **kw)
-        except BudgetError:
-            raise  # a budget of the run (a loop inside a subgraph, the wall time): not the kernel's failure
+        except OpwireError:
+            raise  # a budget of the run, a subgraph's own error, a symbolic op's check: not the kernel's failure
         except Exception as exc:
             raise self.kernel_error(exc) from exc
 
@@ -138,6 +150,13 @@ def _prepare(p: NodePlan) -> Callable[[Mapping[str, Any]], dict[str, Any]] | Non
     return call
 
 
+def is_seeded(op: Any) -> bool:
+    """Whether op overload `op` may draw from a random generator (torch tags it `nondeterministic_seeded`)."""
+    import torch
+
+    return torch.Tag.nondeterministic_seeded in getattr(op, "tags", ())
+
+
 def bind_node(node: m.Node, where: str, policy: DefaultPolicy, ctx: BindContext) -> NodePlan:
     """Resolve `node.target` and bind its inputs by name; every problem is a BindError naming `where`."""
     target = resolve(node.target)
@@ -184,8 +203,27 @@ def _bind_op(target: Target, node: m.Node, where: str, policy: DefaultPolicy, ct
         else:
             kw[a.name] = conv
     _check_outputs(schema.returns, node, where)
+    checks = node_checks(target, node, where, ctx.exec_policy.max_memory)
     fn = getattr(target.fn, "_op", target.fn)
-    return NodePlan(where, target, node, fn, pos, kw, tuple(caller), schema.returns, policy, tuple(missing))
+    seeded = is_seeded(target.fn)
+    # an op allowed by name may change modes or print; a library op is trusted (its own state changes are its own)
+    guarded = seeded or (schema.namespace in TORCH_NAMESPACES and schema.qualname not in allowlist())
+    return NodePlan(
+        where,
+        target,
+        node,
+        fn,
+        pos,
+        kw,
+        tuple(caller),
+        schema.returns,
+        policy,
+        tuple(missing),
+        None,
+        checks,
+        seeded,
+        guarded,
+    )
 
 
 def _check_missing(a: OpArg, where: str, policy: DefaultPolicy) -> None:
@@ -219,7 +257,11 @@ def _bind_other(target: Target, node: m.Node, where: str, policy: DefaultPolicy,
     """Fixed-table callables bind by parameter name; higher-order ops by their rule."""
     pos: list[Converted] = []
     kw: dict[str, Converted] = {}
+    fn = target.fn
     if target.kind == "fixed":
+        check_sym_operands(target, node, where)
+        if not target.spelled.endswith("getitem"):
+            fn = checked_sym_result(fn, node, where)
         by_name: dict[str, Converted] = {}
         for na in node.inputs:
             if na.name not in target.params:
@@ -252,10 +294,9 @@ def _bind_other(target: Target, node: m.Node, where: str, policy: DefaultPolicy,
             if na.name in kw:
                 raise BindError(f"{where}: keyword input {na.name!r} is given twice")
             kw[na.name] = convert(na.arg, f"{where} input {na.name!r}", ctx)
-    fn = target.fn
     if target.spelled == "torch.ops.higher_order.while_loop":
         fn = while_loop_with_budget(fn, ctx.exec_policy.max_while_iterations, where)
-    return NodePlan(where, target, node, fn, pos, kw, (), (), policy)
+    return NodePlan(where, target, node, fn, pos, kw, (), (), policy, seeded=target.kind == "hop")
 
 
 def _hop_keywords(kind: str, positional: list[m.NamedArgument], where: str) -> set[str] | None:

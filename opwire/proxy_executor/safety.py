@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from opwire.errors import BindError, OpwireError
-from opwire.proxy_executor.budgets import WHILE_LOOP_ITERATIONS
+from opwire.proxy_executor.allowlist import allowlist
+from opwire.proxy_executor.budgets import MAX_MEMORY, WHILE_LOOP_ITERATIONS
 from opwire.proxy_executor.targets import Target, resolve, split_target
 from opwire.schema.opschema import OpSchema
 
@@ -165,6 +166,24 @@ def classify(schema: OpSchema) -> Refusal | None:
     return None
 
 
+def classify_name(op: str) -> Refusal | None:
+    """`classify` of an op spelled "ns::op[.overload]" (None when no such op is registered)."""
+    import torch
+
+    from opwire.schema.opschema import op_schema
+
+    ns, _, rest = op.partition("::")
+    name, _, overload = rest.partition(".")
+    try:
+        obj = getattr(getattr(getattr(torch.ops, ns), name), overload or "default")
+    except (AttributeError, RuntimeError):
+        return None
+    try:
+        return classify(op_schema(obj))
+    except OpwireError:
+        return Refusal(op, "unclassified", "has a schema opwire cannot read")
+
+
 def sparse_checks_on() -> bool:
     """Whether torch checks sparse tensor invariants right now (torch.sparse.check_sparse_tensor_invariants)."""
     import torch
@@ -212,6 +231,7 @@ class ExecPolicy:
         allow_ops: Iterable[str] = (),
         max_while_iterations: int = WHILE_LOOP_ITERATIONS,
         timeout: float | None = None,
+        max_memory: int = MAX_MEMORY,
     ) -> None:
         if isinstance(allow_ops, str):
             allow_ops = [allow_ops]
@@ -223,25 +243,28 @@ class ExecPolicy:
         bad_timeout = isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0
         if timeout is not None and bad_timeout:
             raise BindError(f"timeout must be a positive number of seconds or None, got {timeout!r}")
+        if isinstance(max_memory, bool) or not isinstance(max_memory, int) or max_memory < 1:
+            raise BindError(f"max_memory must be a positive number of bytes, got {max_memory!r}")
         self.max_while_iterations = max_while_iterations
         self.timeout = None if timeout is None else float(timeout)
+        self.max_memory = max_memory
 
     def key(self) -> tuple[Any, ...]:
         """A hashable identity (runners built for one policy are not reused for another)."""
-        return (self.allow_ops, self.max_while_iterations, self.timeout)
+        return (self.allow_ops, self.max_while_iterations, self.timeout, self.max_memory)
 
     def allowed(self, target: Target) -> Refusal | None:
         """The refusal that applies to `target` under this policy, or None when it may run."""
         if target.kind != "op" or target.schema is None:
             return None
-        refusal = _classified(target.schema)
-        if refusal is None:
+        schema = target.schema
+        if schema.namespace not in TORCH_NAMESPACES:
+            return None  # the user's own library: imported by the user, so trusted
+        if schema.name in self.allow_ops or _with_overload(schema) in self.allow_ops:
             return None
-        if target.schema.name in self.allow_ops or _with_overload(target.schema) in self.allow_ops:
+        if schema.qualname in allowlist():
             return None
-        if refusal.sparse_checks_lift and sparse_checks_on():
-            return None
-        return refusal
+        return _unlisted(schema)
 
     def check(self, target: Target, where: str) -> None:
         """Raise the BindError refusing `target` (bind time: never on the call path)."""
@@ -260,10 +283,28 @@ class ExecPolicy:
 
 def refused_message(refusal: Refusal, where: str) -> str:
     """The BindError text for a refused op: what, why, and how to allow it."""
-    name = refusal.op.partition(".")[0]
+    # an op outside the list is allowed by its exact overload; a denylisted op by its name (every overload)
+    name = refusal.op if refusal.category in ("unlisted", "removed") else refusal.op.partition(".")[0]
     return (
         f"{where}: op {refusal.op} is refused by opwire's execution policy: it {refusal.reason}; "
         f"a file cannot call it unless you allow it: allow_ops=[{name!r}] or --allow-op {name}"
+    )
+
+
+def _unlisted(schema: OpSchema) -> Refusal:
+    """Why an op outside the allowlist is refused: the denylist's reason when it has one, else "not listed"."""
+    from opwire.proxy_executor.preconditions import REMOVED
+
+    known = _classified(schema)
+    if known is not None:
+        return known
+    removed = REMOVED.get(schema.qualname) or REMOVED.get(schema.name)
+    if removed is not None:
+        return Refusal(schema.qualname, "removed", f"is {removed}")
+    return Refusal(
+        schema.qualname,
+        "unlisted",
+        "is not in opwire's allowlist (the core ATen ops and those torch.export emits, docs/executor.md#the-allowlist)",
     )
 
 

@@ -29,6 +29,7 @@ from opwire.recording.source import ModelSource, StreamSource, TraceSource
 from opwire.recording.stream import TraceWriter, is_stream
 from opwire.schema import models as m
 from opwire.schema.models import SCHEMA_VERSION
+from opwire.serde.outfiles import write_output
 
 __all__ = ["Trace", "load_trace", "record"]
 
@@ -144,7 +145,7 @@ class Trace:
         if format not in FORMATS:
             raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
         if format != "stream":
-            Path(path).write_bytes(self.dumps(format))
+            write_output(path, self.dumps(format))
             return
         src = self.source
         writer = TraceWriter(path, src.header.model_copy(update={"op_schemas": {}}))

@@ -109,6 +109,10 @@ def main(argv: list[str] | None = None) -> int:
     opts = _Options(DefaultPolicy(o["policy"]), "isolated", o["rtol"], o["atol"], o["device"], exec_policy)
     src = StreamSource(args["path"], max_elements=o.get("max_elements"), max_bytes=o.get("max_bytes"))
     part = ReplayReport("isolated", len(src))
+    if o.get("sandbox") is not None:
+        from opwire.proxy_executor.sandbox import Limits, enter
+
+        enter(Limits(max_memory=int(o["sandbox"]), timeout=o.get("timeout")))
     try:
         _run(src, part, opts, int(args["start"]), int(args["stop"]), Progress("", enabled=False))
     finally:

@@ -22,8 +22,9 @@ from typing import Any, Literal
 import torch
 
 from opwire.errors import BindError, OpwireError
-from opwire.proxy_executor.budgets import check_time, time_limit
+from opwire.proxy_executor.budgets import MAX_MEMORY, check_time, time_limit
 from opwire.proxy_executor.executor import ProxyExecutor
+from opwire.proxy_executor.guard import RunGuard
 from opwire.proxy_executor.policy import DefaultPolicy
 from opwire.proxy_executor.safety import ExecPolicy
 from opwire.proxy_executor.targets import resolve
@@ -67,6 +68,8 @@ def replay(
     *,
     allow_ops: Iterable[str] = (),
     timeout: float | None = None,
+    isolate: bool = False,
+    max_memory: int = MAX_MEMORY,
 ) -> ReplayReport:
     """Replay every recorded call and compare its outputs with the recorded ones.
 
@@ -75,6 +78,9 @@ def replay(
     `max_mismatches` is how many mismatches `str(report)` lists (the report keeps them all).
     Ops the execution policy refuses (docs/executor.md) are a BindError before any call runs, unless
     `allow_ops` names them; `timeout` (seconds, checked between calls) is a BudgetError past it.
+    `max_memory` is the execution-memory budget (bytes a call may allocate, checked before it runs).
+    `isolate=True` replays in a sandboxed child (the same `max_memory` bounds its address space; no writes,
+    exec or sockets; a crash is a KernelError naming the call); with `workers` > 1 each worker sandboxes itself.
     """
     if mode not in ("isolated", "chained"):
         raise ValueError(f"mode must be 'isolated' or 'chained', got {mode!r}")
@@ -89,7 +95,7 @@ def replay(
         policy = DefaultPolicy(policy)
     tr = _trace(trace)
     src = tr.source
-    exec_policy = ExecPolicy(allow_ops, timeout=timeout)
+    exec_policy = ExecPolicy(allow_ops, timeout=timeout, max_memory=max_memory)
     _check_policy(src, exec_policy)
     report = ReplayReport(
         mode,
@@ -104,15 +110,27 @@ def replay(
     start = time.perf_counter()
     bar = Progress("replaying", len(src), enabled=progress if progress is not None else None)
     try:
+        opts = _Options(policy, mode, rtol, atol, device, exec_policy)
         if report.workers > 1:
-            _parallel(tr, report, policy, rtol, atol, device, bar, exec_policy)
+            _parallel(tr, report, policy, rtol, atol, device, bar, exec_policy, max_memory if isolate else None)
+        elif isolate:
+            from opwire.proxy_executor.isolate_program import api_limits
+            from opwire.recording.replay_isolated import replay_in_child
+
+            limits = api_limits(max_memory, timeout)
+            replay_in_child(src, report, lambda s, part: _run(s, part, opts, 0, len(s), _quiet()), limits)
+            bar.update(len(src))
         else:
-            _run(src, report, _Options(policy, mode, rtol, atol, device, exec_policy), 0, len(src), bar)
+            _run(src, report, opts, 0, len(src), bar)
     finally:
         bar.close()
     _add_provenance(src, report)
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _quiet() -> Progress:
+    return Progress("", enabled=False)
 
 
 def _tolerance_text(rtol: float | None, atol: float | None) -> str:
@@ -159,7 +177,7 @@ def _run(src: TraceSource, report: ReplayReport, opts: _Options, start: int, sto
     """Replay records start..stop of `src` into `report` (records are read one at a time)."""
     runner = _Replayer(src, ProxyExecutor(policy=opts.policy, exec_policy=opts.exec_policy), opts)
     runner.free(-1)
-    with torch.no_grad(), time_limit(opts.exec_policy.timeout):
+    with RunGuard("replay"), torch.no_grad(), time_limit(opts.exec_policy.timeout):
         for i, rec in enumerate(src.records(start, stop), start):
             check_time(f"call {i} ({rec.target})")
             if "skipped" in rec.metadata:
@@ -179,7 +197,7 @@ def _run(src: TraceSource, report: ReplayReport, opts: _Options, start: int, sto
 
 def _parallel(
     tr: Trace, report: ReplayReport, policy: DefaultPolicy, rtol: float | None, atol: float | None, device: Any,
-    bar: Progress, exec_policy: ExecPolicy,
+    bar: Progress, exec_policy: ExecPolicy, sandbox: int | None = None,
 ) -> None:  # fmt: skip
     """Isolated replay over `report.workers` fresh processes, each a contiguous range; merged in call order."""
     import os
@@ -200,6 +218,7 @@ def _parallel(
         "allow_ops": sorted(exec_policy.allow_ops),
         "timeout": exec_policy.timeout,
         **_budgets_of(tr, temporary),  # workers reopen the file within the budgets the caller opened it with
+        "sandbox": sandbox,  # max_memory of each worker's sandbox (None: no sandbox)
     }
     procs = []
     try:
@@ -208,6 +227,11 @@ def _parallel(
             procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
         for (a, b), proc in zip(bounds, procs, strict=True):
             out, err = proc.communicate()
+            if proc.returncode < 0:
+                raise OpwireError(
+                    f"replay worker for calls {a}..{b - 1} died of signal {-proc.returncode} (a kernel crashed or a "
+                    "sandbox limit was hit); replay those calls with workers=1 to name the call"
+                )
             if proc.returncode != 0:
                 last = err.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
                 raise OpwireError(f"replay worker for calls {a}..{b - 1} failed (exit {proc.returncode}): {last[0]}")

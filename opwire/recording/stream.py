@@ -35,6 +35,7 @@ from opwire.errors import DecodeError, EncodeError
 from opwire.recording.payloads import Span, digest_of, rebuild_span, span_of
 from opwire.schema import models as m
 from opwire.serde import budgets, framing, thrift
+from opwire.serde.outfiles import open_output
 
 __all__ = ["ROOT", "TraceReader", "TraceWriter", "is_stream"]
 
@@ -100,7 +101,7 @@ class TraceWriter:
 
     def __init__(self, path: str | Path, header: m.TraceHeader, buffer_bytes: int = BUFFER_BYTES) -> None:
         self.path = Path(path)
-        self._f: IO[bytes] | None = open(self.path, "wb", buffering=1 << 20)
+        self._f: IO[bytes] | None = open_output(self.path, buffering=1 << 20)
         self._f.write(framing.write_header("compact", ROOT))
         self.records = self.tensors = self.payloads = self.payload_bytes = 0
         self._written: set[bytes] = set()

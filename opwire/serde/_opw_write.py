@@ -125,8 +125,12 @@ def write(source: Any, path: str | Path, meta: bytes) -> int:
     header = _t.pack_header(_t.Header(_t.HEADER.size, len(raw), data_offset, offset, zlib.crc32(raw)))
     target = Path(path)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    created = False
     try:
-        with open(tmp, "wb") as f:
+        # a fresh file of our own (never through a planted symlink), renamed over the target at the end
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        created = True
+        with os.fdopen(fd, "wb") as f:
             f.write(header + raw + b"\0" * (data_offset - _t.HEADER.size - len(raw)))
             pos = 0
             for b in blobs:
@@ -135,7 +139,8 @@ def write(source: Any, path: str | Path, meta: bytes) -> int:
                 f.write(b)
                 pos += len(b)
         os.replace(tmp, target)
+        created = False
     finally:
-        if tmp.exists():
+        if created:
             tmp.unlink()
     return data_offset + offset

@@ -14,6 +14,7 @@ from typing import Any
 
 from opwire.errors import DecodeError
 from opwire.schema import models as m
+from opwire.serde.outfiles import write_output
 from opwire.view.findings import findings_document, load_findings, merge_findings
 from opwire.view.model import page_data
 from opwire.view.page import render_page
@@ -59,7 +60,8 @@ def view(
 ) -> Path:
     """Write the interactive page of a program, archive or extern-node file to `path`; returns the path."""
     out = Path(path)
-    out.write_text(render_html(program_or_archive, findings, title), encoding="utf-8")
+    inputs = [program_or_archive] if isinstance(program_or_archive, str | Path) else []
+    write_output(out, render_html(program_or_archive, findings, title).encode("utf-8"), [*inputs, *findings])
     return out
 
 

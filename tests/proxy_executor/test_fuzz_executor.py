@@ -53,3 +53,15 @@ def test_random_node_sequences_end_in_opwire_errors_or_results() -> None:
         proc.wait()
     print(f"\nexecutor fuzz: {RUNS} sequences from seed {FIRST_SEED}, outcomes {outcomes}")
     assert outcomes.get("ok", 0) > 0 and outcomes.get("opwire", 0) > 0  # the generator reaches both ends
+
+
+def test_every_allowlisted_op_survives_hostile_index_and_size_arguments() -> None:
+    """The short per-op fuzz: one hostile call of every allowlisted op (op_fuzz.py runs the long version)."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    import op_fuzz
+
+    summary = op_fuzz.fuzz(op_fuzz.fuzzed_ops(), cases=1, first_seed=int(os.environ.get("OPWIRE_FUZZ_OP_SEED", "0")))
+    print(f"\nper-op fuzz: {summary.ops} ops, {summary.cases} cases, outcomes {summary.outcomes}")
+    assert summary.crashes == [] and summary.hangs == [] and summary.foreign == [], (
+        f"crashes {summary.crashes}, hangs {summary.hangs}, foreign {summary.foreign}"
+    )

@@ -1,0 +1,202 @@
+"""Checks a bound node carries into its run: argument values, preconditions, output memory, symbolic operand types.
+
+`bind_node` asks `node_checks` once per node; the plan runs the resulting `Checks` before its kernel
+(nodes with no checks keep the fast path). What is checked:
+
+- constant argument values refused whatever the op (`preconditions.refused_value`: `unsafe=True`);
+- the op's precondition, when its kernel trusts index/offset/size arguments (`preconditions.PRECONDITIONS`);
+- execution memory: before an allocation-heavy node (a factory, or an op with a size-like argument)
+  runs, its outputs are computed on the `meta` device (shapes only, nothing allocated) and their bytes
+  checked against `max_memory`;
+- fixed-table symbolic ops: operands are int, float, bool or SymInt, and the result matches the
+  output member (`as_sym_int` an int, `as_sym_float` a float, `as_sym_bool` a bool).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from opwire.errors import BindError, BudgetError, KernelError
+from opwire.proxy_executor.preconditions import Precondition, precondition_for, refused_value
+from opwire.proxy_executor.targets import Target
+from opwire.schema import models as m
+
+__all__ = ["SIZE_ARGS", "Checks", "check_sym_operands", "node_checks", "output_bytes"]
+
+SIZE_ARGS = frozenset(
+    {
+        "size", "sizes", "repeats", "output_size", "pad", "padding", "num_classes", "minlength", "bins", "end",
+        "steps", "length", "n", "m", "scale_factors", "scales_h", "scales_w", "scales_d", "new_size", "shape",
+        "window_length", "N", "output_padding", "dilation", "stride", "kernel_size", "lengths", "split_size",
+    }
+)  # fmt: skip
+"""Argument names whose value sets how much an op allocates: a node with one runs the memory check."""
+
+_SYM_OPERANDS = frozenset({"as_int", "as_float", "as_bool", "as_sym_int", "as_sym_float", "as_sym_bool"})
+_SYM_RESULTS = {"as_sym_int": (int,), "as_sym_float": (float, int), "as_sym_bool": (bool,)}
+
+
+@dataclass
+class Checks:
+    """What a plan checks before its kernel: a precondition and/or the memory estimate (None: nothing)."""
+
+    where: str
+    precondition: Precondition | None
+    memory: int | None
+    """The byte budget of one node's outputs when the node is allocation-heavy, else None."""
+    device_arg: bool = False
+    """The op takes a `device` argument (a factory): the estimate passes device=meta."""
+    size_rule: Callable[[list[Any], dict[str, Any]], int | None] | None = None
+    """Output bytes of an op with no meta kernel (data-dependent shapes), from its arguments."""
+    seen: tuple[Any, int | None] | None = None
+    """The last (argument shapes, output bytes) estimated: a node run again on the same shapes is not re-run on meta."""
+
+    def before(self, fn: Callable[..., Any], pos: list[Any], kw: dict[str, Any]) -> None:
+        """Raise before the kernel runs when a check fails."""
+        if self.precondition is not None:
+            wrong = self.precondition(pos, kw)
+            if wrong is not None:
+                raise KernelError(f"{self.where}: refused before the kernel ran: {wrong}")
+        if self.memory is not None:
+            key = _shapes((pos, kw))
+            if self.seen is not None and self.seen[0] == key:
+                need = self.seen[1]
+            else:
+                need = output_bytes(fn, pos, kw, self.device_arg)
+                if need is None and self.size_rule is not None:
+                    need = self.size_rule(pos, kw)
+                self.seen = (key, need)
+            if need is not None and need > self.memory:
+                raise BudgetError(
+                    f"{self.where}: the node's outputs would take {need:,} bytes, over the execution-memory "
+                    f"budget of {self.memory:,} bytes (checked before the kernel ran); raise it with "
+                    "max_memory=BYTES (ProxyExecutor, run_program, ProgramRunner)",
+                    "max_memory",
+                )
+
+
+def _shapes(v: Any) -> Any:
+    """A hashable key of the values' shapes and dtypes (tensors), or the values themselves."""
+    import torch
+
+    if isinstance(v, torch.Tensor):
+        return (v.shape, v.dtype)  # what output sizes depend on
+    if isinstance(v, dict):
+        return tuple((k, _shapes(e)) for k, e in v.items())
+    if isinstance(v, (list, tuple)):
+        return tuple(_shapes(e) for e in v)
+    return v
+
+
+def node_checks(target: Target, node: m.Node, where: str, max_memory: int) -> Checks | None:
+    """The checks of a node calling op `target` (bind time: refused constant values raise here)."""
+    schema = target.schema
+    assert schema is not None
+    for na in node.inputs:
+        if na.arg.type in ("as_bool", "as_int", "as_float"):
+            why = refused_value(na.name, na.arg.value)
+            if why is not None:
+                raise BindError(f"{where}: argument {na.name!r}: {why}")
+    pre = precondition_for(schema.qualname)
+    tensors_in = any("Tensor" in a.type for a in schema.arguments)
+    heavy = not tensors_in or any(a.name in SIZE_ARGS for a in schema.arguments)
+    if not schema.returns or not any("Tensor" in r.type for r in schema.returns):
+        heavy = False
+    if pre is None and not heavy:
+        return None
+    device_arg = any(a.name == "device" for a in schema.arguments)
+    if heavy and not tensors_in and not device_arg:
+        heavy = False  # no way to place it on meta: nothing to estimate without running it
+    return Checks(where, pre, max_memory if heavy else None, device_arg, _SIZE_RULES.get(schema.qualname))
+
+
+def _one_hot_bytes(pos: list[Any], kw: dict[str, Any]) -> int | None:
+    x = pos[0] if pos else kw.get("self")
+    n = pos[1] if len(pos) > 1 else kw.get("num_classes", -1)
+    if x is None or n is None:
+        return None
+    return int(x.numel()) * max(int(n), 0) * 8
+
+
+_SIZE_RULES: dict[str, Callable[[list[Any], dict[str, Any]], int | None]] = {"aten::one_hot": _one_hot_bytes}
+"""Ops whose output shape depends on data (no meta kernel): their output bytes from the arguments."""
+
+
+def output_bytes(fn: Callable[..., Any], pos: list[Any], kw: dict[str, Any], device_arg: bool) -> int | None:
+    """The bytes the call's tensor outputs would own, computed on the meta device (None: no meta kernel).
+
+    Every tensor argument is replaced by a meta tensor of its shape, and a factory (`device_arg`) gets
+    device=meta, so nothing is allocated."""
+    import torch
+
+    def meta(v: Any) -> Any:
+        if isinstance(v, torch.Tensor):
+            return torch.empty_strided(v.size(), v.stride(), dtype=v.dtype, device="meta")
+        if isinstance(v, (list, tuple)):
+            return type(v)(meta(e) for e in v)
+        return v
+
+    mkw = {k: meta(v) for k, v in kw.items()}
+    if device_arg:
+        mkw["device"] = torch.device("meta")
+    try:
+        out = fn(*[meta(v) for v in pos], **mkw)
+    except Exception:  # no meta kernel, or data-dependent: the kernel itself runs (or raises) as it would
+        return None
+    total = 0
+    for t in out if isinstance(out, (list, tuple)) else (out,):
+        if isinstance(t, torch.Tensor) and t.device.type == "meta":
+            total += _storage_bytes(t)
+    return total
+
+
+def _storage_bytes(t: Any) -> int:
+    if t.numel() == 0:
+        return 0
+    span = 1 + sum((s - 1) * abs(st) for s, st in zip(t.shape, t.stride(), strict=True))
+    return int(span * t.element_size())
+
+
+def check_sym_operands(target: Target, node: m.Node, where: str) -> None:
+    """Bind time: a fixed-table symbolic op takes int, float, bool or SymInt operands and gives its member's type."""
+    if target.spelled.endswith("getitem"):
+        return
+    for na in node.inputs:
+        if na.arg.type not in _SYM_OPERANDS:
+            raise BindError(
+                f"{where}: argument {na.name!r} is {na.arg.type}; symbolic arithmetic takes int, float, bool "
+                "or SymInt operands (as_int, as_float, as_bool, as_sym_int, as_sym_float, as_sym_bool)"
+            )
+    for i, out in enumerate(node.outputs):
+        if out.type not in _SYM_RESULTS:
+            raise BindError(
+                f"{where}: output {i} is {out.type}; a symbolic op's result is as_sym_int, as_sym_float or as_sym_bool"
+            )
+
+
+def checked_sym_result(fn: Callable[..., Any], node: m.Node, where: str) -> Callable[..., Any]:
+    """`fn` with its operands' runtime types and its result's type checked against the output member."""
+    import torch
+
+    want = _SYM_RESULTS.get(node.outputs[0].type, (int,)) if node.outputs else (int,)
+    sym = (int, float, bool, torch.SymInt, torch.SymFloat, torch.SymBool)
+
+    def run(*args: Any) -> Any:
+        for a in args:
+            if not isinstance(a, sym):
+                raise KernelError(
+                    f"{where}: symbolic arithmetic takes int, float, bool or SymInt operands, got {type(a).__name__}"
+                )
+        result = fn(*args)
+        if isinstance(result, torch.SymInt | torch.SymFloat | torch.SymBool):
+            return result
+        if not isinstance(result, want):
+            raise KernelError(
+                f"{where}: the result is {type(result).__name__} {str(result)[:40]!r} but the output is "
+                f"{node.outputs[0].type}"
+            )
+        return result
+
+    return run

@@ -1,0 +1,59 @@
+"""`opwire.replay(..., isolate=True)`: the replay runs in a sandboxed child (`opwire.proxy_executor.isolate`).
+
+The child is a fork of the caller with the trace already open. Before each call it says which one runs, so
+a crash or a limit names the call and its op; the report comes back as a `ReplayWorkerReport` record
+in opwire's JSON codec (what `replay_worker` sends) and is rebuilt here, checked field by field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from opwire.errors import OpwireError, printable
+from opwire.proxy_executor.isolate import Child, run_in_child
+from opwire.proxy_executor.sandbox import Limits
+from opwire.recording.report import ReplayReport
+from opwire.recording.source import TraceSource
+from opwire.schema import models as m
+
+__all__ = ["replay_in_child"]
+
+
+class _Announcing:
+    """A trace source whose records() tells the child which call runs next; everything else is the source's."""
+
+    def __init__(self, src: TraceSource, child: Child) -> None:
+        self._src, self._child = src, child
+
+    def records(self, start: int, stop: int) -> Iterator[m.CallRecord]:
+        for i, rec in enumerate(self._src.records(start, stop), start):
+            self._child.at(f"call {i} ({printable(rec.target)})")
+            yield rec
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._src, name)
+
+    def __len__(self) -> int:
+        return len(self._src)
+
+
+def replay_in_child(
+    src: TraceSource, report: ReplayReport, run: Callable[[Any, ReplayReport], None], limits: Limits
+) -> None:
+    """Run `run(source, part)` in a sandboxed child and merge the part it reports into `report`."""
+    from opwire.recording.replay_worker import report_from_json, worker_report
+    from opwire.serde import json as json_codec
+
+    def work(child: Child) -> dict[str, bytes]:
+        child.ready()
+        part = ReplayReport(report.mode, report.calls)
+        run(_Announcing(src, child), part)
+        return {"report": json_codec.encode(worker_report(part))}
+
+    blobs = run_in_child(work, limits).result()
+    try:
+        part = report_from_json(blobs["report"], "the isolated replay's report")
+    except (OpwireError, KeyError) as exc:
+        raise OpwireError(f"the isolated replay sent back a malformed report ({exc})") from None
+    report.merge(part)

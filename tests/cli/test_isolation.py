@@ -1,0 +1,122 @@
+"""`opwire run`/`exec`/`replay` execute in a sandboxed child: a crash, a limit or a forbidden write is one line
+naming the node; results are the same as in-process.
+
+The op library `isolib` (tests/isolation_files.py) is the user's trusted code; its ops stand for a kernel
+that crashes or misbehaves on what a hostile file feeds it.
+"""
+
+from __future__ import annotations
+
+import re
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from isolation_files import nodes_calling, program_calling, trace_calling, write_isolib, write_values
+
+import opwire
+
+pytestmark = pytest.mark.xdist_group("isolation_cli")
+
+
+@pytest.fixture(scope="module")
+def d(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory with isolib.py, a program / extern-node file / trace per op, and their inputs."""
+    root = tmp_path_factory.mktemp("iso")
+    write_isolib(root)
+    for op in ("segv", "abort", "write", "alloc", "nap", "ok"):
+        (root / f"{op}.opw").write_bytes(opwire.dumps(program_calling(op), "compact"))
+        (root / f"{op}.json").write_bytes(opwire.dumps(nodes_calling(op)))
+    for op in ("segv", "ok"):
+        (root / f"{op}.trace").write_bytes(opwire.dumps(trace_calling(op), "compact"))
+    write_values(root / "in.json", x=torch.randn(2, 4))
+    return root
+
+
+def opw(d: Path, *args: object) -> subprocess.CompletedProcess[str]:
+    """`opwire ARGS --import isolib` in `d`."""
+    argv = [sys.executable, "-m", "opwire.cli", *map(str, args), "--import", "isolib"]
+    return subprocess.run(argv, cwd=d, capture_output=True, text=True, timeout=300, preexec_fn=_limit)
+
+
+def _limit() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))  # the whole CLI, as the hostile tables run it
+
+
+def one_line(proc: subprocess.CompletedProcess[str], command: str) -> str:
+    lines = proc.stderr.strip().splitlines()
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith(f"opwire {command}: error: "), lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize(("op", "signal"), [("segv", "SIGSEGV"), ("abort", "SIGABRT")])
+def test_a_crash_in_the_child_is_one_line_naming_the_node(d: Path, op: str, signal: str) -> None:
+    proc = opw(d, "run", f"{op}.opw", "--inputs", "in.json")
+    line = one_line(proc, "run")
+    assert proc.returncode == 1
+    assert signal in line and f"opwire_iso.{op}" in line and "graph node" in line, line
+
+
+def test_a_crash_in_exec_names_the_extern_node(d: Path) -> None:
+    proc = opw(d, "exec", "segv.json", "--inputs", "in.json")
+    line = one_line(proc, "exec")
+    assert proc.returncode == 1
+    assert re.search(r"SIGSEGV.*node \[1\] 'buf1' \(opwire_iso::segv", line), line
+
+
+def test_a_crash_in_replay_names_the_call(d: Path) -> None:
+    proc = opw(d, "replay", "segv.trace")
+    line = one_line(proc, "replay")
+    assert proc.returncode == 2
+    assert re.search(r"SIGSEGV\) while running call 1 \(opwire_iso::segv", line), line
+
+
+def test_a_user_op_may_not_write_a_file_from_the_child(d: Path) -> None:
+    proc = opw(d, "run", "write.opw", "--inputs", "in.json")
+    line = one_line(proc, "run")
+    assert proc.returncode == 1
+    assert "sandbox refused" in line and "Operation not permitted" in line and "opwire_iso::write" in line, line
+    assert not (d / "pwned.txt").exists()
+
+
+def test_no_isolate_runs_trusted_files_in_process(d: Path, tmp_path: Path) -> None:
+    for name in ("isolib.py", "write.opw", "in.json"):
+        (tmp_path / name).write_bytes((d / name).read_bytes())
+    proc = opw(tmp_path, "run", "write.opw", "--inputs", "in.json", "--no-isolate")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "pwned.txt").exists()
+
+
+def test_the_memory_budget_is_one_line_naming_the_node(d: Path) -> None:
+    proc = opw(d, "run", "alloc.opw", "--inputs", "in.json", "--max-memory", "256M")
+    line = one_line(proc, "run")
+    assert proc.returncode == 1
+    assert re.search(r"graph node .*opwire_iso\.alloc.* execution-memory budget .*--max-memory", line), line
+
+
+def test_the_wall_time_stops_a_running_kernel(d: Path) -> None:
+    proc = opw(d, "run", "nap.opw", "--inputs", "in.json", "--timeout", "1")
+    line = one_line(proc, "run")
+    assert proc.returncode == 1
+    assert re.search(r"opwire_iso\.nap.* wall-time budget of 1 s .*--timeout", line), line
+
+
+def test_results_come_back_intact(d: Path, tmp_path: Path) -> None:
+    a = opw(d, "run", "ok.opw", "--inputs", "in.json", "--out", tmp_path / "a.opv")
+    b = opw(d, "run", "ok.opw", "--inputs", "in.json", "--out", tmp_path / "b.opv", "--no-isolate")
+    assert a.returncode == b.returncode == 0, a.stderr + b.stderr
+    assert a.stdout == b.stdout and "output[0]: float32[2, 4]" in a.stdout
+    assert (tmp_path / "a.opv").read_bytes() == (tmp_path / "b.opv").read_bytes()
+    e1 = opw(d, "exec", "ok.json", "--inputs", "in.json", "--json")
+    e2 = opw(d, "exec", "ok.json", "--inputs", "in.json", "--json", "--no-isolate")
+    assert e1.returncode == e2.returncode == 0 and e1.stdout == e2.stdout
+    r1 = opw(d, "replay", "ok.trace", "--json")
+    r2 = opw(d, "replay", "ok.trace", "--json", "--no-isolate")
+    assert r1.returncode == r2.returncode == 0, r1.stderr
+    strip = lambda s: re.sub(r'"seconds": [0-9.e-]+', "", s)  # noqa: E731
+    assert strip(r1.stdout) == strip(r2.stdout)

@@ -1,0 +1,144 @@
+"""`isolate=True` from Python, and the sandboxed child itself (opwire/proxy_executor/isolate.py, sandbox.py)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+from isolation_files import program_calling, trace_calling, write_isolib
+
+import opwire
+from opwire.errors import BudgetError, KernelError
+from opwire.proxy_executor import ProgramRunner, run_program
+from opwire.proxy_executor.isolate import Child, run_in_child
+from opwire.proxy_executor.sandbox import Limits, parse_size
+from opwire.recording import Trace
+
+pytestmark = pytest.mark.xdist_group("isolation_api")
+LIMITS = Limits(max_memory=1 << 30, cpu_seconds=30, timeout=30, threads=1)
+
+
+@pytest.fixture(scope="module")
+def isolib(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("isolib")
+    write_isolib(d)
+    return d
+
+
+def _work(body: object) -> object:
+    def work(child: Child) -> dict[str, bytes]:
+        child.ready()
+        child.at("node 'n' (test)")
+        return body()  # type: ignore[operator,no-any-return]
+
+    return work
+
+
+def test_blobs_come_back_intact() -> None:
+    data = bytes(range(256)) * 5000
+    assert run_in_child(_work(lambda: {"a": data, "b": b""}), LIMITS).result() == {"a": data, "b": b""}
+
+
+def test_a_signal_is_one_error_naming_the_label() -> None:
+    with pytest.raises(KernelError, match=r"SIGSEGV\) while running node 'n' \(test\)"):
+        run_in_child(_work(lambda: os.kill(os.getpid(), signal.SIGSEGV)), LIMITS).result()
+
+
+def _open_for_writing(path: Path) -> dict[str, bytes]:
+    with open(path, "w") as f:
+        f.write("x")
+    return {}
+
+
+@pytest.mark.parametrize(
+    "what",
+    [
+        "write",
+        "append",
+        "socket",
+        "exec",
+        "subprocess",
+        "kill parent",
+        "unlink",
+    ],
+)
+def test_the_filter_refuses(what: str, tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    actions = {
+        "write": lambda: _open_for_writing(tmp_path / "new"),
+        "append": lambda: open(victim, "a").write("x"),
+        "socket": lambda: socket.socket(),
+        "exec": lambda: os.execv("/bin/true", ["true"]),
+        "subprocess": lambda: subprocess.run(["true"]),
+        "kill parent": lambda: os.kill(os.getppid(), signal.SIGTERM),
+        "unlink": lambda: os.unlink(victim),
+    }
+    with pytest.raises(KernelError, match=r"the sandbox refused a system call .*Operation not permitted"):
+        run_in_child(_work(actions[what]), LIMITS).result()
+    assert victim.read_text() == "keep" and not (tmp_path / "new").exists()
+
+
+def test_reading_threads_and_torch_still_work() -> None:
+    def body() -> dict[str, bytes]:
+        torch.set_num_threads(2)
+        a = torch.randn(256, 256)
+        return {"sum": str(float((a @ a).abs().sum() > 0)).encode(), "host": open("/etc/hostname", "rb").read()}
+
+    out = run_in_child(_work(body), LIMITS).result()
+    assert out["sum"] == b"1.0" and out["host"] == open("/etc/hostname", "rb").read()
+
+
+def test_memory_and_wall_time_are_budgets() -> None:
+    with pytest.raises(BudgetError, match=r"node 'n' \(test\) ran out of the execution-memory budget \(0\.25 GiB"):
+        run_in_child(_work(lambda: torch.ones(1 << 28)), Limits(max_memory=256 << 20)).result()
+    with pytest.raises(BudgetError, match=r"node 'n' \(test\) ran past the wall-time budget of 0\.5 s"):
+        run_in_child(_work(lambda: __import__("time").sleep(30)), Limits(max_memory=1 << 30, timeout=0.5)).result()
+
+
+def test_parse_size() -> None:
+    assert parse_size("4G") == 4 << 30 and parse_size("512M") == 512 << 20 and parse_size("2GiB") == 2 << 30
+    with pytest.raises(ValueError):
+        parse_size("-1")
+
+
+def test_run_program_isolated_matches_in_process(isolib: Path) -> None:
+    archive = program_calling("ok")
+    x = torch.randn(2, 4)
+    assert torch.equal(run_program(archive, (x,), isolate=True), run_program(archive, (x,)))
+
+
+def test_a_crashing_op_from_python_is_a_kernel_error_naming_the_node(isolib: Path) -> None:
+    with pytest.raises(KernelError, match=r"SIGSEGV\) while running graph node 'segv' \(torch\.ops\.opwire_iso\.segv"):
+        run_program(program_calling("segv"), (torch.randn(2, 4),), isolate=True)
+
+
+def test_program_runner_isolated_keeps_its_buffers() -> None:
+    class Count(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("n", torch.zeros(1))
+
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+            self.n.add_(1)
+            return (x * self.n, x.sum())
+
+    archive = opwire.serde.torch_bridge.archive_from_exported_program(torch.export.export(Count(), (torch.ones(3),)))
+    inside, outside = ProgramRunner(archive, isolate=True), ProgramRunner(archive)
+    for _ in range(2):
+        a, b = inside(torch.ones(3)), outside(torch.ones(3))
+        assert isinstance(a, tuple) and all(torch.equal(p, q) for p, q in zip(a, b, strict=True))
+    assert torch.equal(inside.state["n"], outside.state["n"]) and float(inside.state["n"]) == 2.0
+
+
+def test_replay_isolated_matches_in_process(isolib: Path) -> None:
+    trace = Trace(trace_calling("ok"))
+    a, b = opwire.replay(trace, isolate=True), opwire.replay(trace)
+    assert a.ok and b.ok and a.replayed == b.replayed == 2
+    with pytest.raises(KernelError, match=r"SIGSEGV\) while running call 1 \(opwire_iso::segv"):
+        opwire.replay(Trace(trace_calling("segv")), isolate=True)
