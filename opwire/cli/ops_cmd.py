@@ -76,15 +76,16 @@ def add_parser(sub: Any) -> None:
 
 def run_validate(args: argparse.Namespace) -> int:
     """Validate the targets; exit 1 when any finding is an error."""
+    from opwire.serde.json import to_jsonable
     from opwire.validation.opcheck import load_sample_inputs
-    from opwire.validation.validate import checks_run, format_reports, validate_op
+    from opwire.validation.validate import checks_run, format_reports, validate_op, validation_output
 
     samples = load_sample_inputs(args.sample_inputs) if args.sample_inputs else None
     reports = [r for target in args.targets for r in validate_op(target, sample_inputs=samples)]
     errors = sum(len(r.errors) for r in reports)
     checks = list(checks_run(samples is not None))
     if args.json:
-        print(json.dumps({"errors": errors, "checks": checks, "reports": [r.to_json() for r in reports]}, indent=2))
+        print(json.dumps(to_jsonable(validation_output(reports, checks)), indent=2))
     else:
         print(format_reports(reports, checks))
     return 1 if errors else 0

@@ -135,7 +135,11 @@ def run(args: argparse.Namespace) -> int:
     )
     report.verbose = args.verbose
     if args.json:
-        print(json.dumps(report.to_dict(), indent=2))
+        from opwire.serde.json import to_jsonable
+        from opwire.validation.replay_findings import replay_findings
+
+        findings = [to_jsonable(f) for f in replay_findings(report)]  # the one Finding shape (docs/errors.md)
+        print(json.dumps({**report.to_dict(), "findings": findings}, indent=2))
     else:
         print(report)
     if not report.complete:

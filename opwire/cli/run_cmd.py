@@ -198,8 +198,10 @@ def _work(args: argparse.Namespace, child: Any) -> dict[str, bytes]:
 
 
 def _compare_doc(args: argparse.Namespace, observer: Any) -> bytes:
-    doc = observer.document(f"{Path(args.program).name} against {Path(args.compare_nodes).name}")
-    return json.dumps(doc, indent=1).encode()
+    """The findings document of the comparison (a `FindingsDocument` record in opwire's JSON codec)."""
+    from opwire.view.overlays import findings_json
+
+    return findings_json(observer.document(f"{Path(args.program).name} against {Path(args.compare_nodes).name}"))
 
 
 def _report(args: argparse.Namespace, blobs: dict[str, bytes]) -> int:
@@ -216,10 +218,10 @@ def _report(args: argparse.Namespace, blobs: dict[str, bytes]) -> int:
         more = f" (skipped {skipped} values it cannot hold)" if skipped else ""
         print(f"saved {n} node outputs to {printable(args.save_nodes)}{more}", file=sys.stderr)
     if "compare" in blobs:
-        doc = _json(blobs["compare"])
+        doc = _findings(blobs["compare"])
         if args.findings:
             write_output(args.findings, blobs["compare"], [*inputs, args.compare_nodes])
-            print(f"wrote {printable(args.findings)}: {len(doc['findings'])} node findings (opwire view PROGRAM "
+            print(f"wrote {printable(args.findings)}: {len(doc.findings)} node findings (opwire view PROGRAM "
                   f"--findings {printable(args.findings)} colours the page with them)", file=sys.stderr)  # fmt: skip
         failed = _print_compare(args, doc) or failed
     if failed:
@@ -240,29 +242,39 @@ def _report(args: argparse.Namespace, blobs: dict[str, bytes]) -> int:
     return 0
 
 
-def _print_compare(args: argparse.Namespace, doc: Any) -> bool:
+def _print_compare(args: argparse.Namespace, doc: m.FindingsDocument) -> bool:
     """Print how the nodes compared, the first divergence with its numbers; True when a node differs."""
-    bad = [f for f in doc["findings"] if f["status"] in ("mismatch", "error")]
-    first = doc["first_divergence"]
-    n = len(doc["findings"])
+    bad = [f for f in doc.findings if f.severity == "error"]
+    first = doc.first_divergence
+    n = len(doc.findings)
     print(
         f"compared {n} node{'' if n == 1 else 's'}: {len(bad)} differ"
         + (f"; first divergence: {printable(str(first))}" if first else ""),
         file=sys.stderr,
     )
-    entry = next((f for f in bad if f["node"] == first), None)
+    entry = next((f for f in bad if f.node == first), None)
     if entry is not None:
-        print(f"  {printable(str(entry['message']))}", file=sys.stderr)
-        for key, d in (entry.get("detail") or {}).items():
-            figures = [f"{label} {d[k]:.3g}" for k, label in (("max_diff", "max abs diff"), ("max_rel", "max rel diff"))
-                       if d.get(k) is not None]  # fmt: skip
-            shape = f", shape {d['shape']}" if d.get("shape") is not None else ""
+        print(f"  {printable(entry.message)}", file=sys.stderr)
+        for d in entry.differences or []:
+            figures = [f"{label} {v:.3g}" for v, label in ((d.max_diff, "max abs diff"), (d.max_rel, "max rel diff"))
+                       if v is not None]  # fmt: skip
+            shape = f", shape {d.shape}" if d.shape is not None else ""
             if figures:
-                print(f"  {printable(str(key))}: {', '.join(figures)}{shape} (rtol={args.rtol:g}, atol={args.atol:g})",
+                print(f"  {printable(d.output)}: {', '.join(figures)}{shape} (rtol={args.rtol:g}, atol={args.atol:g})",
                       file=sys.stderr)  # fmt: skip
         print(f"  (opwire view {printable(args.program)} --findings FILE.json shows every node; --findings writes it)",
               file=sys.stderr)  # fmt: skip
     return bool(bad)
+
+
+def _findings(data: bytes) -> m.FindingsDocument:
+    """The findings document the run sent back, read with the checking JSON decoder before it is written anywhere."""
+    from opwire.serde import json as json_codec
+
+    try:
+        return json_codec.decode(data, m.FindingsDocument, source="--compare-nodes")
+    except OpwireError as exc:
+        raise OpwireError(f"the run sent back a malformed findings document ({exc})") from None
 
 
 def _check_values(data: bytes, fmt: str, what: str) -> Any:

@@ -1,15 +1,13 @@
 """`opwire.replay(..., isolate=True)`: the replay runs in a sandboxed child (`opwire.proxy_executor.isolate`).
 
 The child is a fork of the caller with the trace already open. Before each call it says which one runs, so
-a crash or a limit names the call and its op; the report comes back as JSON (the form `replay_worker`
-uses) and is rebuilt here, checked field by field.
+a crash or a limit names the call and its op; the report comes back as a `ReplayWorkerReport` record
+in opwire's JSON codec (what `replay_worker` sends) and is rebuilt here, checked field by field.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
-from dataclasses import asdict
 from typing import Any
 
 from opwire.errors import OpwireError, printable
@@ -44,17 +42,18 @@ def replay_in_child(
     src: TraceSource, report: ReplayReport, run: Callable[[Any, ReplayReport], None], limits: Limits
 ) -> None:
     """Run `run(source, part)` in a sandboxed child and merge the part it reports into `report`."""
-    from opwire.recording.report import report_from_dict
+    from opwire.recording.replay_worker import report_from_json, worker_report
+    from opwire.serde import json as json_codec
 
     def work(child: Child) -> dict[str, bytes]:
         child.ready()
         part = ReplayReport(report.mode, report.calls)
         run(_Announcing(src, child), part)
-        return {"report": json.dumps(asdict(part)).encode()}
+        return {"report": json_codec.encode(worker_report(part))}
 
     blobs = run_in_child(work, limits).result()
     try:
-        part = report_from_dict(json.loads(blobs["report"]))
-    except (ValueError, KeyError, TypeError, RecursionError) as exc:
-        raise OpwireError(f"the isolated replay sent back a malformed report ({type(exc).__name__})") from None
+        part = report_from_json(blobs["report"], "the isolated replay's report")
+    except (OpwireError, KeyError) as exc:
+        raise OpwireError(f"the isolated replay sent back a malformed report ({exc})") from None
     report.merge(part)

@@ -1,8 +1,9 @@
 """One process of `opwire.replay(..., workers=N)`: `python -m opwire.recording.replay_worker SPEC_JSON`.
 
 The parent starts each worker as a fresh interpreter (never re-running the caller's `__main__`), passes
-the streamed trace, the record range and the options as JSON, and reads the partial report back as JSON
-from stdout. Op libraries the parent loaded with `torch.ops.load_library` are loaded first.
+the streamed trace, the record range and the options as JSON, and reads the partial report back from stdout
+as a `ReplayWorkerReport` record (opwire.thrift) in opwire's JSON codec. Op libraries the parent loaded with
+`torch.ops.load_library` are loaded first.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from typing import Any
 
 import torch
 
-from opwire.recording.report import ReplayReport
+from opwire.recording.report import Mismatch, OpStats, ReplayReport
+from opwire.schema import models as m
+from opwire.serde import json as json_codec
 
-__all__ = ["main", "spec"]
+__all__ = ["main", "report_from_dict", "report_from_json", "report_from_model", "spec", "worker_report"]
 
 
 def spec(path: str, start: int, stop: int, opts: dict[str, Any], threads: int) -> str:
@@ -25,6 +28,68 @@ def spec(path: str, start: int, stop: int, opts: dict[str, Any], threads: int) -
     return json.dumps(
         {"path": path, "start": start, "stop": stop, "opts": opts, "threads": threads, "libraries": libraries}
     )
+
+
+def worker_report(part: ReplayReport) -> m.ReplayWorkerReport:
+    """A partial report as the IDL's `ReplayWorkerReport` record (what a worker or a rank hands its parent)."""
+    return m.ReplayWorkerReport(
+        mode=part.mode,
+        calls=part.calls,
+        replayed=part.replayed,
+        mismatches=[
+            m.ReplayMismatch(
+                index=x.index,
+                op=x.op,
+                output=x.output,
+                kind=x.kind,
+                detail=x.detail,
+                max_diff=x.max_diff,
+                where=list(x.where) if x.where is not None else None,
+                max_rel=x.max_rel,
+                source=x.source,
+                module_path=x.module,
+                inputs=list(x.inputs),
+            )
+            for x in part.mismatches
+        ],
+        skipped=[m.ReplaySkip(index=i, op=op, reason=why) for i, op, why in part.skipped],
+        ops={op: m.ReplayOpStats(**asdict(s)) for op, s in part.ops.items()},
+        seconds=part.seconds,
+    )
+
+
+def report_from_model(r: m.ReplayWorkerReport) -> ReplayReport:
+    """A partial report from its `ReplayWorkerReport` record."""
+    part = ReplayReport(r.mode, r.calls, replayed=r.replayed, seconds=r.seconds)
+    part.mismatches = [
+        Mismatch(
+            x.index,
+            x.op,
+            x.output,
+            x.kind,
+            x.detail,
+            x.max_diff,
+            tuple(x.where) if x.where is not None else None,
+            x.max_rel,
+            x.source,
+            x.module_path,
+            tuple(x.inputs),
+        )
+        for x in r.mismatches
+    ]
+    part.skipped = [(s.index, s.op, s.reason) for s in r.skipped]
+    part.ops = {op: OpStats(s.calls, s.mismatches, s.worst_abs, s.worst_rel) for op, s in r.ops.items()}
+    return part
+
+
+def report_from_json(data: bytes | str, source: str = "replay worker") -> ReplayReport:
+    """A partial report read back from a worker's JSON (opwire's JSON codec: anything else is a DecodeError)."""
+    return report_from_model(json_codec.decode(data, m.ReplayWorkerReport, source=source))
+
+
+def report_from_dict(d: dict[str, Any]) -> ReplayReport:
+    """A partial report from the JSON-ready form of its record (`to_jsonable(worker_report(part))`)."""
+    return report_from_json(json.dumps(d))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         run_range(src, part, opts, int(args["start"]), int(args["stop"]), Progress("", enabled=False))
     finally:
         src.close()
-    print(json.dumps(asdict(part)))
+    sys.stdout.buffer.write(json_codec.encode(worker_report(part)) + b"\n")
     return 0
 
 

@@ -153,8 +153,7 @@ def _parallel(
     import subprocess
     import sys
 
-    from opwire.recording.replay_worker import spec
-    from opwire.recording.report import report_from_dict
+    from opwire.recording.replay_worker import report_from_json, spec
 
     path, temporary = tr.stream_path()
     n, k = report.calls, report.workers
@@ -186,7 +185,7 @@ def _parallel(
             if proc.returncode != 0:
                 last = err.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
                 raise OpwireError(f"replay worker for calls {a}..{b - 1} failed (exit {proc.returncode}): {last[0]}")
-            report.merge(report_from_dict(json.loads(out)))
+            report.merge(report_from_json(out, f"replay worker for calls {a}..{b - 1}"))
             bar.update(b - a)
     finally:
         for proc in procs:

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["Mismatch", "OpStats", "ReplayReport", "SchemaDrift", "format_table", "report_from_dict"]
+__all__ = ["Mismatch", "OpStats", "ReplayReport", "SchemaDrift", "format_table"]
 
 
 @dataclass(frozen=True)
@@ -192,15 +192,3 @@ def format_table(rows: list[list[str]]) -> list[str]:
     return [
         "  ".join(c.ljust(widths[i]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(r)).rstrip() for r in rows
     ]
-
-
-def report_from_dict(d: dict[str, Any]) -> ReplayReport:
-    """A partial report read back from a worker's JSON."""
-    part = ReplayReport(d["mode"], d["calls"], replayed=d["replayed"])
-    part.mismatches = [
-        Mismatch(**{**x, "where": tuple(x["where"]) if x["where"] is not None else None, "inputs": tuple(x["inputs"])})
-        for x in d["mismatches"]
-    ]
-    part.skipped = [(int(i), str(op), str(why)) for i, op, why in d["skipped"]]
-    part.ops = {op: OpStats(**s) for op, s in d["ops"].items()}
-    return part

@@ -8,7 +8,7 @@ namespace py opwire.schema.opwire
 /** Major version of opwire's own records. */
 const i64 RECORDS_VERSION_MAJOR = 1
 /** Minor version of opwire's own records. */
-const i64 RECORDS_VERSION_MINOR = 2
+const i64 RECORDS_VERSION_MINOR = 3
 
 /** Summary of a tensor kept instead of its bytes (record with outputs="digest"). */
 struct TensorDigest {
@@ -186,6 +186,52 @@ struct RanksReport {
   50: list<RanksFinding> findings;
 }
 
+/** How one output differs from its reference: a node's from the saved run (`opwire run --compare-nodes`), a replayed call's from the recording. Since 1.3. */
+struct NodeDifference {
+  /** The output's name in the graph (node comparison) or "output 0" / "argument self (written in place)" (replay). */
+  10: string output;
+  /** "shape", "dtype", "stride", "value" or "missing". */
+  20: string kind;
+  /** Largest absolute difference, for value differences. */
+  30: optional double max_diff;
+  /** Largest relative difference, for value differences. */
+  40: optional double max_rel;
+  /** Index of the element with the largest difference. */
+  50: optional list<i64> where;
+  /** The output's shape in this run (node comparison). */
+  60: optional list<i64> shape;
+}
+
+/** One finding of op validation, node comparison or replay: a catalog code (docs/errors.md), about an op or a node (a bc-check change, BcCheckChange, has the same first five fields). Since 1.3. */
+struct Finding {
+  /** Stable catalog code, lower case (opwire.validation.CODES). */
+  10: string code;
+  /** "error", "warning", "info", or "ok" (a node that matches the saved run). */
+  20: string severity;
+  /** The op it is about, as "ns::op.overload" (or torch's "torch.ops.ns.op.overload"); empty when it is about a node. */
+  30: string op = "";
+  /** What was found. */
+  40: string message;
+  /** What to do about it (empty when nothing is to be done). */
+  50: string fix = "";
+  /** The top-level node it is about (node comparison); absent when it is about an op. */
+  60: optional string node;
+  /** How the outputs differ from their reference (node comparison, replay mismatches). */
+  70: optional list<NodeDifference> differences;
+}
+
+/** A findings document: what `opwire run --compare-nodes --findings` writes and `opwire view --findings` reads (docs/view.md). Since 1.3. */
+struct FindingsDocument {
+  /** Format version of findings documents: 2 (version 1 documents, with `status` for severity, are still read). */
+  10: i64 opwire_findings;
+  /** Title the page shows. */
+  20: string title = "";
+  /** The first node whose outputs differ from the saved run (or where the run failed); absent when none. */
+  30: optional string first_divergence;
+  /** The findings, in node order. */
+  40: list<Finding> findings;
+}
+
 /** A recorded sequence of operator calls with the tensors they read and wrote. */
 struct CallTrace {
   /** Versions and op schemas. */
@@ -288,4 +334,160 @@ struct OpLibrarySnapshot {
   20: list<OpSchemaSnapshot> ops;
   /** torch.__version__ when the snapshot was taken. */
   30: string torch_version;
+}
+
+/** One dispatch key of an op, as op validation found it. Since 1.3. */
+struct OpKernel {
+  /** Dispatch key name, e.g. "CPU" or "CompositeImplicitAutograd". */
+  10: string key;
+  /** A kernel is registered directly for this key. */
+  20: bool registered;
+  /** A kernel runs for this key (absent for alias keys: they have no runtime kernel of their own). */
+  30: optional bool runnable;
+  /** Where the kernel comes from in torch's computed table ("kernel", "math kernel", "backend fallback", ...). */
+  40: optional string source;
+}
+
+/** How torch.vmap handles an op. Since 1.3. */
+struct OpVmapRoute {
+  /** "batching_rule", "register_vmap", "decomposition", "fallback" or "unsupported". */
+  10: string route;
+  /** Why, in words. */
+  20: string detail;
+}
+
+/** Everything op validation learned about one operator overload. Since 1.3. */
+struct OpValidationReport {
+  /** The overload, as "ns::op.overload". */
+  10: string op;
+  /** Its schema; absent when the op has none (JSON key `op_schema`: `schema` is taken by pydantic's BaseModel). */
+  20: optional OpSchemaSnapshot op_schema;
+  /** Names of the arguments the op writes to (alias annotations with "!"). */
+  30: list<string> mutated_args;
+  /** Its dispatch keys. */
+  40: list<OpKernel> kernels;
+  /** How its fake (meta) implementation is provided; absent when it has none. */
+  50: optional string fake_impl;
+  /** How torch.vmap handles it; absent when not checked. */
+  60: optional OpVmapRoute vmap_route;
+  /** What validation found. */
+  70: list<Finding> findings;
+}
+
+/** What `opwire ops validate --json` prints. Since 1.3. */
+struct OpValidationOutput {
+  /** Number of findings of severity error (the exit is 1 when it is not 0). */
+  10: i64 errors;
+  /** The checks that ran. */
+  20: list<string> checks;
+  /** One report per op overload. */
+  30: list<OpValidationReport> reports;
+}
+
+/** One change bc-check found between two op-library versions: a Finding's fields plus whom it affects. Since 1.3. */
+struct BcCheckChange {
+  /** Stable catalog code (docs/errors.md). */
+  10: string code;
+  /** "error", "warning" or "info": the worst effect under the report's policy. */
+  20: string severity;
+  /** The op overload, as "ns::op.overload". */
+  30: string op;
+  /** What changed. */
+  40: string message;
+  /** What to do about it. */
+  50: string fix;
+  /** The effect on source callers: "breaking", "silent" or "compatible". */
+  60: string callers;
+  /** The effect on files written under each default policy (DefaultPolicy name -> effect). */
+  70: map<string, string> effects;
+}
+
+/** torch's own verdict on one overload present in both versions (FunctionSchema.is_backward_compatible_with). Since 1.3. */
+struct BcTorchVerdict {
+  /** The overload. */
+  10: string op;
+  /** torch says the new schema is backward compatible with the old. */
+  20: bool backward_compatible;
+  /** torch says the new schema is forward compatible with the old. */
+  30: bool forward_compatible;
+  /** torch's reason when it is not. */
+  40: string reason;
+}
+
+/** What `opwire ops bc-check --json` prints. Since 1.3. */
+struct BcCheckReport {
+  /** The default policy the changes were judged under (DefaultPolicy name). */
+  10: string policy;
+  /** Number of changes that break callers or files under the policy. */
+  20: i64 breaking;
+  /** Every change, in op order. */
+  30: list<BcCheckChange> changes;
+  /** torch's own verdicts. */
+  40: list<BcTorchVerdict> torch;
+}
+
+/** One output of a replayed call that differs from the recording. Since 1.3. */
+struct ReplayMismatch {
+  /** Call index in the trace. */
+  10: i64 index;
+  /** The op, as "ns::op.overload". */
+  20: string op;
+  /** Which output: "output 0" or "argument self (written in place)". */
+  30: string output;
+  /** "shape", "dtype", "stride", "value", "missing" or "error". */
+  40: string kind;
+  /** What differs, in words. */
+  50: string detail;
+  /** Largest absolute difference, for value mismatches. */
+  60: optional double max_diff;
+  /** Index of the element with the largest difference. */
+  70: optional list<i64> where;
+  /** Largest relative difference, for value mismatches. */
+  80: optional double max_rel;
+  /** Source line of the recorded call ("train.py:12 in forward"; empty when unknown). */
+  90: string source;
+  /** Module path of the recorded call ("MLP.blocks.3.fc1"; empty when unknown). */
+  100: string module_path;
+  /** Where each tensor input came from ("self = t12, output of call 16 aten::addmm.default"). */
+  110: list<string> inputs;
+}
+
+/** A recorded call replay did not run. Since 1.3. */
+struct ReplaySkip {
+  /** Call index in the trace. */
+  10: i64 index;
+  /** The op. */
+  20: string op;
+  /** Why it was skipped. */
+  30: string reason;
+}
+
+/** Replay figures of one op. Since 1.3. */
+struct ReplayOpStats {
+  /** Calls replayed. */
+  10: i64 calls;
+  /** Calls with a mismatch. */
+  20: i64 mismatches;
+  /** Largest absolute difference seen, also within tolerance. */
+  30: double worst_abs;
+  /** Largest relative difference seen, also within tolerance. */
+  40: double worst_rel;
+}
+
+/** What one replay process reports to its parent (`opwire.replay(..., workers=N)`, distributed replay ranks). Since 1.3. */
+struct ReplayWorkerReport {
+  /** Replay mode, e.g. "isolated". */
+  10: string mode;
+  /** Calls in the whole trace. */
+  20: i64 calls;
+  /** Calls this process replayed. */
+  30: i64 replayed;
+  /** Outputs that differ, in call order. */
+  40: list<ReplayMismatch> mismatches;
+  /** Calls it did not run. */
+  50: list<ReplaySkip> skipped;
+  /** Figures per op ("ns::op.overload" -> stats). */
+  60: map<string, ReplayOpStats> ops;
+  /** Wall time of the replay, seconds. */
+  70: double seconds;
 }

@@ -19,6 +19,7 @@ from opwire.errors import BindError, OpValidationError, first_line
 from opwire.proxy_executor.default_policy import DefaultPolicy
 from opwire.schema import models as m
 from opwire.schema import ops
+from opwire.serde.json import to_jsonable
 from opwire.validation.findings import CODES, EFFECT_ORDER, EFFECT_SEVERITY, Effect, Severity
 from opwire.validation.snapshot import load_snapshot, snapshot_ops
 
@@ -57,17 +58,22 @@ class BcChange:
             f"    fix: {self.fix}"
         )
 
+    def to_model(self, policy: DefaultPolicy) -> m.BcCheckChange:
+        """The change as the IDL's `BcCheckChange` record (severity under `policy`)."""
+        return m.BcCheckChange(
+            code=self.code,
+            severity=self.severity(policy).value,
+            op=self.op,
+            message=self.message,
+            fix=self.fix,
+            callers=self.callers.value,
+            effects={k: v.value for k, v in self.effects.items()},
+        )
+
     def to_json(self, policy: DefaultPolicy) -> dict[str, Any]:
-        """The change as JSON-ready data (severity under `policy`)."""
-        return {
-            "code": self.code,
-            "severity": self.severity(policy).value,
-            "op": self.op,
-            "message": self.message,
-            "fix": self.fix,
-            "callers": self.callers.value,
-            "effects": {k: v.value for k, v in self.effects.items()},
-        }
+        """The change as JSON-ready data (the JSON codec's form of `to_model(policy)`)."""
+        data: dict[str, Any] = to_jsonable(self.to_model(policy))
+        return data
 
 
 @dataclass(frozen=True)
@@ -104,14 +110,19 @@ class BcReport:
         lines.append(f"{len(self.changes)} change(s), {len(self.breaking)} breaking under {self.policy.name}")
         return "\n".join(lines)
 
+    def to_model(self) -> m.BcCheckReport:
+        """The report as the IDL's `BcCheckReport` record (what `opwire ops bc-check --json` prints)."""
+        return m.BcCheckReport(
+            policy=self.policy.name,
+            breaking=len(self.breaking),
+            changes=[c.to_model(self.policy) for c in self.changes],
+            torch=[m.BcTorchVerdict(**vars(v)) for v in self.torch_verdicts],
+        )
+
     def to_json(self) -> dict[str, Any]:
-        """The report as JSON-ready data."""
-        return {
-            "policy": self.policy.name,
-            "breaking": len(self.breaking),
-            "changes": [c.to_json(self.policy) for c in self.changes],
-            "torch": [vars(v) for v in self.torch_verdicts],
-        }
+        """The report as JSON-ready data (the JSON codec's form of `to_model()`)."""
+        data: dict[str, Any] = to_jsonable(self.to_model())
+        return data
 
 
 def _change(code: str, op: str, **fields: Any) -> BcChange:

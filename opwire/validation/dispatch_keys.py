@@ -13,6 +13,9 @@ from typing import Any
 
 import torch
 
+from opwire.schema import models as m
+from opwire.serde.json import to_jsonable
+
 __all__ = ["ALIAS_KEYS", "KEYS", "KernelInfo", "VmapRoute", "fake_impl_source", "kernels", "vmap_route"]
 
 KEYS: tuple[str, ...] = (
@@ -44,9 +47,14 @@ class KernelInfo:
     runnable: bool | None  # None for alias keys: they have no runtime kernel of their own
     source: str | None  # from the computed table: "kernel", "math kernel", "backend fallback", ...
 
+    def to_model(self) -> m.OpKernel:
+        """The entry as the IDL's `OpKernel` record."""
+        return m.OpKernel(key=self.key, registered=self.registered, runnable=self.runnable, source=self.source)
+
     def to_json(self) -> dict[str, Any]:
-        """The entry as JSON-ready data."""
-        return {"key": self.key, "registered": self.registered, "runnable": self.runnable, "source": self.source}
+        """The entry as JSON-ready data (the JSON codec's form of `to_model()`)."""
+        data: dict[str, Any] = to_jsonable(self.to_model())
+        return data
 
 
 @dataclass(frozen=True)
@@ -57,9 +65,14 @@ class VmapRoute:
     route: str
     detail: str
 
+    def to_model(self) -> m.OpVmapRoute:
+        """The route as the IDL's `OpVmapRoute` record."""
+        return m.OpVmapRoute(route=self.route, detail=self.detail)
+
     def to_json(self) -> dict[str, str]:
-        """The route as JSON-ready data."""
-        return {"route": self.route, "detail": self.detail}
+        """The route as JSON-ready data (the JSON codec's form of `to_model()`)."""
+        data: dict[str, str] = to_jsonable(self.to_model())
+        return data
 
 
 def _computed_sources(name: str) -> dict[str, str]:

@@ -1,6 +1,7 @@
-"""The catalog of op-validation finding codes: each code's severity, message and fix, in one table.
+"""The catalog of finding codes: each code's severity, message and fix, in one table.
 
-`ops validate` and `bc-check` report findings as data, never as exceptions. A code is stable once
+`ops validate`, `bc-check` and node comparison (`opwire run --compare-nodes`) report findings as data, never
+as exceptions, in one shape: the IDL's `Finding` record. A code is stable once
 released; docs/errors.md lists every code of `CODES` (a test checks it).
 """
 
@@ -9,6 +10,9 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 from typing import Any
+
+from opwire.schema import models as m
+from opwire.serde.json import to_jsonable
 
 __all__ = [
     "CODES",
@@ -19,16 +23,18 @@ __all__ = [
     "Finding",
     "Severity",
     "finding",
+    "node_finding",
     "samples_text",
 ]
 
 
 class Severity(str, enum.Enum):
-    """How bad a finding is: an error fails `ops validate`, a warning or info does not."""
+    """How bad a finding is: an error fails `ops validate`, a warning or info does not; ok marks a match."""
 
     ERROR = "error"
     WARNING = "warning"
     INFO = "info"
+    OK = "ok"  # nothing wrong: a node whose outputs match the saved run (node comparison)
 
 
 class Effect(str, enum.Enum):
@@ -86,15 +92,14 @@ class Finding:
         """Two lines, as `opwire ops validate` prints them: severity, code and message; then the fix."""
         return f"{self.severity.value} {self.code}: {self.message}\n  fix: {self.fix}"
 
-    def to_json(self) -> dict[str, str]:
-        """The finding as JSON-ready data."""
-        return {
-            "code": self.code,
-            "severity": self.severity.value,
-            "op": self.op,
-            "message": self.message,
-            "fix": self.fix,
-        }
+    def to_model(self) -> m.Finding:
+        """The finding as the IDL's `Finding` record (opwire.thrift), the shape every findings output shares."""
+        return m.Finding(code=self.code, severity=self.severity.value, op=self.op, message=self.message, fix=self.fix)
+
+    def to_json(self) -> dict[str, Any]:
+        """The finding as JSON-ready data: exactly the JSON codec's form of `to_model()`."""
+        data: dict[str, Any] = to_jsonable(self.to_model())
+        return data
 
 
 _E, _W, _I = Severity.ERROR, Severity.WARNING, Severity.INFO
@@ -240,6 +245,69 @@ _TABLE: tuple[Code, ...] = (
         "seed it with torch.manual_seed), or take the randomness as an input (a seed int or a tensor of random "
         "values){tag_fix}",
     ),
+    # node comparison (`opwire run --compare-nodes`, opwire/view/runs.py): one finding per top-level node
+    Code(
+        "node_match",
+        Severity.OK,
+        "every output of a node matches the saved run within tolerance",
+        "{what}",
+        "nothing to do",
+    ),
+    Code(
+        "node_mismatch",
+        _E,
+        "an output of a node differs from the saved run in dtype, shape or values",
+        "{what}",
+        "start at the first divergence (`opwire view PROGRAM --findings F.json`, press F): its inputs matched, so "
+        "its kernel computes differently in the two runs (torch version, device, library); later nodes usually "
+        "differ because their inputs do; raise --rtol/--atol if the difference is acceptable",
+    ),
+    Code(
+        "node_strides",
+        _W,
+        "only the strides or storage offset of a node's outputs differ from the saved run",
+        "{what}",
+        "nothing to do unless later code depends on the memory layout; the kernel returns another layout in this run",
+    ),
+    Code(
+        "node_not_saved",
+        _I,
+        "none of a node's outputs is in the saved run",
+        "{what}",
+        "compare against a .nodes file saved from the same program: opwire run PROGRAM --save-nodes F.nodes",
+    ),
+    Code(
+        "node_failed",
+        _E,
+        "the run stopped at this node",
+        "{what}",
+        "the message is the error the node raised; fix its cause as `opwire run` without --compare-nodes reports it",
+    ),
+    # replay (`opwire replay --json` findings, opwire/validation/replay_findings.py): one per mismatch, skip, drift
+    Code(
+        "replay_mismatch",
+        _E,
+        "an output of a replayed call differs from the recording",
+        "call {index} {op} {output}: {kind} mismatch: {detail}",
+        "start at the report's first divergence: its inputs matched the recording, so the op computes differently "
+        "here (torch version, device, kernel, nondeterminism); raise --rtol/--atol if the difference is acceptable",
+    ),
+    Code(
+        "replay_skipped",
+        _W,
+        "a call the recording kept only as a placeholder is not replayed",
+        "call {index} {op}: not replayed: {reason}",
+        "the reason says why the call was not recorded in full; `opwire ops validate {op}` names an argument or "
+        "return no Argument member carries",
+    ),
+    Code(
+        "replay_schema_drift",
+        _W,
+        "an op's schema in this process differs from the recorded one",
+        "{drift}",
+        "replay with the torch and op libraries the trace was recorded with, or check with `opwire ops bc-check` "
+        "that the new schema reads old calls the same way",
+    ),
     # bc-check: one code per change class; the severity shown is the change's worst effect
     _bc(
         "op_removed",
@@ -370,6 +438,20 @@ def samples_text(indices: list[int]) -> str:
         return f"sample {indices[0]}"
     listed = ", ".join(str(i) for i in indices[:-1]) + f" and {indices[-1]}"
     return f"samples {listed} (the error of sample {indices[0]})"
+
+
+def node_finding(code: str, node: str, differences: list[m.NodeDifference] | None = None, **fields: Any) -> m.Finding:
+    """A finding of catalog code `code` about the top-level node `node` (node comparison), as the IDL record."""
+    entry = CODES[code]
+    values = {"node": node, **fields}
+    return m.Finding(
+        code=code,
+        severity=entry.severity.value,
+        node=node,
+        message=entry.message.format(**values),
+        fix=entry.fix.format(**values),
+        differences=differences,
+    )
 
 
 def finding(code: str, op: str, **fields: Any) -> Finding:

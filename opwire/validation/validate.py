@@ -16,6 +16,7 @@ import torch
 from opwire.errors import OpValidationError
 from opwire.schema import models as m
 from opwire.schema.ops import OpSchema, op_schema
+from opwire.serde.json import to_jsonable
 from opwire.validation import dispatch_keys as dk
 from opwire.validation.findings import Finding, Severity, finding
 from opwire.validation.opcheck import SampleInputs, opcheck_findings
@@ -32,6 +33,7 @@ __all__ = [
     "format_reports",
     "resolve_target",
     "validate_op",
+    "validation_output",
 ]
 
 
@@ -74,17 +76,28 @@ class OpReport:
         lines += [textwrap.indent(str(f), "  ") for f in self.findings]
         return "\n".join(lines)
 
+    def to_model(self) -> m.OpValidationReport:
+        """The report as the IDL's `OpValidationReport` record."""
+        return m.OpValidationReport(
+            op=self.op,
+            op_schema=self.schema,
+            mutated_args=list(self.mutated_args),
+            kernels=[k.to_model() for k in self.kernels],
+            fake_impl=self.fake_impl,
+            vmap_route=None if self.vmap_route is None else self.vmap_route.to_model(),
+            findings=[f.to_model() for f in self.findings],
+        )
+
     def to_json(self) -> dict[str, Any]:
-        """The report as JSON-ready data."""
-        return {
-            "op": self.op,
-            "schema": None if self.schema is None else self.schema.model_dump(mode="json"),
-            "mutated_args": list(self.mutated_args),
-            "kernels": [k.to_json() for k in self.kernels],
-            "fake_impl": self.fake_impl,
-            "vmap_route": None if self.vmap_route is None else self.vmap_route.to_json(),
-            "findings": [f.to_json() for f in self.findings],
-        }
+        """The report as JSON-ready data (the JSON codec's form of `to_model()`)."""
+        data: dict[str, Any] = to_jsonable(self.to_model())
+        return data
+
+
+def validation_output(reports: Sequence[OpReport], checks: Sequence[str]) -> m.OpValidationOutput:
+    """What `opwire ops validate --json` prints: the error count, the checks that ran and every report."""
+    errors = sum(len(r.errors) for r in reports)
+    return m.OpValidationOutput(errors=errors, checks=list(checks), reports=[r.to_model() for r in reports])
 
 
 def format_reports(reports: Sequence[OpReport], checks: Sequence[str] = ()) -> str:

@@ -1,9 +1,11 @@
 """Findings files for `opwire view --findings`: read, checked, and keyed for the page.
 
-Two shapes are read (docs/view.md documents both):
-- an opwire findings document: `{"opwire_findings": 1, "title": ..., "first_divergence": NODE|null,
-  "findings": [{"node"|"target": ..., "status": ..., "message": ..., "code": ..., "fix": ..., "detail": ...}]}`,
-  as `opwire run --compare-nodes ... --findings F.json` writes it;
+Three shapes are read (docs/view.md documents them):
+- an opwire findings document, the IDL's `FindingsDocument` record (`{"opwire_findings": 2, "title": ...,
+  "first_divergence": NODE|null, "findings": [Finding...]}`), as `opwire run --compare-nodes ... --findings F.json`
+  writes it; each `Finding` names a `node` or an `op`;
+- a version 1 findings document, as the previous release wrote it (`status` instead of `severity`, `target`
+  instead of `op`, `mismatch` for a differing node: read as `error`);
 - the output of `opwire ops validate --json` (`{"errors": N, "reports": [...]}`): each finding of a report
   applies to every node that calls the report's op.
 """
@@ -16,25 +18,38 @@ from pathlib import Path
 from typing import Any
 
 from opwire.errors import DecodeError
+from opwire.schema import models as m
+from opwire.serde import json as json_codec
 
-__all__ = ["FORMAT_VERSION", "STATUSES", "findings_document", "load_findings", "merge_findings"]
+__all__ = [
+    "FORMAT_VERSION",
+    "SEVERITIES",
+    "findings_document",
+    "findings_json",
+    "load_findings",
+    "merge_findings",
+]
 
-FORMAT_VERSION = 1
-STATUSES = ("mismatch", "error", "warning", "info", "ok")
+FORMAT_VERSION = 2
+SEVERITIES = ("error", "warning", "info", "ok")
+_LEGACY_STATUS = {"mismatch": "error", "error": "error", "warning": "warning", "info": "info", "ok": "ok"}
+"""Version 1 `status` -> severity."""
 _MAX_BYTES = 256 << 20
 _TEXT_FIELDS = ("code", "message", "fix")
 
 
 def findings_document(
-    findings: Sequence[dict[str, Any]], title: str, first_divergence: str | None = None
-) -> dict[str, Any]:
-    """An opwire findings document (what `--findings` reads) from finding entries."""
-    return {
-        "opwire_findings": FORMAT_VERSION,
-        "title": title,
-        "first_divergence": first_divergence,
-        "findings": list(findings),
-    }
+    findings: Sequence[m.Finding], title: str, first_divergence: str | None = None
+) -> m.FindingsDocument:
+    """An opwire findings document (what `--findings` reads) from findings."""
+    return m.FindingsDocument(
+        opwire_findings=FORMAT_VERSION, title=title, first_divergence=first_divergence, findings=list(findings)
+    )
+
+
+def findings_json(doc: m.FindingsDocument) -> bytes:
+    """The document as opwire's JSON codec writes it (what `--findings F.json` holds)."""
+    return json_codec.encode(doc)
 
 
 def op_target(op: str) -> str:
@@ -67,15 +82,49 @@ def _normalize(doc: Any, where: str) -> dict[str, Any]:
         return _from_validate(doc, where)
     if not isinstance(doc, dict) or "opwire_findings" not in doc:
         raise DecodeError(
-            f"{where}: expected an opwire findings document (an object with 'opwire_findings': 1 and 'findings') "
+            f"{where}: expected an opwire findings document (an object with 'opwire_findings': 2 and 'findings') "
             "or the output of `opwire ops validate --json`; see docs/view.md"
         )
     version = doc["opwire_findings"]
-    if version != FORMAT_VERSION:
+    if version == 1 and type(version) is int:
+        return _from_version_1(doc, where)
+    if version != FORMAT_VERSION or type(version) is not int:
         raise DecodeError(
             f"{where}: findings format version {version!r} is not one this opwire reads (expected "
-            f"{FORMAT_VERSION}); write it with this opwire or upgrade opwire"
+            f"{FORMAT_VERSION} or 1); write it with this opwire or upgrade opwire"
         )
+    parsed = json_codec.decode(json.dumps(doc).encode(), m.FindingsDocument, source=where)
+    out = _empty(parsed.title or Path(where).name)
+    out["first"] = parsed.first_divergence
+    for i, f in enumerate(parsed.findings):
+        _add_finding(out, f, f"findings[{i}]", where)
+    return out
+
+
+def _add_finding(out: dict[str, Any], f: m.Finding, path: str, where: str) -> None:
+    if f.severity not in SEVERITIES:
+        raise DecodeError(
+            f"{where}: expected `{path}.severity` to be one of {', '.join(SEVERITIES)}, got {f.severity!r}",
+            f"{path}.severity",
+        )
+    entry: dict[str, Any] = {"severity": f.severity, "code": f.code, "message": f.message, "fix": f.fix}
+    if f.differences:
+        entry["detail"] = json.dumps([json_codec.to_jsonable(d) for d in f.differences], indent=1)[:4000]
+    _place(out, entry, f.node, f.op, path, where)
+
+
+def _place(out: dict[str, Any], entry: dict[str, Any], node: Any, op: Any, path: str, where: str) -> None:
+    if isinstance(node, str) and node:
+        out["nodes"].setdefault(node, []).append(entry)
+    elif isinstance(op, str) and op:
+        out["targets"].setdefault(op_target(op), []).append(entry)
+    else:
+        raise DecodeError(f"{where}: expected `{path}` to name a 'node' or an 'op' (a non-empty string)", path)
+    out["count"] += 1
+
+
+def _from_version_1(doc: dict[str, Any], where: str) -> dict[str, Any]:
+    """A findings document of the previous release: `status` for severity, `target` for op, free-form `detail`."""
     entries = doc.get("findings")
     if not isinstance(entries, list):
         raise DecodeError(f"{where}: expected 'findings' to be a list, got {type(entries).__name__}", "findings")
@@ -85,7 +134,21 @@ def _normalize(doc: Any, where: str) -> dict[str, Any]:
         raise DecodeError(f"{where}: expected 'first_divergence' to be a node name or null", "first_divergence")
     out["first"] = first
     for i, e in enumerate(entries):
-        _add(out, e, f"findings[{i}]", where)
+        path = f"findings[{i}]"
+        if not isinstance(e, dict):
+            raise DecodeError(f"{where}: expected an object at `{path}`, got {type(e).__name__}", path)
+        status = e.get("status")
+        if status not in _LEGACY_STATUS:
+            raise DecodeError(
+                f"{where}: expected `{path}.status` to be one of {', '.join(_LEGACY_STATUS)}, got {status!r}",
+                f"{path}.status",
+            )
+        entry: dict[str, Any] = {"severity": _LEGACY_STATUS[status]}
+        for k in _TEXT_FIELDS:
+            entry[k] = _text(e.get(k), where, f"{path}.{k}")
+        if "detail" in e:
+            entry["detail"] = json.dumps(e["detail"], indent=1)[:4000]
+        _place(out, entry, e.get("node"), e.get("target"), path, where)
     return out
 
 
@@ -101,29 +164,6 @@ def _text(v: Any, where: str, path: str) -> str:
     return v
 
 
-def _add(out: dict[str, Any], e: Any, path: str, where: str) -> None:
-    if not isinstance(e, dict):
-        raise DecodeError(f"{where}: expected an object at `{path}`, got {type(e).__name__}", path)
-    status = e.get("status")
-    if status not in STATUSES:
-        raise DecodeError(
-            f"{where}: expected `{path}.status` to be one of {', '.join(STATUSES)}, got {status!r}", f"{path}.status"
-        )
-    entry: dict[str, Any] = {"status": status}
-    for k in _TEXT_FIELDS:
-        entry[k] = _text(e.get(k), where, f"{path}.{k}")
-    if "detail" in e:
-        entry["detail"] = json.dumps(e["detail"], indent=1)[:4000]
-    node, target = e.get("node"), e.get("target")
-    if isinstance(node, str) and node:
-        out["nodes"].setdefault(node, []).append(entry)
-    elif isinstance(target, str) and target:
-        out["targets"].setdefault(op_target(target), []).append(entry)
-    else:
-        raise DecodeError(f"{where}: expected `{path}` to name a 'node' or a 'target' (a non-empty string)", path)
-    out["count"] += 1
-
-
 def _from_validate(doc: dict[str, Any], where: str) -> dict[str, Any]:
     reports = doc["reports"]
     if not isinstance(reports, list):
@@ -137,8 +177,16 @@ def _from_validate(doc: dict[str, Any], where: str) -> dict[str, Any]:
             path = f"reports[{i}].findings[{j}]"
             if not isinstance(f, dict):
                 raise DecodeError(f"{where}: expected an object at `{path}`", path)
-            entry = {k: f.get(k) for k in _TEXT_FIELDS}
-            _add(out, {**entry, "status": f.get("severity"), "target": r["op"]}, path, where)
+            severity = f.get("severity")
+            if severity not in SEVERITIES:
+                raise DecodeError(
+                    f"{where}: expected `{path}.severity` to be one of {', '.join(SEVERITIES)}, got {severity!r}",
+                    f"{path}.severity",
+                )
+            entry: dict[str, Any] = {"severity": severity}
+            for k in _TEXT_FIELDS:
+                entry[k] = _text(f.get(k), where, f"{path}.{k}")
+            _place(out, entry, None, r["op"], path, where)
     return out
 
 

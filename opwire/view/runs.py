@@ -20,6 +20,7 @@ from opwire.recording.compare import Difference, compare_scalar, compare_tensor
 from opwire.schema import models as m
 from opwire.serde import dumps
 from opwire.serde import objects as _values
+from opwire.validation.findings import node_finding
 from opwire.view.model import node_names
 from opwire.view.overlays import findings_document
 
@@ -86,7 +87,7 @@ class NodeComparer(_Observer):
         self.saved = saved.values
         self.rtol, self.atol = rtol, atol
         self._shapes: dict[tuple[str, str], list[int] | None] = {}  # (node, output) -> shape of a differing output
-        self.findings: list[dict[str, Any]] = []
+        self.findings: list[m.Finding] = []
         self.first: str | None = None
 
     def __call__(self, node: m.Node, outputs: Mapping[str, Any]) -> None:
@@ -122,38 +123,39 @@ class NodeComparer(_Observer):
             return None
         return compare_scalar(got, _values.to_python(want, None, "saved"), self.rtol, self.atol)
 
-    def _finding(self, name: str, diffs: list[tuple[str, Difference]], missing: list[str], outs: list[str]) -> Any:
+    def _finding(
+        self, name: str, diffs: list[tuple[str, Difference]], missing: list[str], outs: list[str]
+    ) -> m.Finding:
         if any(d.kind != "stride" for _, d in diffs):
-            status, code = "mismatch", "NODE_MISMATCH"
+            code = "node_mismatch"
         elif diffs:
-            status, code = "warning", "NODE_STRIDES"
+            code = "node_strides"
         elif missing and len(missing) == len(outs):
-            status, code = "info", "NODE_NOT_SAVED"
+            code = "node_not_saved"
         else:
-            status, code = "ok", "NODE_MATCH"
+            code = "node_match"
         parts = [f"{key}: {d.kind}: {d.detail}" for key, d in diffs]
         parts += [f"{key}: not in the saved run" for key in missing]
-        message = "; ".join(parts) or f"{len(outs)} output(s) match within rtol={self.rtol}, atol={self.atol}"
-        entry: dict[str, Any] = {"node": name, "status": status, "code": code, "message": message}
-        if diffs:
-            entry["detail"] = {
-                k: {
-                    "kind": d.kind,
-                    "max_diff": d.max_diff,
-                    "max_rel": d.max_rel,
-                    "where": d.where,
-                    "shape": self._shapes.get((name, k)),
-                }
-                for k, d in diffs
-            }
-        return entry
+        what = "; ".join(parts) or f"{len(outs)} output(s) match within rtol={self.rtol}, atol={self.atol}"
+        differences = [self._difference(name, k, d) for k, d in diffs] or None
+        return node_finding(code, name, differences, what=what)
+
+    def _difference(self, name: str, key: str, d: Difference) -> m.NodeDifference:
+        return m.NodeDifference(
+            output=key,
+            kind=d.kind,
+            max_diff=d.max_diff,
+            max_rel=d.max_rel,
+            where=list(d.where) if d.where is not None else None,
+            shape=self._shapes.get((name, key)),
+        )
 
     def failed(self, exc: OpwireError) -> None:
         """The run stopped with `exc`: the node after the last one observed is where it failed."""
         name = self.order[self.seen] if self.seen < len(self.order) else "?"
-        self.findings.append({"node": name, "status": "error", "code": "NODE_FAILED", "message": str(exc)})
+        self.findings.append(node_finding("node_failed", name, what=str(exc)))
         self.first = self.first or name
 
-    def document(self, title: str) -> dict[str, Any]:
+    def document(self, title: str) -> m.FindingsDocument:
         """The findings document `opwire view --findings` reads."""
         return findings_document(self.findings, title, self.first)

@@ -9,6 +9,7 @@ import pytest
 
 import opwire
 from opwire.cli import main
+from opwire.schema import models as m
 from opwire.validation.snapshot import load_snapshot, snapshot_from_schemas, snapshot_ops
 
 OPLIB_DIR = str(Path(__file__).resolve().parents[1] / "validation")
@@ -44,11 +45,15 @@ def test_validate_errors_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
 def test_validate_json_with_sample_inputs(capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["ops", "validate", "opwire_vt::badfake", "--import", "oplib.validate_lib", "--json"]
     assert main([*argv, "--sample-inputs", "oplib.validate_lib:sample_inputs"]) == 1
-    data = json.loads(capsys.readouterr().out)
+    out = capsys.readouterr().out
+    data = json.loads(out)
     assert data["errors"] == 1
     (report,) = data["reports"]
     assert [f["code"] for f in report["findings"]] == ["vmap_fallback", "opcheck_failed"]
     assert report["findings"][1]["severity"] == "error"
+    parsed = opwire.loads(out, m.OpValidationOutput)  # the IDL's record, read back by the JSON codec
+    assert parsed.reports[0].op_schema is not None and parsed.reports[0].op_schema.name == "opwire_vt::badfake"
+    assert parsed.reports[0].findings[1] == m.Finding(**report["findings"][1])
 
 
 @pytest.mark.parametrize(
@@ -111,6 +116,17 @@ def test_bc_check_live_and_files(tmp_path: Path, capsys: pytest.CaptureFixture[s
     data = json.loads(capsys.readouterr().out)
     assert (data["policy"], data["breaking"], data["changes"]) == ("FROM_SCHEMA", 0, [])
     assert all(v["backward_compatible"] and v["forward_compatible"] for v in data["torch"])
+    assert main(["ops", "bc-check", str(v1), str(v2), "--json"]) == 1
+    out = capsys.readouterr().out
+    report = opwire.loads(out, m.BcCheckReport)  # the IDL's record, read back by the JSON codec
+    assert (report.breaking, len(report.changes)) == (13, 18)
+    gone = next(c for c in json.loads(out)["changes"] if c["code"] == "op_removed")
+    assert set(gone) == {"code", "severity", "op", "message", "fix", "callers", "effects"}
+    assert gone["effects"] == {
+        "REQUIRE_SERIALIZED": "breaking",
+        "REQUIRE_CALLER": "breaking",
+        "FROM_SCHEMA": "breaking",
+    }
 
 
 @pytest.mark.parametrize(("policy", "code"), [("from_schema", 0), ("require_serialized", 1), ("require-caller", 1)])

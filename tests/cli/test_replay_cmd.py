@@ -10,7 +10,9 @@ import torch
 
 import opwire
 from opwire.cli import main
+from opwire.schema import models as m
 from opwire.serde import tensors as _tensors
+from opwire.validation import CODES
 
 
 def _trace(tmp_path: Path, tamper: bool = False) -> str:
@@ -37,6 +39,13 @@ def test_mismatch_exits_1_with_json_report(tmp_path: Path, capsys: pytest.Captur
     (bad,) = report["mismatches"]
     assert (bad["index"], bad["op"], bad["kind"]) == (1, "aten::tanh.default", "value")
     assert bad["max_diff"] == pytest.approx(1.0, rel=1e-5)
+    (finding,) = report["findings"]  # the one Finding shape of validation and node comparison
+    got = m.Finding(**{k: v for k, v in finding.items() if k != "differences"})
+    assert (got.code, got.severity, got.op) == ("replay_mismatch", "error", "aten::tanh.default")
+    assert got.message.startswith("call 1 aten::tanh.default output 0: value mismatch: ")
+    assert got.fix == CODES["replay_mismatch"].fix
+    (difference,) = finding["differences"]
+    assert difference["kind"] == "value" and difference["max_diff"] == pytest.approx(1.0, rel=1e-5)
 
 
 def test_tolerance_flags_apply(tmp_path: Path) -> None:

@@ -13,8 +13,12 @@ import pytest
 import torch
 
 import opwire
+from opwire.errors import DecodeError
 from opwire.recording.compare import tolerance
 from opwire.recording.progress import Progress
+from opwire.recording.replay_worker import report_from_json, worker_report
+from opwire.recording.report import Mismatch, OpStats, ReplayReport
+from opwire.serde import json as json_codec
 
 
 class _Net(torch.nn.Module):
@@ -145,3 +149,21 @@ def test_report_json_is_complete(tmp_path: Path) -> None:
     d = json.loads(json.dumps(opwire.replay(trace, progress=False).to_dict()))
     assert {"first_divergence", "ops", "mismatches", "skipped", "cut", "tolerance", "mismatching_calls"} <= d.keys()
     assert d["first_divergence"]["source"] and d["first_divergence"]["inputs"]
+
+
+def test_worker_report_is_an_idl_record() -> None:
+    """A worker hands its parent a `ReplayWorkerReport` in opwire's JSON codec; anything else is a DecodeError."""
+    part = ReplayReport("isolated", 5, replayed=3, seconds=0.5)
+    part.mismatches = [
+        Mismatch(2, "aten::add.Tensor", "output 0", "value", "d", 0.5, (0, 1), 0.25, "a.py:1", "M.fc", ("self = t1",))
+    ]
+    part.skipped = [(4, "ns::op", "why")]
+    part.ops = {"aten::add.Tensor": OpStats(3, 1, 0.5, float("inf"))}
+    data = json_codec.encode(worker_report(part))
+    back = report_from_json(data)
+    assert (back.mismatches, back.skipped, back.ops) == (part.mismatches, part.skipped, part.ops)
+    assert (back.mode, back.calls, back.replayed, back.seconds) == ("isolated", 5, 3, 0.5)
+    with pytest.raises(DecodeError, match=r"replay worker: .* at `mismatches\[0\]\.index`"):
+        report_from_json(data.replace(b'"index": 2', b'"index": "x"'))
+    with pytest.raises(DecodeError, match="replay worker"):
+        report_from_json(b"Traceback (most recent call last):")

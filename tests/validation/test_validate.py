@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import warnings
@@ -13,7 +14,8 @@ import torch
 
 import opwire
 from opwire.errors import OpValidationError
-from opwire.validation.findings import CODES, Severity
+from opwire.schema import models as m
+from opwire.validation.findings import CODES, Severity, finding, node_finding
 from opwire.validation.validate import OpReport, validate_op
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -214,7 +216,12 @@ def test_every_validate_code_is_exercised() -> None:
     }
     # exercised in test_roundtrip_check.py (generator_argument with its own op library)
     roundtrip_codes = {c for c in CODES if c.startswith("roundtrip_")} | {"generator_argument"}
-    assert {code for _, code, *_ in EXPECTED} == set(CODES) - bc_codes - roundtrip_codes
+    node_codes = {c for c in CODES if c.startswith("node_")}  # exercised in tests/view/test_view_runs.py
+    assert node_codes == {"node_match", "node_mismatch", "node_strides", "node_not_saved", "node_failed"}
+    # replay_mismatch in tests/cli/test_replay_cmd.py, the others in test_replay_findings_cover_skips_and_drift
+    replay_codes = {"replay_mismatch", "replay_skipped", "replay_schema_drift"}
+    others = bc_codes | roundtrip_codes | node_codes | replay_codes
+    assert {code for _, code, *_ in EXPECTED} == set(CODES) - others
 
 
 def test_one_catalog_holds_every_code_and_bc_severities_follow_their_effects() -> None:
@@ -347,6 +354,30 @@ def test_errors_doc_lists_every_code() -> None:
     text = (ROOT / "docs" / "errors.md").read_text()
     missing = [code for code in CODES if f"`{code}`" not in text]
     assert not missing, f"docs/errors.md does not list {missing}"
+    rows = [f"| `{c.code}` | {c.severity.value} |" for c in CODES.values()]
+    wrong = [row for row in rows if row not in text]
+    assert not wrong, f"docs/errors.md gives another severity for {wrong}"
+    assert {c.code for c in CODES.values()} >= {"node_match", "node_mismatch", "node_strides", "node_failed"}
+    assert all(code == code.lower() and CODES[code].fix for code in CODES)
+
+
+def test_finding_json_is_the_idl_record() -> None:
+    """Validation and node comparison share the IDL's `Finding`: to_json is its JSON codec form, str() unchanged."""
+    f = finding("op_added", "ns::op")
+    assert f.to_json() == json.loads(opwire.dumps(f.to_model(), "json"))
+    assert f.to_json() == {
+        "code": "op_added",
+        "severity": "info",
+        "op": "ns::op",
+        "message": "ns::op: new op or overload",
+        "fix": "nothing to do",
+        "node": None,
+        "differences": None,
+    }
+    assert opwire.loads(json.dumps(f.to_json()), m.Finding) == f.to_model()
+    assert str(f) == "info op_added: ns::op: new op or overload\n  fix: nothing to do"
+    node = node_finding("node_failed", "relu", what="boom")
+    assert (node.code, node.severity, node.node, node.op, node.message) == ("node_failed", "error", "relu", "", "boom")
 
 
 _RENAMED = """
@@ -367,3 +398,17 @@ def test_privateuse1_finding_names_renamed_backend() -> None:
     message = out.stdout.strip()
     assert "on the 'opwiredev' device" in message
     assert "from the 'Autogradopwiredev' backend" in message
+
+
+def test_replay_findings_cover_skips_and_drift() -> None:
+    """Skipped calls and drifted op schemas are findings too, in the catalog's words."""
+    from opwire.recording.report import ReplayReport, SchemaDrift
+    from opwire.validation.replay_findings import replay_findings
+
+    report = ReplayReport("isolated", 3, skipped=[(2, "ns::op.default", "no Argument member carries it")])
+    report.schema_drift = [SchemaDrift("ns::op.default", "ns::op(Tensor x) -> Tensor", None)]
+    skipped, drift = replay_findings(report)
+    assert (skipped.code, skipped.severity, skipped.op) == ("replay_skipped", "warning", "ns::op.default")
+    assert skipped.message == "call 2 ns::op.default: not replayed: no Argument member carries it"
+    assert (drift.code, drift.severity) == ("replay_schema_drift", "warning")
+    assert drift.message == str(report.schema_drift[0]) and "not registered in this process" in drift.message

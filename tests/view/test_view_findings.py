@@ -9,7 +9,15 @@ from typing import Any
 import pytest
 
 from opwire.errors import DecodeError
-from opwire.view.overlays import findings_document, load_findings, merge_findings, op_target
+from opwire.schema import models as m
+from opwire.view.overlays import (
+    FORMAT_VERSION,
+    findings_document,
+    findings_json,
+    load_findings,
+    merge_findings,
+    op_target,
+)
 
 
 def _write(tmp_path: Path, doc: Any, name: str = "f.json") -> Path:
@@ -18,23 +26,61 @@ def _write(tmp_path: Path, doc: Any, name: str = "f.json") -> Path:
     return p
 
 
-def test_document_keyed_by_node_and_target(tmp_path: Path) -> None:
+def test_document_keyed_by_node_and_op(tmp_path: Path) -> None:
+    diff = m.NodeDifference(output="addmm", kind="value", max_diff=0.5, max_rel=0.1, where=[0, 1], shape=[2, 3])
     doc = findings_document(
         [
-            {"node": "addmm", "status": "mismatch", "message": "differs", "detail": {"max_diff": 0.5}},
-            {"node": "relu", "status": "ok", "message": "matches"},
-            {"target": "opwire_test::scale", "status": "warning", "code": "X1", "message": "m", "fix": "f"},
+            m.Finding(code="node_mismatch", severity="error", node="addmm", message="differs", differences=[diff]),
+            m.Finding(code="node_match", severity="ok", node="relu", message="matches", fix="nothing to do"),
+            m.Finding(code="x1", severity="warning", op="opwire_test::scale", message="m", fix="f"),
         ],
         "my run",
         "addmm",
     )
-    got = load_findings(_write(tmp_path, doc))
+    p = tmp_path / "f.json"
+    p.write_bytes(findings_json(doc))
+    assert json.loads(p.read_text())["opwire_findings"] == FORMAT_VERSION == 2
+    got = load_findings(p)
     assert got["title"] == "my run" and got["first"] == "addmm" and got["count"] == 3
-    assert got["nodes"]["addmm"][0]["status"] == "mismatch" and '"max_diff": 0.5' in got["nodes"]["addmm"][0]["detail"]
+    addmm = got["nodes"]["addmm"][0]
+    assert addmm["severity"] == "error" and addmm["code"] == "node_mismatch" and '"max_diff": 0.5' in addmm["detail"]
+    assert got["nodes"]["relu"] == [
+        {"severity": "ok", "code": "node_match", "message": "matches", "fix": "nothing to do"}
+    ]
     assert got["targets"] == {
         "torch.ops.opwire_test.scale.default": [
-            {"status": "warning", "code": "X1", "message": "m", "fix": "f"},
+            {"severity": "warning", "code": "x1", "message": "m", "fix": "f"},
         ]
+    }
+
+
+def test_version_1_documents_still_load(tmp_path: Path) -> None:
+    """What the previous release wrote: `status` (mismatch -> error), `target`, free-form `detail`, upper-case codes."""
+    doc = {
+        "opwire_findings": 1,
+        "title": "old run",
+        "first_divergence": "addmm",
+        "findings": [
+            {
+                "node": "addmm",
+                "status": "mismatch",
+                "code": "NODE_MISMATCH",
+                "message": "d",
+                "detail": {"max_diff": 0.5},
+            },
+            {"node": "relu", "status": "ok", "message": "matches"},
+            {"target": "opwire_test::scale", "status": "warning", "code": "X1", "message": "m", "fix": "f"},
+        ],
+    }
+    got = load_findings(_write(tmp_path, doc))
+    assert got["title"] == "old run" and got["first"] == "addmm" and got["count"] == 3
+    assert got["nodes"]["addmm"][0]["severity"] == "error" and '"max_diff": 0.5' in got["nodes"]["addmm"][0]["detail"]
+    assert got["nodes"]["relu"][0]["severity"] == "ok"
+    assert got["targets"]["torch.ops.opwire_test.scale.default"][0] == {
+        "severity": "warning",
+        "code": "X1",
+        "message": "m",
+        "fix": "f",
     }
 
 
@@ -51,7 +97,7 @@ def test_ops_validate_json_applies_to_the_op(tmp_path: Path) -> None:
     }
     got = load_findings(_write(tmp_path, doc))
     assert list(got["targets"]) == ["torch.ops.ns.foo.out"]
-    assert got["targets"]["torch.ops.ns.foo.out"][0]["status"] == "error"
+    assert got["targets"]["torch.ops.ns.foo.out"][0]["severity"] == "error"
 
 
 def test_op_target() -> None:
@@ -61,8 +107,8 @@ def test_op_target() -> None:
 
 
 def test_merge() -> None:
-    a = {"title": "a", "first": None, "nodes": {"x": [{"status": "ok"}]}, "targets": {}, "count": 1}
-    b = {"title": "b", "first": "y", "nodes": {"x": [{"status": "error"}]}, "targets": {"t": []}, "count": 1}
+    a = {"title": "a", "first": None, "nodes": {"x": [{"severity": "ok"}]}, "targets": {}, "count": 1}
+    b = {"title": "b", "first": "y", "nodes": {"x": [{"severity": "error"}]}, "targets": {"t": []}, "count": 1}
     got = merge_findings([a, b])
     assert got is not None and got["title"] == "a + b" and got["first"] == "y" and len(got["nodes"]["x"]) == 2
     assert merge_findings([]) is None
@@ -74,11 +120,27 @@ def test_merge() -> None:
         ("{", "a findings file must be JSON"),
         ("[" * 100000, "nested too deeply"),
         ([1], "expected an opwire findings document"),
-        ({"opwire_findings": 2, "findings": []}, "findings format version 2 is not one this opwire reads"),
+        ({"opwire_findings": 3, "findings": []}, "findings format version 3 is not one this opwire reads"),
+        ({"opwire_findings": True, "findings": []}, "findings format version True is not one"),
+        ({"opwire_findings": 2, "findings": {}}, "`findings`"),
+        ({"opwire_findings": 2, "findings": [3]}, "`findings[0]`"),
+        ({"opwire_findings": 2, "findings": [{"code": "c", "message": "m"}]}, "`findings[0].severity`"),
+        ({"opwire_findings": 2, "findings": [{"code": "c", "severity": "ok", "message": 3}]}, "`findings[0].message`"),
+        (
+            {"opwire_findings": 2, "findings": [{"code": "c", "severity": "bad", "message": "m", "node": "n"}]},
+            "`findings[0].severity` to be one of error, warning, info, ok",
+        ),
+        (
+            {"opwire_findings": 2, "findings": [{"code": "c", "severity": "ok", "message": "m"}]},
+            "`findings[0]` to name a 'node' or an 'op'",
+        ),
+        ({"opwire_findings": 2, "first_divergence": 3, "findings": []}, "`first_divergence`"),
+        ({"opwire_findings": 2, "title": [], "findings": []}, "`title`"),
+        ('{"opwire_findings": 2, "findings": [], "title": ' + "[" * 300 + "]" * 300 + "}", "nesting deeper than"),
         ({"opwire_findings": 1, "findings": {}}, "expected 'findings' to be a list"),
         ({"opwire_findings": 1, "findings": [3]}, "expected an object at `findings[0]`"),
         ({"opwire_findings": 1, "findings": [{"node": "a", "status": "bad"}]}, "`findings[0].status` to be one of"),
-        ({"opwire_findings": 1, "findings": [{"status": "ok"}]}, "to name a 'node' or a 'target'"),
+        ({"opwire_findings": 1, "findings": [{"status": "ok"}]}, "to name a 'node' or an 'op'"),
         (
             {"opwire_findings": 1, "findings": [{"node": "a", "status": "ok", "message": 3}]},
             "a string at `findings[0].message`",
@@ -88,7 +150,10 @@ def test_merge() -> None:
         ({"reports": {}}, "expected 'reports' to be a list"),
         ({"reports": [{"op": 1}]}, "`reports[0]` to have an 'op' and a 'findings' list"),
         ({"reports": [{"op": "a::b", "findings": [1]}]}, "an object at `reports[0].findings[0]`"),
-        ({"reports": [{"op": "a::b", "findings": [{"severity": "fatal"}]}]}, "to be one of mismatch"),
+        (
+            {"reports": [{"op": "a::b", "findings": [{"severity": "fatal"}]}]},
+            "`reports[0].findings[0].severity` to be one of error, warning, info, ok",
+        ),
     ],
 )
 def test_bad_findings_files(tmp_path: Path, doc: Any, message: str) -> None:

@@ -208,11 +208,12 @@ def test_findings_overlay_marks_the_injected_mismatch(browser: Browser, tmp_path
         "Object.fromEntries([...document.querySelectorAll('g.node[data-node]')].map(e => [e.dataset.node, e.getAttribute('class')]))"
     )
     assert "f-first" in cls["permute_1"]
-    assert "f-mismatch" in cls["addmm_1"] and "f-ok" in cls["relu"] and "f-ok" in cls["permute"]
+    assert "f-error" in cls["addmm_1"] and "f-ok" in cls["relu"] and "f-ok" in cls["permute"]
     browser.click("#first")
     browser.wait("document.querySelector('g.node.selected') !== null")
     assert browser.eval("document.querySelector('g.node.selected').dataset.node") == "permute_1"
     assert "largest difference 0.5" in browser.eval("document.getElementById('panel').innerText")
+    assert "node_mismatch" in browser.eval("document.getElementById('panel').innerText")
     _shot(browser, tmp_path, "findings")
 
 

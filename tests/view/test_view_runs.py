@@ -17,6 +17,7 @@ from opwire.schema import models as m
 from opwire.serde import objects as _values
 from opwire.serde import tensors as _tensors
 from opwire.serde import torch_bridge
+from opwire.validation import CODES
 from opwire.view.runs import NodeComparer, NodeRecorder, read_nodes
 
 
@@ -43,8 +44,9 @@ def test_same_run_matches_everywhere(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "saved 9 node outputs" in capsys.readouterr().err
     assert main(["run", prog, "--inputs", x, "--compare-nodes", str(nodes), "--findings", str(findings)]) == 0
     doc = json.loads(findings.read_text())
-    assert doc["opwire_findings"] == 1 and doc["first_divergence"] is None
-    assert {f["status"] for f in doc["findings"]} == {"ok"}
+    assert doc["opwire_findings"] == 2 and doc["first_divergence"] is None
+    assert {f["severity"] for f in doc["findings"]} == {"ok"} and {f["code"] for f in doc["findings"]} == {"node_match"}
+    assert opwire.loads(findings.read_bytes(), m.FindingsDocument).findings[0].fix == "nothing to do"
     assert "compared 9 nodes: 0 differ" in capsys.readouterr().err
 
 
@@ -55,11 +57,16 @@ def test_injected_mismatch_is_the_first_divergence(tmp_path: Path, capsys: pytes
     assert main(["run", prog, "--inputs", x, "--save-nodes", str(nodes)]) == 0
     assert main(["run", bad, "--inputs", x, "--compare-nodes", str(nodes), "--findings", str(findings)]) == 1
     doc = json.loads(findings.read_text())
-    status = {f["node"]: f["status"] for f in doc["findings"]}
+    status = {f["node"]: f["severity"] for f in doc["findings"]}
     assert doc["first_divergence"] == "permute_1"
     assert [n for n, s in status.items() if s == "ok"] == ["permute", "addmm", "relu", "permute_2"]
-    assert status["permute_1"] == status["addmm_1"] == "mismatch"
+    assert status["permute_1"] == status["addmm_1"] == "error"
     first = next(f for f in doc["findings"] if f["node"] == "permute_1")
+    assert first["code"] == "node_mismatch" and "first divergence" in first["fix"]
+    (difference,) = first["differences"]
+    assert (
+        difference["kind"] == "value" and difference["max_diff"] == pytest.approx(0.5) and len(difference["shape"]) == 2
+    )
     assert "elements differ beyond rtol=1e-05, atol=1e-06; largest difference 0.5" in first["message"]
     err = capsys.readouterr().err
     assert "first divergence: permute_1" in err
@@ -90,7 +97,7 @@ def test_buffers_and_sym_outputs_compare(tmp_path: Path) -> None:
         path = rec.save(tmp_path / "a.nodes")
         cmp = NodeComparer(archive.program.graph_module.graph, read_nodes(path))
         ProgramRunner(archive, observer=cmp)(*made[1], **made[2])
-        assert cmp.first is None, (name, [f for f in cmp.findings if f["status"] != "ok"])
+        assert cmp.first is None, (name, [f for f in cmp.findings if f.severity != "ok"])
         assert len(cmp.findings) == len(archive.program.graph_module.graph.nodes)
 
 
@@ -101,7 +108,9 @@ def test_failed_run_is_an_error_finding(tmp_path: Path) -> None:
     cmp = NodeComparer(graph, m.Values(values={}))
     cmp.seen = 2
     cmp.failed(opwire.KernelError("boom"))
-    assert cmp.findings[-1] == {"node": "relu", "status": "error", "code": "NODE_FAILED", "message": "boom"}
+    got = cmp.findings[-1]
+    assert (got.node, got.severity, got.code, got.message) == ("relu", "error", "node_failed", "boom")
+    assert got.fix == CODES["node_failed"].fix
     assert cmp.first == "relu"
 
 
@@ -111,7 +120,8 @@ def test_values_missing_from_the_saved_run_are_reported(tmp_path: Path) -> None:
     empty.write_bytes(opwire.dumps(m.Values(values={}), "compact"))
     assert main(["run", prog, "--inputs", x, "--compare-nodes", str(empty), "--findings", str(findings)]) == 0
     doc = json.loads(findings.read_text())
-    assert {f["status"] for f in doc["findings"]} == {"info"}
+    assert {f["severity"] for f in doc["findings"]} == {"info"}
+    assert {f["code"] for f in doc["findings"]} == {"node_not_saved"}
     assert "not in the saved run" in doc["findings"][0]["message"]
 
 
@@ -147,3 +157,14 @@ def test_node_outputs_are_snapshots(tmp_path: Path) -> None:
     rec(node, {"v": t})
     t.add_(1)
     assert _tensors.to_tensor(rec.values["v"].value).tolist() == [1.0, 1.0]
+
+
+def test_stride_only_difference_is_a_warning() -> None:
+    archive = torch_bridge.archive_from_exported_program(corpus.get_program("mlp/decomposed").ep)
+    graph = archive.program.graph_module.graph
+    x = torch.arange(6.0).reshape(2, 3)
+    cmp = NodeComparer(graph, m.Values(values={"out": _values.from_python(x, "x")}))
+    cmp(graph.nodes[0], {"out": x.t().contiguous().t()})
+    (f,) = cmp.findings
+    assert (f.code, f.severity, f.fix) == ("node_strides", "warning", CODES["node_strides"].fix)
+    assert f.differences is not None and f.differences[0].kind == "stride" and cmp.first is None

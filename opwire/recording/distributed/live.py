@@ -33,9 +33,11 @@ from opwire.recording.distributed.ranks import check_ranks
 from opwire.recording.distributed.replay_run import RunReplay
 from opwire.recording.distributed.run import Run
 from opwire.recording.distributed.sequence import collective_calls
+from opwire.recording.replay_worker import report_from_dict, worker_report
 from opwire.recording.report import Mismatch, OpStats, ReplayReport
 from opwire.recording.source import TraceSource
 from opwire.schema import models as m
+from opwire.serde.json import to_jsonable
 
 __all__ = ["replay_live"]
 
@@ -70,16 +72,12 @@ def replay_live(
     try:
         groups, ranks = _groups(run, timeout)
         report = _replay_rank(run, info.rank, groups, ranks, rtol, atol, allow_ops)
-        reports = _gather(report.to_dict())
+        reports = _gather(to_jsonable(worker_report(report)))
     except Exception as exc:  # this rank cannot go on: say so, and let torchrun stop the others
         print(f"opwire replay: error: rank {info.rank}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
         os._exit(2)  # no destroy_process_group: it would wait for ranks that will never come
-    from opwire.recording.report import report_from_dict
-
     merged = RunReplay(path, "collectives", run.world_size)
     merged.ranks = [report_from_dict(d) for d in reports]
-    for rep, d in zip(merged.ranks, reports, strict=True):
-        rep.seconds = float(d.get("seconds", 0.0))
     if info.rank == 0:
         merged.collectives = check_ranks(run)
         print(json.dumps(merged.to_dict(), indent=2) if as_json else merged, flush=True)

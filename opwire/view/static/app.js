@@ -15,14 +15,14 @@
   var byDepth = data.groups.map(function (_, i) { return i; }).sort(function (a, b) { return depth[a] - depth[b] || a - b; });
   var svg = document.getElementById("canvas"), vp = document.getElementById("viewport");
   var panel = new OW.Panel(document.getElementById("panel"), data, idx, findings);
-  var view = { x: 0, y: 0, k: 1 }, built = null, RANK = { mismatch: 5, error: 4, warning: 3, info: 2, ok: 1 };
+  var view = { x: 0, y: 0, k: 1 }, built = null, RANK = { error: 4, warning: 3, info: 2, ok: 1 };
 
   function findingsFor(node, scope, all) {
     if (!findings) return all ? [] : null;
     var list = [].concat(scope === "" ? findings.nodes[node.n] || [] : [], findings.targets[node.tf] || []);
     if (all) return list;
     var worst = null;
-    list.forEach(function (f) { if (!worst || RANK[f.status] > RANK[worst]) worst = f.status; });
+    list.forEach(function (f) { if (!worst || RANK[f.severity] > RANK[worst]) worst = f.severity; });
     if (scope === "" && findings.first === node.n) worst = "first";
     return worst;
   }

@@ -16,7 +16,7 @@ OW.Panel.prototype.link = function (key, text) {
 OW.Panel.prototype.findingList = function (list) {
   var esc = OW.esc;
   return list.map(function (f) {
-    return '<div class="finding s-' + f.status + '"><b>' + esc(f.status) + (f.code ? " " + esc(f.code) : "") + "</b> " + esc(f.message) +
+    return '<div class="finding s-' + f.severity + '"><b>' + esc(f.severity) + (f.code ? " " + esc(f.code) : "") + "</b> " + esc(f.message) +
       (f.fix ? '<div class="fix">fix: ' + esc(f.fix) + "</div>" : "") + (f.detail ? "<pre>" + esc(f.detail) + "</pre>" : "") + "</div>";
   }).join("");
 };
@@ -50,10 +50,10 @@ OW.Panel.prototype.summary = function () {
     if (f.first) html.push("<p>first divergence: " + this.link("|n|" + f.first, f.first) + "</p>");
     var rows = [];
     Object.keys(f.nodes).forEach(function (n) {
-      f.nodes[n].forEach(function (e) { if (e.status !== "ok") rows.push("<tr class=\"s-" + e.status + "\"><td>" + self.link("|n|" + n, n) + "</td><td>" + esc(e.status) + "</td><td>" + esc(e.message) + "</td></tr>"); });
+      f.nodes[n].forEach(function (e) { if (e.severity !== "ok") rows.push("<tr class=\"s-" + e.severity + "\"><td>" + self.link("|n|" + n, n) + "</td><td>" + esc(e.severity) + "</td><td>" + esc(e.message) + "</td></tr>"); });
     });
     Object.keys(f.targets).forEach(function (t) {
-      f.targets[t].forEach(function (e) { rows.push("<tr class=\"s-" + e.status + "\"><td>" + esc(t) + "</td><td>" + esc(e.status) + "</td><td>" + esc(e.message) + "</td></tr>"); });
+      f.targets[t].forEach(function (e) { rows.push("<tr class=\"s-" + e.severity + "\"><td>" + esc(t) + "</td><td>" + esc(e.severity) + "</td><td>" + esc(e.message) + "</td></tr>"); });
     });
     html.push(rows.length ? "<table class=\"findings\">" + rows.slice(0, 500).join("") + "</table>" : "<p>every node matches</p>");
   }
