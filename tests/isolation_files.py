@@ -47,7 +47,7 @@ def write(x: torch.Tensor) -> torch.Tensor:
 
 @torch.library.custom_op("opwire_iso::alloc", mutates_args=())
 def alloc(x: torch.Tensor) -> torch.Tensor:
-    big = torch.ones(1 << 28)  # 1 GiB
+    big = torch.ones(3 << 28)  # 3 GiB: past any small budget plus the sandbox's 1 GiB of address-space headroom
     return x + big[0]
 
 

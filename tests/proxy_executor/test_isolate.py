@@ -96,7 +96,7 @@ def test_reading_threads_and_torch_still_work() -> None:
 
 def test_memory_and_wall_time_are_budgets() -> None:
     with pytest.raises(BudgetError, match=r"node 'n' \(test\) ran out of the execution-memory budget \(0\.25 GiB"):
-        run_in_child(_work(lambda: torch.ones(1 << 28)), Limits(max_memory=256 << 20)).result()
+        run_in_child(_work(lambda: torch.ones(3 << 28)), Limits(max_memory=256 << 20)).result()  # 3 GiB
     with pytest.raises(BudgetError, match=r"node 'n' \(test\) ran past the wall-time budget of 0\.5 s"):
         run_in_child(_work(lambda: __import__("time").sleep(30)), Limits(max_memory=1 << 30, timeout=0.5)).result()
 
