@@ -7,6 +7,7 @@ budgets, and returns an `OpenedProgram` (programs and archives, opened lazily) o
 
 from __future__ import annotations
 
+from opwire._lazy import submodule_getattr
 from opwire.program.containers import CONTAINERS, Container, Opened
 from opwire.program.kinds import KINDS, FindingsFile, Kind, StreamedTrace
 from opwire.program.opened import OpenedProgram, opened_of
@@ -24,3 +25,5 @@ __all__ = [
     "open",
     "opened_of",
 ]
+
+__getattr__ = submodule_getattr(__name__, __path__)  # `opwire.program.signature` without importing it first

@@ -85,9 +85,10 @@ class RunDiff:
                 why = " (a collective's result: it came from another rank)" if _inherited(e) else ""
                 lines.append(f"  rank {r}, {e}{why}")
         for r, d in enumerate(self.ranks):
+            n = len(d.differences)
             lines.append(
-                f"rank {r}: {d.matched} aligned calls, {len(d.differences)} differences, {len(d.only_a)} only in A, "
-                f"{len(d.only_b)} only in B"
+                f"rank {r}: {d.matched} aligned calls, {n} difference{'' if n == 1 else 's'}, "
+                f"{len(d.only_a)} only in A, {len(d.only_b)} only in B"
             )
         return "\n".join(lines)
 
