@@ -18,7 +18,6 @@ from hostile_exec import node, program, t, write_values
 import opwire
 from opwire.schema import models as m
 
-pytestmark = pytest.mark.xdist_group("hostile_cli")
 FORGED = "\x1b]0;pwned\x07\x1b[2J\nopwire run: error: forged second line\u202e"
 LIMIT = 4 << 30  # address space of the whole CLI process (torch's import maps about 0.7 GiB)
 
