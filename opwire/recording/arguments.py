@@ -21,7 +21,7 @@ from opwire.schema.members import Carrier, members_carrying
 from opwire.schema.ops import OpArg, OpSchema, input_members, return_members
 from opwire.serde.python_carriers import carrier_of, to_member
 
-__all__ = ["TensorNamer", "bind_arguments", "c10_enum", "default_value", "to_argument"]
+__all__ = ["TensorNamer", "bind_arguments", "c10_enum", "default_value", "named_inputs", "to_argument"]
 
 TensorNamer = Callable[[torch.Tensor], str]
 """Gives the trace name of a tensor (and stores it in the tensor table)."""
@@ -111,3 +111,20 @@ def bind_arguments(schema: OpSchema, args: Sequence[Any], kwargs: dict[str, Any]
             raise EncodeError(f"{schema.qualname} got an argument {k!r} its schema {schema.schema!r} lacks")
         bound[k] = v
     return bound
+
+
+def named_inputs(
+    schema: OpSchema, bound: dict[str, Any], write_defaults: bool, convert: Callable[[Any, OpArg], m.Argument]
+) -> list[m.NamedArgument]:
+    """A call's inputs in schema order: what was passed, plus defaults when `write_defaults`; `convert` each."""
+    out = []
+    for a in schema.arguments:
+        if a.name in bound:
+            value = bound[a.name]
+        elif write_defaults and a.has_default:
+            value = default_value(a)
+        else:
+            continue
+        kind = m.ArgumentKind.KEYWORD if a.kwarg_only else m.ArgumentKind.POSITIONAL
+        out.append(m.NamedArgument(name=a.name, arg=convert(value, a), kind=kind))
+    return out

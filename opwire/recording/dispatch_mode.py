@@ -24,7 +24,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from opwire.errors import EncodeError, OpwireWarning
-from opwire.recording.arguments import bind_arguments, default_value, to_argument
+from opwire.recording.arguments import bind_arguments, named_inputs, to_argument
 from opwire.recording.compare import GENERATOR_KEY
 from opwire.recording.locate import Locator
 from opwire.recording.progress import Progress
@@ -220,18 +220,9 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
         return out
 
     def _inputs(self, schema: OpSchema, bound: dict[str, Any], target: str) -> list[m.NamedArgument]:
-        out = []
-        for a in schema.arguments:
-            if a.name in bound:
-                value = bound[a.name]
-            elif self.write_defaults and a.has_default:
-                value = default_value(a)
-            else:
-                continue
-            arg = to_argument(value, a, target, lambda t: self._name(t, False))
-            kind = m.ArgumentKind.KEYWORD if a.kwarg_only else m.ArgumentKind.POSITIONAL
-            out.append(m.NamedArgument(name=a.name, arg=arg, kind=kind))
-        return out
+        return named_inputs(
+            schema, bound, self.write_defaults, lambda v, a: to_argument(v, a, target, lambda t: self._name(t, False))
+        )
 
     def _outputs(self, schema: OpSchema, out: Any, target: str) -> list[m.Argument]:
         values = list(out) if len(schema.returns) > 1 else ([out] if schema.returns else [])

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from opwire.errors import EncodeError
-from opwire.recording.arguments import default_value, to_argument
+from opwire.recording.arguments import named_inputs, to_argument
 from opwire.recording.distributed.collectives import collective_of
 from opwire.schema import models as m
 from opwire.schema.ops import OpArg, OpSchema
@@ -155,18 +155,9 @@ def record_call(mode: Any, func: Any, schema: OpSchema, args: Any, kwargs: dict[
 
 def _inputs(mode: Any, schema: OpSchema, bound: dict[str, Any], target: str) -> list[m.NamedArgument]:
     rec: CollectiveRecorder = mode.collectives
-    inputs = []
-    for a in schema.arguments:
-        if a.name in bound:
-            value = bound[a.name]
-        elif mode.write_defaults and a.has_default:
-            value = default_value(a)
-        else:
-            continue
-        arg = rec.argument(value, a, target, lambda t: mode._name(t, False))
-        kind = m.ArgumentKind.KEYWORD if a.kwarg_only else m.ArgumentKind.POSITIONAL
-        inputs.append(m.NamedArgument(name=a.name, arg=arg, kind=kind))
-    return inputs
+    return named_inputs(
+        schema, bound, mode.write_defaults, lambda v, a: rec.argument(v, a, target, lambda t: mode._name(t, False))
+    )
 
 
 def _flat(v: Any) -> list[torch.Tensor]:
