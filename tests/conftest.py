@@ -20,6 +20,16 @@ from opwire.serde import FORMATS, framing
 REPLAY_MODES = typing.get_args(typing.get_type_hints(replay)["mode"])
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Fail loudly when `--dist loadgroup` would ignore `xdist_group` (each worker would rebuild the slow tables)."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    lost = [item.nodeid for item in items if item.get_closest_marker("xdist_group") and "@" not in item.nodeid]
+    if lost:
+        raise pytest.UsageError(f"pytest-xdist did not group {lost[0]} (and {len(lost) - 1} more): pin a pytest it supports")
+
+
 @pytest.fixture(scope="session", params=FORMATS)
 def fmt(request: pytest.FixtureRequest) -> str:
     """Every wire format of `opwire.dumps`/`loads`: json, binary, compact."""

@@ -6,7 +6,8 @@
   process when the block follows `<!-- fresh process -->`: after the reader edited a library already loaded);
   the lines after a command are its complete output (stdout, then stderr), and it must exit 0 (or N, with
   `# exit N`). Both sides are normalised first for what may drift without anything being wrong: timings,
-  the reader's directory, torch and opwire versions, digests, a launcher's run id (`normalise`).
+  the reader's directory, torch and opwire versions, digests, a launcher's run id, a written file's size
+  (`normalise`).
 
 `OPWIRE_UPDATE_TUTORIALS=1 pytest tests/test_tutorials.py` rewrites each console block with the output the
 commands print now (review the diff before committing it).
@@ -56,6 +57,8 @@ _VOLATILE = [
     (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<run id>"),
     (re.compile(r"\b[0-9a-f]{16,}\b"), "<hex>"),
     (re.compile(r"/tmp/\S*?/(?=[^/\s]+)"), "./"),
+    # a written file's size: an exported program keeps stack traces that name torch's install directory
+    (re.compile(r"\b(as \w+, )\d+ bytes\b"), r"\1<N> bytes"),
 ]
 
 
