@@ -163,3 +163,13 @@ def test_json_output_is_its_idl_record(command: str, inputs: Inputs, capsys: pyt
         parsed = opwire.loads(out.encode(), record, format="json")
         assert json.loads(out) == json_codec.to_jsonable(parsed), f"opwire {command} ({what})"
         assert opwire.loads(opwire.dumps(parsed), record) == parsed
+
+
+@pytest.mark.parametrize("blob", [b"[]", b'{"ok": true}', b'{"ok": true, "outputs": {}, "labels": ["out"]}', b"\xff"])
+def test_a_run_summary_that_is_not_its_record_is_refused(blob: bytes) -> None:
+    """The sandboxed run hands its summary back as a `RunOutput` record; anything else is an error, not output."""
+    from opwire.cli.run_cmd import _summary
+    from opwire.errors import OpwireError
+
+    with pytest.raises(OpwireError, match=r"^the run sent back a malformed summary \("):
+        _summary(blob)
