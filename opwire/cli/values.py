@@ -255,7 +255,7 @@ def _elements(d: m.ValueSummary) -> list[str] | None:
     if d.dtype == "bool" and not d.quantized:
         return [str(bool(x)) for x in d.values]
     if d.dtype is not None and ("int" in d.dtype) and not d.quantized:
-        return [str(int(x)) if x == x and abs(x) < _INT64 else _num(x) for x in d.values]
+        return [str(int(x)) if x == x and abs(x) <= _INT64 else _num(x) for x in d.values]
     return [_num(x) for x in d.values]
 
 

@@ -568,7 +568,7 @@ struct RunOutput {
   10: bool ok;
   /** Each leaf of the program's result as "output[i]", in pytree order. */
   20: map<string, ValueSummary> outputs;
-  /** Where each output sits in the program's result ("out", "out[0]", "out['loss']"), in the same order. */
+  /** Each output's label as the text shows it: "output[i]" and, for a structured result, its pytree path ("output[0] .logits"). */
   30: list<string> labels;
 }
 
