@@ -66,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
             summary["kind"] = f"AOTInductor package ({summary['kind']})"
     if args.verify:
         summary["verified"] = _verify(obj, path)
-    record = m.InspectOutput(**summary)
+    # a key that is no field of the record is refused (ValueError), never dropped in silence
+    record = m.InspectOutput(kind=summary.pop("kind"), codec=summary.pop("codec")).replace(**summary)
     if args.json:
         from opwire.cli.output import print_record
 

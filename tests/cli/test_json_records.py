@@ -173,3 +173,20 @@ def test_a_run_summary_that_is_not_its_record_is_refused(blob: bytes) -> None:
 
     with pytest.raises(OpwireError, match=r"^the run sent back a malformed summary \("):
         _summary(blob)
+
+
+def test_the_dataclasses_records_are_built_from_have_the_records_fields() -> None:
+    """Records built with `**asdict(x)` would drop a field the dataclass gained and the IDL lacks: none may differ."""
+    from dataclasses import fields
+
+    from opwire.recording.report import OpStats
+    from opwire.recording.trace_diff import CallDifference, OnlyIn, OpDiff
+
+    pairs = [
+        (CallDifference, m.TraceCallDifference),
+        (OnlyIn, m.TraceOnlyIn),
+        (OpDiff, m.TraceDiffOpStats),
+        (OpStats, m.ReplayOpStats),
+    ]
+    for cls, record in pairs:
+        assert {f.name for f in fields(cls)} == set(record.model_fields), cls.__name__
