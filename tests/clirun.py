@@ -1,19 +1,76 @@
-"""Running `opwire` in a child process, as a user does: the `cli` fixture of tests/conftest.py."""
+"""Running `opwire` in a child process, as a user does: the `cli` fixture of tests/conftest.py.
+
+Each command runs in its own process: a fork of tests/cli_forkserver.py, a server (one per test worker) that
+imported the CLI once, so a command costs what it does rather than torch's import. Commands that need
+another environment or stdin start `python -m opwire.cli` from scratch; tests/cli/test_main.py and the
+tests that check start-up itself always do.
+"""
 
 from __future__ import annotations
 
+import atexit
+import json
+import shutil
 import subprocess
 import sys
+import tempfile
+import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-__all__ = ["Cli", "run_cli"]
+__all__ = ["Cli", "run_cli", "run_cli_fresh"]
 
 Cli = Callable[..., "subprocess.CompletedProcess[str]"]
 
+_SERVER = Path(__file__).with_name("cli_forkserver.py")
+_lock = threading.Lock()
+_state: dict[str, Any] = {}
 
-def run_cli(*args: object, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """The finished `python -m opwire.cli ARGS` process, run in `cwd` (text output)."""
+
+def run_cli_fresh(*args: object, cwd: Path, timeout: float = 600, **kw: Any) -> subprocess.CompletedProcess[str]:
+    """The finished `python -m opwire.cli ARGS` process started from scratch, run in `cwd` (text output)."""
     return subprocess.run(
-        [sys.executable, "-m", "opwire.cli", *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=600
+        [sys.executable, "-m", "opwire.cli", *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        **kw,
     )
+
+
+def _server() -> subprocess.Popen[str]:
+    proc: subprocess.Popen[str] | None = _state.get("proc")
+    if proc is None or proc.poll() is not None:
+        proc = subprocess.Popen(
+            [sys.executable, str(_SERVER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1
+        )
+        assert proc.stdout is not None
+        if json.loads(proc.stdout.readline() or "{}") != {"ready": True}:
+            raise RuntimeError(f"the CLI fork server did not start (exit {proc.wait()})")
+        _state.update(proc=proc, dir=Path(tempfile.mkdtemp(prefix="opwire-cli-")), n=0)
+        atexit.register(shutil.rmtree, _state["dir"], True)
+    return proc
+
+
+def run_cli(
+    *args: object, cwd: Path, timeout: float = 600, limit_as: int | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The finished `opwire ARGS` process, run in `cwd` (text output), under RLIMIT_AS `limit_as` if given."""
+    argv = [str(a) for a in args]
+    with _lock:
+        proc = _server()
+        _state["n"] += 1
+        out, err = (_state["dir"] / f"{_state['n']}.{name}" for name in ("out", "err"))
+        request = {"argv": argv, "cwd": str(cwd), "out": str(out), "err": str(err), "timeout": timeout}
+        request["limit_as"] = limit_as
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps(request) + "\n")
+        reply = json.loads(proc.stdout.readline())
+    stdout, stderr = (p.read_text(encoding="utf-8") for p in (out, err))
+    out.unlink()
+    err.unlink()
+    if reply.get("timeout"):
+        raise subprocess.TimeoutExpired(["opwire", *argv], timeout, stdout, stderr)
+    return subprocess.CompletedProcess(["opwire", *argv], reply["returncode"], stdout, stderr)

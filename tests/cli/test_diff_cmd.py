@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import torch
+from clirun import run_cli
 
 import opwire
 
@@ -20,7 +20,7 @@ def _trace(path: Path, op: str) -> str:
 
 
 def _opwire(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "opwire.cli", *args], capture_output=True, text=True)
+    return run_cli(*args, cwd=Path.cwd())
 
 
 def test_diff_exit_codes_and_json(tmp_path: Path) -> None:

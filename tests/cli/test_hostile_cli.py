@@ -6,13 +6,12 @@ process under RLIMIT_AS (tests/hostile_driver.py's headroom: 2 GiB beyond what t
 from __future__ import annotations
 
 import os
-import resource
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from clirun import run_cli
 from hostile_exec import node, program, t, write_values
 
 import opwire
@@ -22,14 +21,9 @@ FORGED = "\x1b]0;pwned\x07\x1b[2J\nopwire run: error: forged second line\u202e"
 LIMIT = 4 << 30  # address space of the whole CLI process (torch's import maps about 0.7 GiB)
 
 
-def _limit() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (LIMIT, LIMIT))
-
-
 def opw(d: Path, *args: object) -> subprocess.CompletedProcess[str]:
     """`opwire ARGS` in `d`, under RLIMIT_AS."""
-    argv = [sys.executable, "-m", "opwire.cli", *map(str, args)]
-    return subprocess.run(argv, cwd=d, capture_output=True, text=True, timeout=300, preexec_fn=_limit)
+    return run_cli(*args, cwd=d, timeout=300, limit_as=LIMIT)
 
 
 def one_line(proc: subprocess.CompletedProcess[str], command: str) -> str:

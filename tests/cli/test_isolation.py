@@ -8,13 +8,12 @@ that crashes or misbehaves on what a hostile file feeds it.
 from __future__ import annotations
 
 import re
-import resource
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from clirun import run_cli
 from isolation_files import nodes_calling, program_calling, trace_calling, write_isolib, write_values
 
 import opwire
@@ -37,13 +36,8 @@ def d(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def opw(d: Path, *args: object) -> subprocess.CompletedProcess[str]:
-    """`opwire ARGS --import isolib` in `d`."""
-    argv = [sys.executable, "-m", "opwire.cli", *map(str, args), "--import", "isolib"]
-    return subprocess.run(argv, cwd=d, capture_output=True, text=True, timeout=300, preexec_fn=_limit)
-
-
-def _limit() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))  # the whole CLI, as the hostile tables run it
+    """`opwire ARGS --import isolib` in `d`, under RLIMIT_AS (the whole CLI, as the hostile tables run it)."""
+    return run_cli(*args, "--import", "isolib", cwd=d, timeout=300, limit_as=4 << 30)
 
 
 def one_line(proc: subprocess.CompletedProcess[str], command: str) -> str:

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import corpus
 import pytest
 import torch
+from clirun import run_cli
 
 import opwire
 from opwire.cli import main
@@ -46,9 +45,7 @@ def test_pt2_with_custom_ops_needs_no_op_import(tmp_path: Path) -> None:
     src = tmp_path / "custom.pt2"
     torch.export.save(prog.ep, src)
     page = tmp_path / "custom.html"
-    done = subprocess.run(
-        [sys.executable, "-m", "opwire.cli", "view", str(src), "--out", str(page)], capture_output=True, text=True
-    )
+    done = run_cli("view", src, "--out", page, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"wrote {page} (")
     targets = {n["tf"] for n in _page_data(page)["graph"]["nodes"]}

@@ -5,12 +5,11 @@ from __future__ import annotations
 import io
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from clirun import run_cli
 
 import opwire
 from opwire.errors import DecodeError
@@ -105,11 +104,7 @@ def test_str_report_is_what_the_cli_prints(tmp_path: Path) -> None:
     path = tmp_path / "t.trace"
     trace.save(path, format="stream")
     report = opwire.replay(path, progress=False, max_mismatches=2)
-    cli = subprocess.run(
-        [sys.executable, "-m", "opwire.cli", "replay", str(path), "--max-mismatches", "2"],
-        capture_output=True,
-        text=True,
-    )
+    cli = run_cli("replay", path, "--max-mismatches", "2", cwd=path.parent)
     assert cli.returncode == 1 and cli.stderr == ""  # not a terminal: no progress bar
 
     def masked(s: str) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 import corpus_ops
 import pytest
 import torch
+from clirun import run_cli
 
 import opwire
 from opwire.validation.roundtrip_check import CODES, roundtrip_findings
@@ -75,8 +76,6 @@ def test_a_generator_argument_is_a_warning_with_the_fix(with_generator: None) ->
 
 
 def test_cli_validate_shows_the_generator_finding(with_generator: None, tmp_path: Any) -> None:
-    import subprocess
-    import sys
 
     lib = tmp_path / "genops.py"
     lib.write_text(
@@ -84,10 +83,7 @@ def test_cli_validate_shows_the_generator_finding(with_generator: None, tmp_path
         "lib = torch.library.Library('opwire_gen2', 'DEF')\n"
         "lib.define('draw(Tensor x, *, Generator? generator=None) -> Tensor')\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "opwire.cli", "ops", "validate", "opwire_gen2::draw", "--import", str(lib)],
-        capture_output=True, text=True, timeout=600, cwd=tmp_path,
-    )  # fmt: skip
+    done = run_cli("ops", "validate", "opwire_gen2::draw", "--import", lib, cwd=tmp_path)
     assert "warning generator_argument: opwire_gen2::draw.default: argument 'generator'" in done.stdout, (
         done.stdout + done.stderr
     )

@@ -1,0 +1,97 @@
+"""Runs `opwire` commands for the tests, each in its own process, paying torch's import once per test worker.
+
+    python tests/cli_forkserver.py        (requests on stdin, one JSON line each; one JSON line back per request)
+
+The server imports the CLI and every command module, then forks one child per request: the child moves to
+the request's directory (under the request's RLIMIT_AS, if any), reads stdin from /dev/null, points stdout/stderr at the request's files, sets
+`sys.argv` and calls `opwire.cli.main(argv)`, exactly what the `opwire` console script calls, then exits the
+way an interpreter does (a `SystemExit` code, or the traceback of an uncaught exception and 1, then the
+atexit handlers). The server never runs an op, so a child forks from a process without a thread pool, as
+a freshly started `opwire` is. A request that passes its timeout is killed; the reply says so.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import resource
+import signal
+import sys
+import time
+import traceback
+
+
+def _child(request: dict[str, object]) -> None:
+    os.setpgid(0, 0)  # its own process group: a timeout kills the command and what it started
+    if request.get("limit_as"):
+        limit = int(request["limit_as"])  # type: ignore[call-overload]
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    os.chdir(str(request["cwd"]))
+    stdin = os.open(os.devnull, os.O_RDONLY)
+    out = os.open(str(request["out"]), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    err = os.open(str(request["err"]), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    for fd, target in ((stdin, 0), (out, 1), (err, 2)):
+        os.dup2(fd, target)
+        os.close(fd)
+    sys.stdin = open(0, encoding="utf-8", closefd=False)
+    sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
+    sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+    argv = [str(a) for a in request["argv"]]  # type: ignore[attr-defined]
+    sys.argv = ["opwire", *argv]
+    code = 1
+    try:
+        from opwire.cli import main
+
+        code = main(argv)
+    except SystemExit as exc:
+        if exc.code is None or isinstance(exc.code, int):
+            code = exc.code or 0
+        else:
+            print(exc.code, file=sys.stderr)
+    except BaseException:
+        traceback.print_exc()
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code & 0xFF)
+
+
+def _run(request: dict[str, object]) -> dict[str, object]:
+    pid = os.fork()
+    if pid == 0:
+        _child(request)
+    deadline = time.monotonic() + float(request["timeout"])  # type: ignore[arg-type]
+    delay = 0.001
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.killpg(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return {"timeout": True}
+        time.sleep(delay)
+        delay = min(delay * 2, 0.02)
+    code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+    return {"returncode": code}
+
+
+def main() -> int:
+    """Serve requests until stdin closes."""
+    import torch  # noqa: F401  (imported once here, shared by every forked command)
+
+    import opwire.cli
+
+    for module in opwire.cli.COMMANDS.values():
+        __import__(module)
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        print(json.dumps(_run(json.loads(line))), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
