@@ -1,4 +1,4 @@
-"""validate_op on an op library written in C++ (TORCH_LIBRARY), compiled with load_inline: slow (~40 s build)."""
+"""validate_op on an op library written in C++ (TORCH_LIBRARY), compiled with torch.utils.cpp_extension: slow (~10 s build)."""
 
 from __future__ import annotations
 
