@@ -1,4 +1,4 @@
-"""Shared pytest fixtures. The export corpus (tests/corpus.py) is built lazily, once per worker process.
+"""Shared pytest fixtures. The export corpus (tests/support/corpus.py) is built lazily, once per worker process.
 
 One fixture per axis, as msgspec's tests use one `proto` fixture: a test that takes `fmt` runs once per
 format, `codec` once per Thrift codec, `replay_mode` once per replay mode. The axes are read from opwire
@@ -10,9 +10,9 @@ from __future__ import annotations
 import typing
 from pathlib import Path
 
-import corpus
 import pytest
-from clirun import Cli, run_cli
+from support import corpus
+from support.clirun import Cli, run_cli
 
 from opwire.recording import replay
 from opwire.serde import FORMATS, framing

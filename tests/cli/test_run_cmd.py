@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import corpus
 import pytest
 import torch
+from support import corpus
 
 import opwire
 from opwire.cli import main

@@ -8,9 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import corpus
 import pytest
 import torch
+from support import corpus
 
 import opwire
 from opwire.cli import main

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from clirun import Cli
+from support.clirun import Cli
 
 import opwire
 from opwire.recording.arguments import c10_enum, default_value

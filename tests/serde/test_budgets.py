@@ -60,7 +60,7 @@ def test_a_budget_is_shared_by_the_decodes_it_is_passed_to() -> None:
 
 def _strings_argument(n: int) -> bytes:
     """A compact Argument whose `as_strings` holds n two-character strings: 3 bytes a string."""
-    from hostile import _varint
+    from support.hostile import _varint
 
     from opwire.serde import framing
 
@@ -130,7 +130,7 @@ def test_braces_inside_strings_do_not_count() -> None:
 def test_the_million_as_none_node_is_refused_fast_in_bounded_memory(tmp_path: Path) -> None:
     """Issue 10's 2 MB compact Node with 1M `as_none` outputs (18.8 s, +1.1 GB before): refused, in a child
     under RLIMIT_AS, with the default budget."""
-    from hostile import Work, _as_none_node
+    from support.hostile import Work, _as_none_node
 
     path = _as_none_node(Work(tmp_path))
     code = (

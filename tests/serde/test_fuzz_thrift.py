@@ -8,10 +8,10 @@ import os
 from collections.abc import Iterator
 
 import pytest
-from fuzz_child import Child, child_fixture
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from typed import strategy_for
+from support.fuzz_child import Child, child_fixture
+from support.typed import strategy_for
 
 from opwire.schema import models as m
 from opwire.serde import thrift

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 
-import corpus
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from typed import MODEL_NAMES, assert_same_model, strategy_for
+from support import corpus
+from support.typed import MODEL_NAMES, assert_same_model, strategy_for
 
 import opwire
 from opwire.errors import DecodeError

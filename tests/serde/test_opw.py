@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from clirun import Cli
+from support.clirun import Cli
 from torch import nn
 
 import opwire
@@ -157,7 +157,7 @@ def test_mmap_false(files: tuple[Path, Path, torch.export.ExportedProgram]) -> N
 # ------------------------------------------------------------------------------------------ golden layout
 def _tiny_archive() -> m.OpwireArchive:
     """A fixed two-tensor archive (one aliased name) around the hostile tables' one-node program."""
-    from hostile import base_program_json
+    from support.hostile import base_program_json
 
     from opwire.serde import json as _json
 

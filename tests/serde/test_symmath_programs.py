@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from clirun import Cli
+from support.clirun import Cli
 from torch._export.serde.serialize import serialize
 from torch.export import Dim, export
 

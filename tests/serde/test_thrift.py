@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from golden_bytes import check_golden
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from typed import MODEL_NAMES, assert_same_model, strategy_for
+from support.golden_bytes import check_golden
+from support.typed import MODEL_NAMES, assert_same_model, strategy_for
 
 import opwire
 from opwire.schema import models as m

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import corpus_ops
 import pytest
 import torch
+from support import corpus_ops
 
 import opwire
 from opwire.validation.roundtrip_check import CODES, roundtrip_findings

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import corpus
 import pytest
 import sympy
 import torch
+from support import corpus
 from torch._export.serde.serialize import serialize
 
 from opwire.schema import models as m

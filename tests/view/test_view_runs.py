@@ -6,9 +6,9 @@ import json
 import re
 from pathlib import Path
 
-import corpus
 import pytest
 import torch
+from support import corpus
 
 import opwire
 from opwire.cli import main

@@ -1,5 +1,5 @@
 """The fuzz tests' decoding child: inputs are decoded in a separate process under RLIMIT_AS, so a segfault,
-a hang or a runaway allocation fails the test instead of killing the suite (worker: serde/fuzz_worker.py)."""
+a hang or a runaway allocation fails the test instead of killing the suite (worker: fuzz_worker.py beside this file)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 
 MEMORY_CAP = 1 << 30  # bytes of address space for the child
 SECONDS_PER_INPUT = 10.0  # generous: the machine is shared; a hang or quadratic path takes far longer
-_WORKER = Path(__file__).parent / "serde" / "fuzz_worker.py"
+_WORKER = Path(__file__).with_name("fuzz_worker.py")
 
 
 class Child:
