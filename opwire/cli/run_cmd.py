@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import json
+import json as _stdlib_json
 import sys
 from pathlib import Path
 from typing import Any
@@ -152,7 +152,7 @@ def _work(args: argparse.Namespace, child: Any) -> dict[str, bytes]:
     from opwire.program.signature import program_signature
     from opwire.proxy_executor.isolate_program import progress_observer
     from opwire.proxy_executor.runner import ProgramRunner
-    from opwire.serde import objects as _values
+    from opwire.serde import objects
 
     runner = ProgramRunner(
         _load_program(args.program, args.max_elements),
@@ -189,11 +189,11 @@ def _work(args: argparse.Namespace, child: Any) -> dict[str, bytes]:
         blobs["compare"] = _compare_doc(args, observer)
     leaves = pytree.tree_leaves(result)
     if args.out:
-        out = m.Values(values={f"output[{i}]": _values.from_python(v, f"output[{i}]") for i, v in enumerate(leaves)})
+        out = m.Values(values={f"output[{i}]": objects.from_python(v, f"output[{i}]") for i, v in enumerate(leaves)})
         fmt = "json" if str(args.out).endswith(".json") else "compact"
         blobs["out"] = opwire.dumps(out, format=fmt)  # type: ignore[arg-type]
     labels = _labels(result, len(leaves))
-    blobs["summary"] = json.dumps([[lab, describe(v)] for lab, v in zip(labels, leaves, strict=True)]).encode()
+    blobs["summary"] = _stdlib_json.dumps([[lab, describe(v)] for lab, v in zip(labels, leaves, strict=True)]).encode()
     return blobs
 
 
@@ -235,7 +235,11 @@ def _report(args: argparse.Namespace, blobs: dict[str, bytes]) -> int:
               file=sys.stderr)  # fmt: skip
     summary = _json(blobs["summary"])
     if args.json:
-        print(json.dumps({"ok": True, "outputs": {f"output[{i}]": d for i, (_, d) in enumerate(summary)}}, indent=2))
+        print(
+            _stdlib_json.dumps(
+                {"ok": True, "outputs": {f"output[{i}]": d for i, (_, d) in enumerate(summary)}}, indent=2
+            )
+        )
     else:
         for label, d in summary:
             print(f"{printable(str(label))}: {printable(text(d))}")
@@ -269,10 +273,10 @@ def _print_compare(args: argparse.Namespace, doc: m.FindingsDocument) -> bool:
 
 def _findings(data: bytes) -> m.FindingsDocument:
     """The findings document the run sent back, read with the checking JSON decoder before it is written anywhere."""
-    from opwire.serde import json as json_codec
+    from opwire.serde import json
 
     try:
-        return json_codec.decode(data, m.FindingsDocument, source="--compare-nodes")
+        return json.decode(data, m.FindingsDocument, source="--compare-nodes")
     except OpwireError as exc:
         raise OpwireError(f"the run sent back a malformed findings document ({exc})") from None
 
@@ -289,7 +293,7 @@ def _check_values(data: bytes, fmt: str, what: str) -> Any:
 
 def _json(data: bytes) -> Any:
     try:
-        return json.loads(data)
+        return _stdlib_json.loads(data)
     except (ValueError, RecursionError) as exc:
         raise OpwireError(f"the run sent back a malformed summary ({exc})") from None
 

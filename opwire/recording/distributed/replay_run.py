@@ -95,7 +95,7 @@ class RunReplay:
 
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON-ready data."""
-        from opwire.serde import json as _json
+        from opwire.serde import json
 
         return {
             "path": self.path,
@@ -104,7 +104,7 @@ class RunReplay:
             "ok": self.ok,
             "ranks": [rep.to_dict() for rep in self.ranks],
             "first": [None if d is None else vars(d) for d in self.first()],
-            "collectives": None if self.collectives is None else _json.to_jsonable(self.collectives),
+            "collectives": None if self.collectives is None else json.to_jsonable(self.collectives),
         }
 
 
