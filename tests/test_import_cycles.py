@@ -145,7 +145,6 @@ def test_renamed_modules_still_import_with_a_warning() -> None:
         assert importlib.util.find_spec(new) is not None, new
 
 
-
 # DESIGN.md's own spelling for the IDL models (`m.Node`, `m.Graph`), used by users, docs and tests alike
 _CONVENTIONS = {"opwire.schema.models": "m"}
 
@@ -199,9 +198,7 @@ def test_opwire_modules_are_imported_under_their_own_names() -> None:
         name = _module_name(path)
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         bad += _aliases(path.read_text(encoding="utf-8"), name, package)
-    assert bad == [], "aliased imports (rename the clashing local, or import the function you need):\n" + "\n".join(
-        bad
-    )
+    assert bad == [], "aliased imports (rename the clashing local, or import the function you need):\n" + "\n".join(bad)
 
 
 def test_the_alias_checker_sees_every_spelling() -> None:
