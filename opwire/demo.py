@@ -92,8 +92,8 @@ def main() -> int:
 NEXT_STEPS = """
 what to try next, on your own files (model.pt2: torch.export.save of any exported program):
   opwire inspect model.pt2                          # signature, symbolic sizes, ops (weights never read)
-  opwire convert model.pt2 model.bin --to compact   # a pickle-free archive: program and weights
-  opwire run model.bin --inputs in.json             # run it; in.json is {"x": [[1.0, 2.0]]}
+  opwire convert model.pt2 model.opw                # a pickle-free archive whose weights load mapped
+  opwire run model.opw --inputs in.json             # run it; in.json is {"x": [[1.0, 2.0]]}
   opwire view model.pt2                             # the program as a page (model.pt2.html)
   opwire record --out train.trace -- python train.py    # every dispatcher call of a script
   opwire replay train.trace                         # re-run and compare each call (--verbose: per op)

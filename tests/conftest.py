@@ -27,7 +27,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     lost = [item.nodeid for item in items if item.get_closest_marker("xdist_group") and "@" not in item.nodeid]
     if lost:
-        raise pytest.UsageError(f"pytest-xdist did not group {lost[0]} (and {len(lost) - 1} more): pin a pytest it supports")
+        raise pytest.UsageError(
+            f"pytest-xdist did not group {lost[0]} (and {len(lost) - 1} more): pin a pytest it supports"
+        )
 
 
 @pytest.fixture(scope="session", params=FORMATS)

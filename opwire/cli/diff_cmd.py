@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from opwire.cli.options import LOADING_HELP, add_budget_flags, add_loading
@@ -44,19 +43,23 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Diff; exit 0 when the traces agree, 1 when they differ, 2 when one is unreadable."""
     import opwire
+    from opwire.cli.output import print_record
     from opwire.recording.distributed.run import is_run
 
     if is_run(args.a) or is_run(args.b):
         from opwire.recording.distributed.diff_run import diff_runs
 
         runs = diff_runs(args.a, args.b, rtol=args.rtol, atol=args.atol, max_listed=args.max_mismatches)
-        print(json.dumps(runs.to_dict(), indent=2) if args.json else runs)
+        if args.json:
+            print_record(runs.to_model())
+        else:
+            print(runs)
         return 0 if runs.ok else 1
     a = opwire.load_trace(args.a, max_elements=args.max_elements)
     b = opwire.load_trace(args.b, max_elements=args.max_elements)
     result = opwire.diff_traces(a, b, rtol=args.rtol, atol=args.atol, max_listed=args.max_mismatches)
     if args.json:
-        print(json.dumps(result.to_dict(), indent=2))
+        print_record(result.to_model())
     else:
         print(result)
     return 0 if result.ok else 1

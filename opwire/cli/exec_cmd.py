@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
 from opwire.cli.exec_flags import add_exec_flags
 from opwire.cli.options import LOADING_HELP, add_budget_flags, add_loading
 from opwire.cli.values import INPUTS_HELP, describe, read_inputs, text
-from opwire.errors import BindError, OpwireError, printable
+from opwire.errors import BindError, DecodeError, OpwireError, printable
 from opwire.program.signature import extern_inputs, op_name
 from opwire.proxy_executor.default_policy import DefaultPolicy
+from opwire.schema import models as m
+from opwire.serde import json
 
 __all__ = ["add_parser", "run"]
 
@@ -68,31 +69,35 @@ def run(args: argparse.Namespace) -> int:
         if outcome.error is not None and not outcome.running:
             raise outcome.error
         if outcome.error is not None:
-            blobs = {"report": b"[]", "error": str(outcome.error).encode()}
+            blobs = {
+                "report": json.encode(m.ExecOutput(nodes=[], ok=False)),
+                "error": str(outcome.error).encode(),
+            }
         else:
             blobs = outcome.blobs
     else:
         blobs = in_process(lambda child: _work(args, child))
     try:
-        report = json.loads(blobs["report"])
-    except (ValueError, RecursionError, KeyError):
+        nodes = list(json.decode(blobs["report"], m.ExecOutput, source="the isolated run").nodes)
+    except (DecodeError, KeyError):
         raise OpwireError("the isolated run sent back a malformed report") from None
     if "error" in blobs:  # the child died (crash, limit): the last node it started is named in the error
-        report.append(
-            {"index": len(report), "name": "", "target": "", "error": blobs["error"].decode("utf-8", "replace")}
-        )
-    status = 1 if any("error" in e for e in report) else 0
+        error = blobs["error"].decode("utf-8", "replace")
+        nodes.append(m.ExecNodeResult(index=len(nodes), name="", target="", error=error))
+    status = 1 if any(e.error is not None for e in nodes) else 0
     if args.json:
-        print(json.dumps({"nodes": report, "ok": status == 0}, indent=2))
+        from opwire.cli.output import print_record
+
+        print_record(m.ExecOutput(nodes=nodes, ok=status == 0))
         return status
-    for e in report:
-        outs = e.get("outputs", {})
-        if e["name"] or e["target"]:
-            print(printable(f"[{e['index']}] {e['name']} {e['target']}") + ("" if outs else " -> -"))
+    for e in nodes:
+        outs = e.outputs or {}
+        if e.name or e.target:
+            print(printable(f"[{e.index}] {e.name} {e.target}") + ("" if outs else " -> -"))
         for k, v in outs.items():
             print(f"    {printable(str(k))}: {printable(text(v))}")
-        if "error" in e:
-            print(f"opwire exec: error: {printable(str(e['error']))}", file=sys.stderr)
+        if e.error is not None:
+            print(f"opwire exec: error: {printable(e.error)}", file=sys.stderr)
     return status
 
 
@@ -110,20 +115,20 @@ def _work(args: argparse.Namespace, child: Any) -> dict[str, bytes]:
         max_memory=args.max_memory,
     )
     _check_inputs(ex.nodes, env)
-    report: list[dict[str, Any]] = []
+    nodes: list[m.ExecNodeResult] = []
     child.ready()
     with time_limit(args.timeout):
         for i, ek in enumerate(ex.nodes.nodes):
-            entry: dict[str, Any] = {"index": i, "name": ek.name, "target": op_name(ek.node.target)}
-            child.at(f"node [{i}] {printable(repr(ek.name))} ({printable(entry['target'])})")
+            target = op_name(ek.node.target)
+            child.at(f"node [{i}] {printable(repr(ek.name))} ({printable(target)})")
             try:
                 check_time(f"node [{i}] {ek.name!r}")
                 outs = ex.call(i, env)
             except (OpwireError, MemoryError) as exc:
-                entry["error"] = str(child.explain(exc))
-                report.append(entry)
+                nodes.append(m.ExecNodeResult(index=i, name=ek.name, target=target, error=str(child.explain(exc))))
                 break
             env.update(outs)
-            entry["outputs"] = {k: describe(v) for k, v in outs.items()}
-            report.append(entry)
-    return {"report": json.dumps(report).encode()}
+            described = {k: describe(v) for k, v in outs.items()}
+            nodes.append(m.ExecNodeResult(index=i, name=ek.name, target=target, outputs=described))
+    ok = not nodes or nodes[-1].error is None
+    return {"report": json.encode(m.ExecOutput(nodes=nodes, ok=ok))}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -67,10 +66,14 @@ def run(args: argparse.Namespace) -> int:
             summary["kind"] = f"AOTInductor package ({summary['kind']})"
     if args.verify:
         summary["verified"] = _verify(obj, path)
+    # a key that is no field of the record is refused (ValueError), never dropped in silence
+    record = m.InspectOutput(kind=summary.pop("kind"), codec=summary.pop("codec")).replace(**summary)
     if args.json:
-        print(json.dumps(summary, indent=2))
+        from opwire.cli.output import print_record
+
+        print_record(record)
     else:
-        print(_render(summary))
+        print(_render(record))
     return 0
 
 
@@ -202,7 +205,7 @@ def _nodes_summary(nodes: list[m.Node]) -> dict[str, Any]:
 
 
 def summarize(obj: BaseModel) -> dict[str, Any]:
-    """A JSON-ready summary of any root model opwire reads."""
+    """The fields of an `InspectOutput` record (all but `codec`) summarizing any root model opwire reads."""
     if isinstance(obj, m.OpwireArchive):
         out = summarize(obj.program)
         out["kind"] = "OpwireArchive"
@@ -217,14 +220,14 @@ def summarize(obj: BaseModel) -> dict[str, Any]:
             "kind": "ExportedProgram",
             "schema_version": f"{v.major}.{v.minor}",
             "torch_version": obj.torch_version,
-            **program_signature(obj).to_json(),
+            **program_signature(obj).inspect_fields(),
             **_nodes_summary(_walk_nodes(graph)),
         }
     if isinstance(obj, m.ExternKernelNodes):
         return {
             "kind": "ExternKernelNodes",
             **_nodes_summary([n.node for n in obj.nodes]),
-            "reads": extern_inputs(obj),
+            "reads": [m.ExternRead(**e) for e in extern_inputs(obj)],
         }
     if isinstance(obj, m.CallTrace):
         h = obj.header
@@ -238,26 +241,29 @@ def summarize(obj: BaseModel) -> dict[str, Any]:
             "ops": dict(Counter(op_name(r.target) for r in obj.records).most_common()),
         }
     if isinstance(obj, m.OpLibrarySnapshot):
-        return {"kind": "OpLibrarySnapshot", "namespaces": obj.namespaces, "ops": len(obj.ops)}
+        return {"kind": "OpLibrarySnapshot", "namespaces": obj.namespaces, "overloads": len(obj.ops)}
     if isinstance(obj, m.Values):
         return {"kind": "Values", "values": {k: _value_text(v) for k, v in obj.values.items()}}
     return {"kind": type(obj).__name__}
 
 
-def _render(summary: dict[str, Any]) -> str:
+def _render(record: m.InspectOutput) -> str:
+    """The summary as text: one line per field that applies, in the record's order."""
     lines = []
-    for key, value in summary.items():
-        if key in ("inputs", "outputs") and isinstance(value, list):
+    for key, value in record:
+        if value is None:
+            continue
+        if key in ("inputs", "outputs"):
             lines.append(f"{key}:" if value else f"{key}: none")
             lines += [f"  {_port_text(p)}" for p in value]
-        elif key == "ranges" and isinstance(value, dict):
+        elif key == "ranges":
             if value:
                 lines.append("ranges:")
                 lines += [f"  {k:<20} {_range_text(r)}" for k, r in value.items()]
-        elif key == "reads" and isinstance(value, list):
+        elif key == "reads":
             head = "reads (names no node produces: give them in `opwire exec --inputs`):"
             lines.append(head if value else "reads: none")
-            lines += [f"  [{e['index']}] {e['name']} {e['op']}: {', '.join(e['reads'])}" for e in value]
+            lines += [f"  [{e.index}] {e.name} {e.op}: {', '.join(e.reads)}" for e in value]
         elif isinstance(value, dict):
             lines.append(f"{key}:")
             lines += [f"  {k:<48} {v}" for k, v in value.items()]
@@ -266,16 +272,17 @@ def _render(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _port_text(port: dict[str, Any]) -> str:
-    if port["kind"] == "Tensor":
-        shape = ", ".join(str(d) for d in port.get("shape") or ())
-        return f"{port['name']:<20} {port.get('dtype')}[{shape}] on {port.get('device')}"
-    value = f" = {port['value']!r}" if "value" in port else ""
-    constant = " (constant: the program was exported with this value)" if port.get("constant") else ""
-    return f"{port['name']:<20} {port['kind']}{value}{constant}"
+def _port_text(port: m.ProgramPort) -> str:
+    if port.kind == "Tensor":
+        shape = ", ".join(port.symbolic_shape or [str(d) for d in port.shape or ()])
+        return f"{port.name:<20} {port.dtype}[{shape}] on {port.device}"
+    value = f" = {port.value.value!r}" if port.value is not None and port.value.type != "as_none" else ""
+    value = " = None" if port.value is not None and port.value.type == "as_none" else value
+    constant = " (constant: the program was exported with this value)" if port.constant else ""
+    return f"{port.name:<20} {port.kind}{value}{constant}"
 
 
-def _range_text(r: dict[str, Any]) -> str:
-    lo = "-inf" if r.get("min") is None else r["min"]
-    hi = "inf" if r.get("max") is None else r["max"]
+def _range_text(r: m.RangeConstraint) -> str:
+    lo = "-inf" if r.min_val is None else r.min_val
+    hi = "inf" if r.max_val is None else r.max_val
     return f"{lo}..{hi}"

@@ -76,7 +76,7 @@ def add_parser(sub: Any) -> None:
 
 def run_validate(args: argparse.Namespace) -> int:
     """Validate the targets; exit 1 when any finding is an error."""
-    from opwire.serde.json import to_jsonable
+    from opwire.cli.output import print_record
     from opwire.validation.opcheck import load_sample_inputs
     from opwire.validation.validate import checks_run, format_reports, validate_op, validation_output
 
@@ -85,7 +85,7 @@ def run_validate(args: argparse.Namespace) -> int:
     errors = sum(len(r.errors) for r in reports)
     checks = list(checks_run(samples is not None))
     if args.json:
-        print(json.dumps(to_jsonable(validation_output(reports, checks)), indent=2))
+        print_record(validation_output(reports, checks))
     else:
         print(format_reports(reports, checks))
     return 1 if errors else 0
@@ -123,7 +123,9 @@ def run_bc_check(args: argparse.Namespace) -> int:
 
     report = bc_check(args.old, args.new, policy=args.policy)
     if args.json:
-        print(json.dumps(report.to_json(), indent=2))
+        from opwire.cli.output import print_record
+
+        print_record(report.to_model())
     else:
         print(report)
     return 0 if report.ok else 1

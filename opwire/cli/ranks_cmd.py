@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 __all__ = ["add_parser", "run"]
@@ -31,12 +30,12 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Check; exit 0 consistent, 1 findings, 2 bad input."""
+    from opwire.cli.output import print_record
     from opwire.recording.distributed.ranks import check_ranks, format_ranks
-    from opwire.serde import dumps
 
     report = check_ranks(args.run, numerics=not args.no_numerics, max_findings=args.max_findings)
     if args.json:
-        sys.stdout.write(dumps(report, format="json").decode() + "\n")
+        print_record(report)
     else:
         print(format_ranks(report, args.run))
     return 1 if report.findings else 0

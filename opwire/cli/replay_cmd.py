@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from typing import Any
@@ -135,11 +134,10 @@ def run(args: argparse.Namespace) -> int:
     )
     report.verbose = args.verbose
     if args.json:
-        from opwire.serde.json import to_jsonable
+        from opwire.cli.output import print_record
         from opwire.validation.replay_findings import replay_findings
 
-        findings = [to_jsonable(f) for f in replay_findings(report)]  # the one Finding shape (docs/errors.md)
-        print(json.dumps({**report.to_dict(), "findings": findings}, indent=2))
+        print_record(report.to_model(replay_findings(report)))  # findings: the one Finding shape (docs/errors.md)
     else:
         print(report)
     if not report.complete:
@@ -156,8 +154,11 @@ def _run_dir(args: argparse.Namespace) -> int:
     """Replay a run directory: isolated in this process, or chained with real collectives under torchrun."""
     if args.collectives:
         from opwire.recording.distributed.live import replay_live
+        from opwire.validation.replay_findings import replay_findings
 
-        return replay_live(args.trace, args.rtol, args.atol, args.collective_timeout, args.allow_op, args.json)
+        return replay_live(
+            args.trace, args.rtol, args.atol, args.collective_timeout, args.allow_op, args.json, replay_findings
+        )
     if args.chained or args.workers > 1:
         print(
             "opwire replay: error: a run directory replays isolated in one process, or chained with real "
@@ -175,5 +176,11 @@ def _run_dir(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         max_mismatches=args.max_mismatches,
     )
-    print(json.dumps(result.to_dict(), indent=2) if args.json else result)
+    if args.json:
+        from opwire.cli.output import print_record
+        from opwire.validation.replay_findings import replay_findings
+
+        print_record(result.to_model(replay_findings))
+    else:
+        print(result)
     return 0 if result.ok else 1

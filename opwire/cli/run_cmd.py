@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json as _stdlib_json
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from opwire.cli.options import LOADING_HELP, add_budget_flags, add_device, add_l
 from opwire.cli.values import INPUTS_HELP, describe, read_inputs, text
 from opwire.errors import BindError, DecodeError, OpwireError, printable
 from opwire.schema import models as m
+from opwire.serde import json
 from opwire.serde.outfiles import check_output, write_output
 
 __all__ = ["add_parser", "run"]
@@ -193,7 +193,8 @@ def _work(args: argparse.Namespace, child: Any) -> dict[str, bytes]:
         fmt = "json" if str(args.out).endswith(".json") else "compact"
         blobs["out"] = opwire.dumps(out, format=fmt)  # type: ignore[arg-type]
     labels = _labels(result, len(leaves))
-    blobs["summary"] = _stdlib_json.dumps([[lab, describe(v)] for lab, v in zip(labels, leaves, strict=True)]).encode()
+    summary = m.RunOutput(ok=True, outputs={f"output[{i}]": describe(v) for i, v in enumerate(leaves)}, labels=labels)
+    blobs["summary"] = json.encode(summary)
     return blobs
 
 
@@ -233,15 +234,13 @@ def _report(args: argparse.Namespace, blobs: dict[str, bytes]) -> int:
         size = len(blobs["out"])
         print(f"wrote {printable(args.out)}: {n} output{'' if n == 1 else 's'} as a Values file ({fmt}, {size} bytes)",
               file=sys.stderr)  # fmt: skip
-    summary = _json(blobs["summary"])
+    summary = _summary(blobs["summary"])
     if args.json:
-        print(
-            _stdlib_json.dumps(
-                {"ok": True, "outputs": {f"output[{i}]": d for i, (_, d) in enumerate(summary)}}, indent=2
-            )
-        )
+        from opwire.cli.output import print_record
+
+        print_record(summary)
     else:
-        for label, d in summary:
+        for label, d in zip(summary.labels, summary.outputs.values(), strict=True):
             print(f"{printable(str(label))}: {printable(text(d))}")
     return 0
 
@@ -273,8 +272,6 @@ def _print_compare(args: argparse.Namespace, doc: m.FindingsDocument) -> bool:
 
 def _findings(data: bytes) -> m.FindingsDocument:
     """The findings document the run sent back, read with the checking JSON decoder before it is written anywhere."""
-    from opwire.serde import json
-
     try:
         return json.decode(data, m.FindingsDocument, source="--compare-nodes")
     except OpwireError as exc:
@@ -291,11 +288,15 @@ def _check_values(data: bytes, fmt: str, what: str) -> Any:
         raise OpwireError(f"{what}: the run sent back an unreadable record ({exc})") from None
 
 
-def _json(data: bytes) -> Any:
+def _summary(data: bytes) -> m.RunOutput:
+    """The outputs' summary the run sent back (a `RunOutput` record), read with the checking JSON decoder."""
     try:
-        return _stdlib_json.loads(data)
-    except (ValueError, RecursionError) as exc:
+        summary = json.decode(data, m.RunOutput, source="the run's summary")
+    except OpwireError as exc:
         raise OpwireError(f"the run sent back a malformed summary ({exc})") from None
+    if len(summary.labels) != len(summary.outputs):
+        raise OpwireError("the run sent back a malformed summary (a label per output expected)")
+    return summary
 
 
 def _node_observer(args: argparse.Namespace, runner: Any) -> Any:

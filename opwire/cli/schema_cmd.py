@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 __all__ = ["add_parser", "run"]
@@ -37,7 +36,10 @@ def run(args: argparse.Namespace) -> int:
     bump = required_bump(changes)
     shown = changes if args.all or args.json else [c for c in changes if c.bump != "none"]
     if args.json:
-        print(json.dumps({"bump": bump, "changes": [c.to_dict() for c in shown]}, indent=2))
+        from opwire.cli.output import print_record
+        from opwire.schema import models as m
+
+        print_record(m.SchemaDiffOutput(bump=bump, changes=[c.to_model() for c in shown]))
     else:
         for c in shown:
             print(f"{c.bump:5}  {c.code:22}  {c.message}")

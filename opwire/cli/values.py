@@ -4,7 +4,8 @@ An inputs file is one of
 - a `Values` file (opwire's record; `opwire.serde.values({...})` makes one; JSON, binary or compact),
 - a plain JSON object `{"x": [[1.0, 2.0]], "n": 3}` (nested lists become tensors, numbers stay numbers),
 - a `torch.save`d dict of tensors, read only with `--allow-pickle` (it is a pickle).
-Every value prints as `describe(v)`: tensors with dtype, shape, device, a few values and summary statistics.
+Every value prints as `describe(v)`, a `ValueSummary` record: tensors with dtype, shape, device, a few values and
+summary statistics.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from opwire.errors import DecodeError, first_line, printable
+from opwire.schema import models as m
 
 __all__ = ["INPUTS_HELP", "describe", "read_inputs", "text"]
 
@@ -123,8 +125,8 @@ def _torch_saved(path: str, allow_pickle: bool) -> dict[str, Any]:
     return dict(obj)
 
 
-def describe(v: Any) -> dict[str, Any]:
-    """A value as JSON: tensors as {kind, dtype, shape, device, values, stats}; scalars as {kind, value}.
+def describe(v: Any) -> m.ValueSummary:
+    """A value as its `ValueSummary` record: tensors with dtype, shape, device, first values and statistics.
 
     A tensor is read without materializing it: at most `_SAMPLE` elements (in index order) are gathered for
     the statistics, so a view, an `expand` to 2**30 elements or a huge output costs a few MB. Sparse,
@@ -133,46 +135,59 @@ def describe(v: Any) -> dict[str, Any]:
 
     if isinstance(v, torch.Tensor):
         return _tensor(v)
-    if v is None or isinstance(v, (bool, int, float, str)):
-        return {"kind": type(v).__name__, "value": v}
+    kind = type(v).__name__
+    if v is None:
+        return m.ValueSummary(kind=kind, value=m.Value(as_none=True))
+    if isinstance(v, bool):
+        return m.ValueSummary(kind=kind, value=m.Value(as_bool=v))
+    if isinstance(v, int):
+        return m.ValueSummary(kind=kind, value=m.Value(as_int=v))
+    if isinstance(v, float):
+        return m.ValueSummary(kind=kind, value=m.Value(as_float=v))
+    if isinstance(v, str):
+        return m.ValueSummary(kind=kind, value=m.Value(as_string=v))
     if isinstance(v, (list, tuple)):
-        return {"kind": type(v).__name__, "items": [describe(x) for x in v[:_SHOWN_ITEMS]], "length": len(v)}
-    return {"kind": type(v).__name__, "value": printable(repr(v)[:200])}
+        return m.ValueSummary(kind=kind, items=[describe(x) for x in v[:_SHOWN_ITEMS]], length=len(v))
+    return m.ValueSummary(kind=kind, value=m.Value(as_string=printable(repr(v)[:200])))
 
 
 _SAMPLE = 1 << 20  # elements read for statistics at most
 _GATHER = 1 << 16  # elements gathered from a non-contiguous tensor at most
 _SHOWN_ITEMS = 64  # items of a list described at most
+_INT64 = 1 << 63
 
 
-def _tensor(v: Any) -> dict[str, Any]:
+def _tensor(v: Any) -> m.ValueSummary:
     import torch
 
     out: dict[str, Any] = {"kind": "Tensor", "dtype": str(v.dtype).removeprefix("torch."), "device": str(v.device)}
     if v.is_nested:
-        out["layout"] = "nested"
-        out["shape"] = [int(v.size(0))]
-        return out
+        return m.ValueSummary(**out, layout="nested", shape=[int(v.size(0))])
     out["shape"] = [int(s) for s in v.shape]
     if v.layout != torch.strided:
         out["layout"] = str(v.layout).removeprefix("torch.")
         if v.layout == torch.sparse_coo:
             out["nnz"] = int(v._nnz())
-        return out
+        return m.ValueSummary(**out)
     if v.device.type == "meta":
-        return out
+        return m.ValueSummary(**out)
     try:
         sample, total = _sample(v.detach())
         if v.is_quantized:
             out["quantized"] = True
             sample = sample.dequantize()
-        out["values"] = [_scalar(x) for x in sample[:_SHOWN].cpu().tolist()]
-        out["stats"] = _stats(sample)
-        if total > sample.numel() and out["stats"] is not None:
-            out["stats"]["of_first"] = int(sample.numel())
+        first = sample[:_SHOWN].cpu()
+        if first.is_complex():
+            out["complex_values"] = [m.ComplexValue(real=x.real, imag=x.imag) for x in first.tolist()]
+        else:
+            out["values"] = [float(x) for x in first.tolist()]
+        stats = _stats(sample)
+        if stats is not None and total > sample.numel():
+            stats = stats.model_copy(update={"of_first": int(sample.numel())})
+        out["stats"] = stats
     except (RuntimeError, TypeError, ValueError, NotImplementedError) as exc:
         out["note"] = f"values not shown: {printable(first_line(exc))[:200]}"
-    return out
+    return m.ValueSummary(**out)
 
 
 def _sample(v: Any) -> tuple[Any, int]:
@@ -188,52 +203,60 @@ def _sample(v: Any) -> tuple[Any, int]:
     return v[index], total
 
 
-def _scalar(x: Any) -> Any:
-    if isinstance(x, complex):
-        return repr(x)
-    if isinstance(x, float) and (x != x or x in (float("inf"), float("-inf"))):
-        return str(x)  # JSON has no NaN or Infinity
-    return x
-
-
-def _stats(flat: Any) -> dict[str, Any] | None:
+def _stats(flat: Any) -> m.ValueStats | None:
     import torch
 
     if flat.numel() == 0 or flat.is_complex():
         return None
     f = flat.cpu().to(torch.float64)
-    finite = f[torch.isfinite(f)]
-    stats = {"min": f.min().item(), "max": f.max().item(), "mean": f.mean().item()}
-    stats["std"] = f.std().item() if f.numel() > 1 else 0.0
-    if finite.numel() != f.numel():
-        stats["nonfinite"] = int(f.numel() - finite.numel())
-    return {k: _scalar(v) for k, v in stats.items()}
+    nonfinite = int(f.numel() - torch.isfinite(f).sum().item())
+    std = f.std().item() if f.numel() > 1 else 0.0
+    return m.ValueStats(
+        min=f.min().item(), max=f.max().item(), mean=f.mean().item(), std=std, nonfinite=nonfinite or None
+    )
 
 
-def text(d: dict[str, Any]) -> str:
+def text(d: m.ValueSummary) -> str:
     """One line for a described value: `float32[5, 4] on cpu  min -1.2 max 0.9 mean 0.01 std 0.5  [0.1, ...]`."""
-    if d["kind"] == "Tensor":
-        head = f"{d['dtype']}[{', '.join(str(s) for s in d['shape'])}] on {d['device']}"
-        if "layout" in d:
-            head += f" ({d['layout']}" + (f", {d['nnz']} stored" if "nnz" in d else "") + ")"
-        stats = d.get("stats")
-        if stats:
-            of = stats.get("of_first")
-            head += "  " + " ".join(f"{k} {_num(v)}" for k, v in stats.items() if k != "of_first")
-            head += f" (of the first {of} values)" if of else ""
-        if "note" in d:
-            head += f"  ({d['note']})"
-        if "values" in d:
+    if d.kind == "Tensor":
+        head = f"{d.dtype}[{', '.join(str(s) for s in d.shape or ())}] on {d.device}"
+        if d.layout is not None:
+            head += f" ({d.layout}" + (f", {d.nnz} stored" if d.nnz is not None else "") + ")"
+        if d.stats is not None:
+            s = d.stats
+            figures = {"min": s.min, "max": s.max, "mean": s.mean, "std": s.std, "nonfinite": s.nonfinite}
+            head += "  " + " ".join(f"{k} {_num(x)}" for k, x in figures.items() if x is not None)
+            head += f" (of the first {s.of_first} values)" if s.of_first else ""
+        if d.note is not None:
+            head += f"  ({d.note})"
+        shown = _elements(d)
+        if shown is not None:
             n = 1
-            for s in d["shape"]:
-                n *= s
-            more = ", ..." if n > len(d["values"]) else ""
-            head += f"  [{', '.join(_num(x) for x in d['values'])}{more}]"
+            for size in d.shape or ():
+                n *= size
+            more = ", ..." if n > len(shown) else ""
+            head += f"  [{', '.join(shown)}{more}]"
         return head
-    if "items" in d:
-        more = ", ..." if d.get("length", len(d["items"])) > len(d["items"]) else ""
-        return f"{d['kind']} of {d.get('length', len(d['items']))}: [{', '.join(text(x) for x in d['items'])}{more}]"
-    return f"{d['kind']} {d['value']!r}" if d["kind"] != "NoneType" else "None"
+    if d.items is not None:
+        length = d.length if d.length is not None else len(d.items)
+        more = ", ..." if length > len(d.items) else ""
+        return f"{d.kind} of {length}: [{', '.join(text(x) for x in d.items)}{more}]"
+    if d.kind == "NoneType":
+        return "None"
+    return f"{d.kind} {d.value.value if d.value is not None else None!r}"
+
+
+def _elements(d: m.ValueSummary) -> list[str] | None:
+    """A tensor's first elements as text, each as its dtype shows it (ints exact, bools as True/False)."""
+    if d.complex_values is not None:
+        return [repr(complex(c.real, c.imag)) for c in d.complex_values]
+    if d.values is None:
+        return None
+    if d.dtype == "bool" and not d.quantized:
+        return [str(bool(x)) for x in d.values]
+    if d.dtype is not None and ("int" in d.dtype) and not d.quantized:
+        return [str(int(x)) if x == x and abs(x) <= _INT64 else _num(x) for x in d.values]
+    return [_num(x) for x in d.values]
 
 
 def _num(x: Any) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import webbrowser
 from pathlib import Path
 from typing import Any
@@ -49,7 +48,10 @@ def run(args: argparse.Namespace) -> int:
     view(src, out, findings=args.findings, title=args.title)
     size = out.stat().st_size
     if args.json:
-        print(json.dumps({"page": str(out), "bytes": size}))
+        from opwire.cli.output import print_record
+        from opwire.schema import models as m
+
+        print_record(m.ViewOutput(page=str(out), bytes=size))
     else:
         print(f"wrote {out} ({size / 1024:.0f} KiB)")
     if args.open:

@@ -146,16 +146,31 @@ class Port:
         text = f"{self.kind} = {self.value!r}" if self.kind in ("int", "float", "bool", "str") else self.kind
         return f"{text} (constant)" if self.constant else text
 
-    def to_json(self) -> dict[str, Any]:
-        """The port as JSON-ready data (tensors: dtype, shape, device)."""
-        out: dict[str, Any] = {"name": self.name, "kind": self.kind}
+    def to_model(self) -> m.ProgramPort:
+        """The port as the IDL's `ProgramPort` record (what `opwire inspect --json` lists)."""
         if self.kind == "Tensor":
-            out.update(dtype=self.dtype, shape=list(self.shape or ()), device=self.device)
-        elif self.value is not None or self.constant:
-            out["value"] = self.value
-        if self.constant:
-            out["constant"] = True
-        return out
+            dims = list(self.shape or ())
+            symbolic = [str(d) for d in dims] if any(isinstance(d, str) for d in dims) else None
+            shape = [d if isinstance(d, int) else -1 for d in dims]
+            return m.ProgramPort(
+                name=self.name, kind=self.kind, dtype=self.dtype, shape=shape, symbolic_shape=symbolic,
+                device=self.device, constant=self.constant,
+            )  # fmt: skip
+        value = _scalar_value(self.value) if self.value is not None or self.constant else None
+        return m.ProgramPort(name=self.name, kind=self.kind, value=value, constant=self.constant)
+
+
+def _scalar_value(x: Any) -> m.Value:
+    """A port's constant as a Value (a scalar, None, or another object's repr as a string)."""
+    if x is None:
+        return m.Value(as_none=True)
+    if isinstance(x, bool):
+        return m.Value(as_bool=x)
+    if isinstance(x, int):
+        return m.Value(as_int=x)
+    if isinstance(x, float):
+        return m.Value(as_float=x)
+    return m.Value(as_string=x if isinstance(x, str) else repr(x))
 
 
 def _tokens(expr: str) -> list[str]:
@@ -171,12 +186,12 @@ class Signature:
     ranges: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
     bound: dict[str, int] = field(default_factory=dict)  # parameters, buffers, constants, ... -> count
 
-    def to_json(self) -> dict[str, Any]:
-        """The signature as JSON-ready data."""
+    def inspect_fields(self) -> dict[str, Any]:
+        """The signature's fields of the IDL's `InspectOutput` record: ports, symbol ranges, bound counts."""
         return {
-            "inputs": [p.to_json() for p in self.inputs],
-            "outputs": [p.to_json() for p in self.outputs],
-            "ranges": {k: {"min": lo, "max": hi} for k, (lo, hi) in self.ranges.items()},
+            "inputs": [p.to_model() for p in self.inputs],
+            "outputs": [p.to_model() for p in self.outputs],
+            "ranges": {k: m.RangeConstraint(min_val=lo, max_val=hi) for k, (lo, hi) in self.ranges.items()},
             **self.bound,
         }
 

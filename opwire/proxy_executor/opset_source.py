@@ -215,6 +215,29 @@ def _training_steps(mode: Any, out: set[str]) -> None:
             continue
 
 
+def _exported(mod: Any, args: tuple[Any, ...], dyn: Any) -> Iterator[tuple[str, Any]]:
+    """(IR, program or the exception torch raised) for the training, pre-dispatch and core ATen IRs of `mod`."""
+    import torch
+
+    training: Any
+    try:
+        training = torch.export.export(mod, args, dynamic_shapes=dyn)
+    except Exception as exc:
+        training = exc
+    yield "training IR", training
+    try:
+        yield "pre-dispatch IR", torch.export._trace._export(mod, args, dynamic_shapes=dyn, pre_dispatch=True)
+    except Exception as exc:
+        yield "pre-dispatch IR", exc
+    if isinstance(training, Exception):
+        yield "core ATen IR", training
+        return
+    try:  # the training IR's program decomposed: one export serves both (its ops were read first)
+        yield "core ATen IR", training.run_decompositions()
+    except Exception as exc:
+        yield "core ATen IR", exc
+
+
 def emitted_ops(log: Callable[[str], None] = lambda _: None) -> set[str]:
     """The op overloads the representative modules emit: exported in three IRs (train and eval) and run eagerly."""
     import torch
@@ -237,16 +260,9 @@ def emitted_ops(log: Callable[[str], None] = lambda _: None) -> set[str]:
                     mod(*args)
             except NotImplementedError:  # a higher-order op the dispatch mode does not trace: export sees it
                 log(f"  {name}: not run eagerly under the mode")
-            for how in ("training IR", "pre-dispatch IR", "core ATen IR"):
-                try:
-                    if how == "pre-dispatch IR":
-                        ep = torch.export._trace._export(mod, args, dynamic_shapes=dyn, pre_dispatch=True)
-                    else:
-                        ep = torch.export.export(mod, args, dynamic_shapes=dyn)
-                    if how == "core ATen IR":
-                        ep = ep.run_decompositions()
-                except Exception as exc:  # a module torch cannot export in one IR still counts in the others
-                    log(f"  {name} ({'train' if train else 'eval'}, {how}): not exported: {type(exc).__name__}")
+            for how, ep in _exported(mod, args, dyn):
+                if isinstance(ep, Exception):  # a module torch cannot export in one IR still counts in the others
+                    log(f"  {name} ({'train' if train else 'eval'}, {how}): not exported: {type(ep).__name__}")
                     continue
                 _graph_ops(ep, out)
             log(f"{name} ({'train' if train else 'eval'}): {len(out) - before} new ops")

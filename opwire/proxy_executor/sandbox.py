@@ -18,6 +18,7 @@ from __future__ import annotations
 import errno
 import os
 import resource
+import tempfile
 from dataclasses import dataclass
 
 __all__ = ["DEFAULT_TIMEOUT", "DENIED", "Limits", "default_max_memory", "enter", "parse_size"]
@@ -103,6 +104,9 @@ def enter(limits: Limits) -> None:
         _lower(resource.RLIMIT_CPU, int(used.ru_utime + used.ru_stime + limits.cpu_seconds) + 1, 2)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash leaves no core file behind
     if limits.seccomp:
+        # torch resolves some paths lazily (torch._dynamo's cache directory probes the temp directory by creating a
+        # file): resolve it now, while the child may still create files, so a lazy import cannot fail under the filter
+        tempfile.gettempdir()
         _load_filter()
 
 

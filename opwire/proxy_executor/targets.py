@@ -9,6 +9,7 @@ from torch's own `_SYM_OPS`, each wrapped to keep integer results within a SymIn
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 import operator
 from collections.abc import Callable
@@ -71,12 +72,16 @@ class Target:
 @functools.cache
 def fixed_table() -> dict[str, Callable[..., Any]]:
     """Serialized spelling -> callable for the non-dispatcher targets of exported graphs."""
-    from torch._export.serde.serialize import _SYM_OPS
+    from opwire.serde.torch_serializer_tables import SYM_OPS  # torch's _SYM_OPS, as names (no torch._dynamo import)
 
-    table: dict[str, Callable[..., Any]] = {f"{f.__module__}.{f.__name__}": checked_sym_op(f) for f in _SYM_OPS}
-    for f in _SYM_OPS:
-        if f.__module__ == "_operator":
-            table[f"operator.{f.__name__}"] = table[f"_operator.{f.__name__}"]
+    table: dict[str, Callable[..., Any]] = {}
+    for module, name in SYM_OPS:
+        fn = getattr(importlib.import_module(module), name, None)
+        if fn is None:  # an older torch without this function: the graph naming it is refused as unknown
+            continue
+        table[f"{module}.{name}"] = checked_sym_op(fn)
+        if module == "_operator":
+            table[f"operator.{name}"] = table[f"_operator.{name}"]
     table["_operator.getitem"] = table["operator.getitem"] = operator.getitem
     return table
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from opwire.recording.report import Mismatch, OpStats, ReplayReport
+from opwire.recording.report import Mismatch, OpStats, ReplayReport, mismatch_model
 from opwire.schema import models as m
 from opwire.serde import json
 
@@ -36,22 +36,7 @@ def worker_report(part: ReplayReport) -> m.ReplayWorkerReport:
         mode=part.mode,
         calls=part.calls,
         replayed=part.replayed,
-        mismatches=[
-            m.ReplayMismatch(
-                index=x.index,
-                op=x.op,
-                output=x.output,
-                kind=x.kind,
-                detail=x.detail,
-                max_diff=x.max_diff,
-                where=list(x.where) if x.where is not None else None,
-                max_rel=x.max_rel,
-                source=x.source,
-                module_path=x.module,
-                inputs=list(x.inputs),
-            )
-            for x in part.mismatches
-        ],
+        mismatches=[mismatch_model(x) for x in part.mismatches],
         skipped=[m.ReplaySkip(index=i, op=op, reason=why) for i, op, why in part.skipped],
         ops={op: m.ReplayOpStats(**asdict(s)) for op, s in part.ops.items()},
         seconds=part.seconds,

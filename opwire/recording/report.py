@@ -7,12 +7,16 @@ per-op table (calls, mismatches, worst absolute and relative error).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import torch
 
-__all__ = ["Mismatch", "OpStats", "ReplayReport", "SchemaDrift", "format_table"]
+from opwire.schema import models as m
+from opwire.serde.json import to_jsonable
+
+__all__ = ["Mismatch", "OpStats", "ReplayReport", "SchemaDrift", "format_table", "mismatch_model"]
 
 
 @dataclass(frozen=True)
@@ -122,15 +126,39 @@ class ReplayReport:
         for op, stats in part.ops.items():
             self.ops.setdefault(op, OpStats()).merge(stats)
 
+    def to_model(self, findings: Sequence[m.Finding] = ()) -> m.ReplayOutput:
+        """The report as the IDL's `ReplayOutput` record: everything `str()` shows, uncapped.
+
+        `findings` are the report's mismatches, skips and drifts as Findings (`opwire replay --json` passes
+        `opwire.validation.replay_findings(report)`); without them the list is empty."""
+        first = self.first_divergence
+        return m.ReplayOutput(
+            mode=self.mode,
+            calls=self.calls,
+            replayed=self.replayed,
+            ok=self.ok,
+            complete=self.complete,
+            mismatching_calls=len({x.index for x in self.mismatches}),
+            first_divergence=None if first is None else mismatch_model(first),
+            mismatches=[mismatch_model(x) for x in self.mismatches],
+            skipped=[m.ReplaySkip(index=i, op=op, reason=why) for i, op, why in self.skipped],
+            schema_drift=[
+                m.ReplaySchemaDrift(op=d.op, recorded=d.recorded, current=d.current) for d in self.schema_drift
+            ],
+            recorded_torch=self.recorded_torch,
+            torch_version=str(torch.__version__),
+            seconds=self.seconds,
+            ops={op: m.ReplayOpStats(**asdict(s)) for op, s in self.ops.items()},
+            cut=self.cut,
+            tolerance=self.tolerance,
+            workers=self.workers,
+            findings=list(findings),
+        )
+
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form of the report: everything `str()` shows, uncapped."""
-        d = asdict(self)
-        d["ok"] = self.ok
-        d["complete"] = self.complete
-        d["torch_version"] = str(torch.__version__)
-        d["first_divergence"] = asdict(self.first_divergence) if self.first_divergence else None
-        d["mismatching_calls"] = len({x.index for x in self.mismatches})
-        return d
+        """The JSON codec's form of `to_model()` (its `findings` empty)."""
+        data: dict[str, Any] = to_jsonable(self.to_model())
+        return data
 
     def __str__(self) -> str:
         n_calls = len({x.index for x in self.mismatches})
@@ -176,6 +204,23 @@ class ReplayReport:
         for op, s in order:
             rows.append([op, str(s.calls), str(s.mismatches), _num(s.worst_abs), _num(s.worst_rel)])
         return rows
+
+
+def mismatch_model(x: Mismatch) -> m.ReplayMismatch:
+    """A mismatch as the IDL's `ReplayMismatch` record."""
+    return m.ReplayMismatch(
+        index=x.index,
+        op=x.op,
+        output=x.output,
+        kind=x.kind,
+        detail=x.detail,
+        max_diff=x.max_diff,
+        where=list(x.where) if x.where is not None else None,
+        max_rel=x.max_rel,
+        source=x.source,
+        module_path=x.module,
+        inputs=list(x.inputs),
+    )
 
 
 def _count(n: int, one: str, many: str) -> str:

@@ -26,8 +26,9 @@ from opwire.recording.report import format_table
 from opwire.recording.source import TraceSource
 from opwire.schema import models as m
 from opwire.schema.refs import tensor_names
+from opwire.serde.json import to_jsonable
 
-__all__ = ["CallDifference", "OnlyIn", "OpDiff", "TraceDiff", "diff_traces"]
+__all__ = ["CallDifference", "OnlyIn", "OpDiff", "TraceDiff", "diff_traces", "divergence_model"]
 
 _SCALARS = {"as_int", "as_float", "as_bool", "as_sym_int", "as_sym_float", "as_sym_bool"}
 
@@ -106,14 +107,27 @@ class TraceDiff:
         """The earliest difference in call order."""
         return self.events[0] if self.events else None
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form with every difference."""
-        d = asdict(self)
-        d.pop("events")
-        d["ok"] = self.ok
+    def to_model(self) -> m.TraceDiffOutput:
+        """The diff as the IDL's `TraceDiffOutput` record, every difference listed (`opwire diff --json`)."""
         first = self.first_divergence
-        d["first_divergence"] = None if first is None else {"type": type(first).__name__, **asdict(first)}
-        return d
+        return m.TraceDiffOutput(
+            a=self.a,
+            b=self.b,
+            a_calls=self.a_calls,
+            b_calls=self.b_calls,
+            matched=self.matched,
+            ok=self.ok,
+            first_divergence=None if first is None else divergence_model(first),
+            differences=[m.TraceCallDifference(**asdict(d)) for d in self.differences],
+            only_a=[m.TraceOnlyIn(**asdict(o)) for o in self.only_a],
+            only_b=[m.TraceOnlyIn(**asdict(o)) for o in self.only_b],
+            ops={op: m.TraceDiffOpStats(**asdict(s)) for op, s in self.ops.items()},
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON codec's form of `to_model()`."""
+        data: dict[str, Any] = to_jsonable(self.to_model())
+        return data
 
     def __str__(self) -> str:
         lines = [
@@ -142,6 +156,13 @@ class TraceDiff:
         lines.append("per op (ops with differences):")
         lines += ["  " + r for r in format_table(rows)]
         return "\n".join(lines)
+
+
+def divergence_model(event: CallDifference | OnlyIn) -> m.TraceDivergence:
+    """A difference or a one-sided call as the IDL's `TraceDivergence` union."""
+    if isinstance(event, CallDifference):
+        return m.TraceDivergence(difference=m.TraceCallDifference(**asdict(event)))
+    return m.TraceDivergence(only_in=m.TraceOnlyIn(**asdict(event)))
 
 
 def _count(n: int, noun: str) -> str:

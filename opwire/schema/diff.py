@@ -8,12 +8,15 @@ the old one (or the reverse for a member it no longer knows); a minor bump when 
 from __future__ import annotations
 
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opwire.errors import DecodeError
 from opwire.schema.idl import EnumDef, FieldDef, IdlError, Schema, StructDef, load_files
+
+if TYPE_CHECKING:
+    from opwire.schema import models as m
 
 __all__ = ["BUMPS", "RULES", "SchemaChange", "load_idl", "required_bump", "schema_diff"]
 
@@ -54,9 +57,11 @@ class SchemaChange:
     where: str
     message: str
 
-    def to_dict(self) -> dict[str, Any]:
-        """The change as JSON-ready data."""
-        return asdict(self)
+    def to_model(self) -> m.SchemaDiffChange:
+        """The change as the IDL's `SchemaDiffChange` record (what `opwire schema diff --json` lists)."""
+        from opwire.schema import models as m
+
+        return m.SchemaDiffChange(code=self.code, bump=self.bump, where=self.where, message=self.message)
 
 
 def _change(code: str, where: str, message: str) -> SchemaChange:

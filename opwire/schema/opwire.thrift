@@ -8,7 +8,7 @@ namespace py opwire.schema.opwire
 /** Major version of opwire's own records. */
 const i64 RECORDS_VERSION_MAJOR = 1
 /** Minor version of opwire's own records. */
-const i64 RECORDS_VERSION_MINOR = 3
+const i64 RECORDS_VERSION_MINOR = 4
 
 /** Summary of a tensor kept instead of its bytes (record with outputs="digest"). */
 struct TensorDigest {
@@ -490,4 +490,414 @@ struct ReplayWorkerReport {
   60: map<string, ReplayOpStats> ops;
   /** Wall time of the replay, seconds. */
   70: double seconds;
+}
+
+/** Statistics of a tensor's elements, taken as doubles (`opwire run` and `opwire exec` outputs). Since 1.4. */
+struct ValueStats {
+  /** Smallest element. */
+  10: double min;
+  /** Largest element. */
+  20: double max;
+  /** Mean of the elements. */
+  30: double mean;
+  /** Standard deviation of the elements (0 for one element). */
+  40: double std;
+  /** Elements that are NaN or infinite; absent when every element is finite. */
+  50: optional i64 nonfinite;
+  /** The statistics cover only this many first elements (in index order); absent when they cover all. */
+  60: optional i64 of_first;
+}
+
+/** One value as `opwire run --json` and `opwire exec --json` show it: a tensor's dtype, shape, device, first elements and statistics, or a scalar, or the first items of a list. Since 1.4. */
+struct ValueSummary {
+  /** "Tensor", or the Python type's name ("int", "float", "bool", "str", "NoneType", "list", "tuple", ...). */
+  10: string kind;
+  /** A tensor's element type, as torch names it ("float32"). */
+  20: optional string dtype;
+  /** A tensor's shape (a nested tensor: its number of components). */
+  30: optional list<i64> shape;
+  /** A tensor's device ("cpu", "cuda:0"). */
+  40: optional string device;
+  /** A tensor's layout when it is not strided ("sparse_coo", "nested", ...). */
+  50: optional string layout;
+  /** Stored elements of a sparse COO tensor. */
+  60: optional i64 nnz;
+  /** True for a quantized tensor (its values and statistics are dequantized). */
+  70: optional bool quantized;
+  /** The first elements of a real tensor, in index order (as doubles: bools are 0/1). */
+  80: optional list<double> values;
+  /** The first elements of a complex tensor, in index order. */
+  90: optional list<export_schema.ComplexValue> complex_values;
+  /** Statistics of a real tensor's elements (absent for an empty or complex tensor). */
+  100: optional ValueStats stats;
+  /** Why a tensor's values are not shown. */
+  110: optional string note;
+  /** A scalar's value (None is as_none); another object's repr as as_string. */
+  120: optional Value value;
+  /** The first items of a list or tuple. */
+  130: optional list<ValueSummary> items;
+  /** How many items the list or tuple has. */
+  140: optional i64 length;
+}
+
+/** One node that `opwire exec` ran (or that failed). Since 1.4. */
+struct ExecNodeResult {
+  /** Index of the node in the extern-node file. */
+  10: i64 index;
+  /** The node's name. */
+  20: string name;
+  /** The op it calls, as "ns::op.overload". */
+  30: string target;
+  /** Each output by its serialized name; absent when the node failed. */
+  40: optional map<string, ValueSummary> outputs;
+  /** Why the node failed (or why the isolated run stopped); absent when it ran. */
+  50: optional string error;
+}
+
+/** What `opwire exec --json` prints. Since 1.4. */
+struct ExecOutput {
+  /** The nodes in the order they ran; the last one has `error` when a call failed. */
+  10: list<ExecNodeResult> nodes;
+  /** Every node ran. */
+  20: bool ok;
+}
+
+/** What `opwire run --json` prints (after a run that succeeded). Since 1.4. */
+struct RunOutput {
+  /** The run succeeded (a failed run prints its error on stderr and exits 1). */
+  10: bool ok;
+  /** Each leaf of the program's result as "output[i]", in pytree order. */
+  20: map<string, ValueSummary> outputs;
+  /** Each output's label as the text shows it: "output[i]" and, for a structured result, its pytree path ("output[0] .logits"). */
+  30: list<string> labels;
+}
+
+/** One user input or output of a program (`opwire inspect`). Since 1.4. */
+struct ProgramPort {
+  /** The input's or output's name in the graph. */
+  10: string name;
+  /** "Tensor", "SymInt", "SymFloat", "SymBool", "int", "float", "bool", "str", "None", ... */
+  20: string kind;
+  /** A tensor's element type ("float32"). */
+  30: optional string dtype;
+  /** A tensor's shape; a symbolic size is -1 (symbolic_shape spells it). */
+  40: optional list<i64> shape;
+  /** A tensor's shape with every size as text ("s0", "2*s0", "8"); absent when no size is symbolic. */
+  50: optional list<string> symbolic_shape;
+  /** A tensor's device ("cpu"). */
+  60: optional string device;
+  /** The value of an input the program was specialized to, or of a constant output. */
+  70: optional Value value;
+  /** An input the program was exported with a fixed value for (torch's constant_input). */
+  80: bool constant = false;
+}
+
+/** A node of an extern-node file that reads names no earlier node produces (`opwire inspect`). Since 1.4. */
+struct ExternRead {
+  /** Index of the node. */
+  10: i64 index;
+  /** The node's name. */
+  20: string name;
+  /** The op it calls. */
+  30: string op;
+  /** The names it reads that `opwire exec --inputs` must give. */
+  40: list<string> reads;
+}
+
+/** What `opwire inspect --json` prints: `kind` and `codec`, then what that kind of file has (absent fields do not apply). Since 1.4. */
+struct InspectOutput {
+  /** What the file holds ("ExportedProgram", "pt2 archive", "streamed CallTrace", "Values", ...). */
+  10: string kind;
+  /** How it is encoded ("json", "thrift compact (opwire header, schema 1.4)", "zip archive", ...). */
+  20: string codec;
+  /** The model's name inside a .pt2 archive. */
+  30: optional string model;
+  /** Blobs of a .opw archive. */
+  40: optional i64 blobs;
+  /** A program's export schema version ("8.20"). */
+  50: optional string schema_version;
+  /** torch version that wrote the program or recorded the trace. */
+  60: optional string torch_version;
+  /** opwire version that recorded the trace. */
+  70: optional string opwire_version;
+  /** A trace's outputs mode ("full" or "digest"). */
+  80: optional string outputs_mode;
+  /** Calls a trace holds. */
+  90: optional i64 records;
+  /** Tensors a trace holds. */
+  100: optional i64 tensors;
+  /** Size of a streamed trace, bytes. */
+  110: optional i64 bytes;
+  /** Where a cut streamed trace ends. */
+  120: optional string cut;
+  /** A program's user inputs, in order. */
+  130: optional list<ProgramPort> inputs;
+  /** A program's user outputs, in order. */
+  140: optional list<ProgramPort> outputs;
+  /** Ranges of the symbols a program's shapes use. */
+  150: optional map<string, export_schema.RangeConstraint> ranges;
+  /** Parameters the program binds itself. */
+  160: optional i64 parameters;
+  /** Buffers the program binds itself. */
+  170: optional i64 buffers;
+  /** Tensor constants the program binds itself. */
+  180: optional i64 constants;
+  /** Custom objects the program binds itself. */
+  190: optional i64 custom_objects;
+  /** Inputs the program was specialized to (also listed in inputs). */
+  200: optional i64 constant_inputs;
+  /** Effect tokens. */
+  210: optional i64 tokens;
+  /** Nodes of a program (with its subgraphs) or an extern-node file. */
+  220: optional i64 nodes;
+  /** Calls per op ("ns::op.overload" -> count), most used first. */
+  230: optional map<string, i64> ops;
+  /** How often each Argument member occurs in the nodes' inputs and outputs. */
+  240: optional map<string, i64> argument_members;
+  /** An extern-node file's nodes that read names no earlier node produces. */
+  250: optional list<ExternRead> reads;
+  /** Weights an archive stores. */
+  260: optional i64 weights;
+  /** Constants an archive stores. */
+  270: optional i64 stored_constants;
+  /** Bytes of an OpwireArchive's weights and constants. */
+  280: optional i64 payload_bytes;
+  /** Namespaces an op-library snapshot covers. */
+  290: optional list<string> namespaces;
+  /** Op overloads an op-library snapshot holds. */
+  300: optional i64 overloads;
+  /** A Values file's entries, each as "float32[2, 8] on cpu", "int 3", "list of 2". */
+  310: optional map<string, string> values;
+  /** Entries of a findings file. */
+  320: optional i64 entries;
+  /** What `--verify` checked ("every entry's CRC-32 matches"). */
+  330: optional string verified;
+}
+
+/** One call two traces made differently, aligned (`opwire diff`). Since 1.4. */
+struct TraceCallDifference {
+  /** Call index in A. */
+  10: i64 a_index;
+  /** Call index in B. */
+  20: i64 b_index;
+  /** The op, as "ns::op.overload". */
+  30: string op;
+  /** What differs: "output 0", "argument alpha". */
+  40: string what;
+  /** "argument", "value", "shape", "dtype", "stride" or "missing". */
+  50: string kind;
+  /** What differs, in words. */
+  60: string detail;
+  /** Largest absolute difference, for value differences. */
+  70: optional double max_diff;
+  /** Largest relative difference, for value differences. */
+  80: optional double max_rel;
+  /** Where A made the call ("train.py:12 in forward"; empty when unknown). */
+  90: string source;
+}
+
+/** A call only one trace made (`opwire diff`). Since 1.4. */
+struct TraceOnlyIn {
+  /** "A" or "B". */
+  10: string side;
+  /** Call index in that trace. */
+  20: i64 index;
+  /** Index in the other trace where the call would sit. */
+  30: i64 at;
+  /** The op. */
+  40: string op;
+  /** Where the call was made (empty when unknown). */
+  50: string source;
+}
+
+/** The earliest difference of two traces: an aligned call that differs, or a call only one trace made. Since 1.4. */
+union TraceDivergence {
+  /** An aligned pair of calls that differ. */
+  10: TraceCallDifference difference;
+  /** A call one trace made and the other did not. */
+  20: TraceOnlyIn only_in;
+}
+
+/** Figures of one op in `opwire diff`. Since 1.4. */
+struct TraceDiffOpStats {
+  /** Aligned calls. */
+  10: i64 calls;
+  /** Aligned calls whose outputs differ. */
+  20: i64 value_diffs;
+  /** Aligned calls whose arguments differ. */
+  30: i64 arg_diffs;
+  /** Calls only A made. */
+  40: i64 only_a;
+  /** Calls only B made. */
+  50: i64 only_b;
+  /** Largest absolute difference seen, also within tolerance. */
+  60: double worst_abs;
+  /** Largest relative difference seen, also within tolerance. */
+  70: double worst_rel;
+}
+
+/** What `opwire diff A B --json` prints for two traces. Since 1.4. */
+struct TraceDiffOutput {
+  /** The first trace. */
+  10: string a;
+  /** The second trace. */
+  20: string b;
+  /** Calls in A. */
+  30: i64 a_calls;
+  /** Calls in B. */
+  40: i64 b_calls;
+  /** Aligned calls. */
+  50: i64 matched;
+  /** The traces made the same calls with the same arguments and outputs. */
+  60: bool ok;
+  /** The earliest difference in call order; absent when they agree. */
+  70: optional TraceDivergence first_divergence;
+  /** Every aligned call that differs, in call order. */
+  80: list<TraceCallDifference> differences;
+  /** Calls only A made. */
+  90: list<TraceOnlyIn> only_a;
+  /** Calls only B made. */
+  100: list<TraceOnlyIn> only_b;
+  /** Figures per op. */
+  110: map<string, TraceDiffOpStats> ops;
+}
+
+/** A rank's first divergence in `opwire diff RUN_A RUN_B`. Since 1.4. */
+struct RunDiffDivergence {
+  /** The rank. */
+  10: i64 rank;
+  /** Call index (in A; in B for a call only B made). */
+  20: i64 index;
+  /** The divergence in words, as the text report shows it. */
+  30: string text;
+}
+
+/** What `opwire diff RUN_A RUN_B --json` prints for two run directories. Since 1.4. */
+struct RunDiffOutput {
+  /** The first run directory. */
+  10: string a;
+  /** The second run directory. */
+  20: string b;
+  /** Ranks of each run. */
+  30: i64 world_size;
+  /** Every rank agrees. */
+  40: bool ok;
+  /** The first divergence of every rank that diverges, earliest first. */
+  50: list<RunDiffDivergence> divergences;
+  /** Each rank's diff, in rank order. */
+  60: list<TraceDiffOutput> ranks;
+}
+
+/** An op whose schema in the running torch differs from the recorded one. Since 1.4. */
+struct ReplaySchemaDrift {
+  /** The op. */
+  10: string op;
+  /** Its schema when recorded. */
+  20: string recorded;
+  /** Its schema now; absent when the op is not registered in this process. */
+  30: optional string current;
+}
+
+/** What `opwire replay TRACE --json` prints. Since 1.4. */
+struct ReplayOutput {
+  /** "isolated" or "chained". */
+  10: string mode;
+  /** Calls in the trace. */
+  20: i64 calls;
+  /** Calls replayed. */
+  30: i64 replayed;
+  /** Every replayed call matched. */
+  40: bool ok;
+  /** False for a cut trace or one without calls: nothing proves it passed. */
+  50: bool complete;
+  /** Calls with at least one mismatch. */
+  60: i64 mismatching_calls;
+  /** The earliest mismatch; absent when everything matched. */
+  70: optional ReplayMismatch first_divergence;
+  /** Every mismatch, in call order. */
+  80: list<ReplayMismatch> mismatches;
+  /** Calls not replayed. */
+  90: list<ReplaySkip> skipped;
+  /** Ops whose schema changed since the recording. */
+  100: list<ReplaySchemaDrift> schema_drift;
+  /** torch version of the recording. */
+  110: string recorded_torch;
+  /** torch version of the replay. */
+  120: string torch_version;
+  /** Wall time, seconds. */
+  130: double seconds;
+  /** Figures per op ("ns::op.overload" -> stats). */
+  140: map<string, ReplayOpStats> ops;
+  /** Where a cut trace ends; absent when it is whole. */
+  150: optional string cut;
+  /** The tolerance used ("dtype defaults", or the rtol/atol given). */
+  160: string tolerance;
+  /** Processes the replay used. */
+  170: i64 workers;
+  /** Each mismatch, skipped call and drifted op schema as a Finding (codes replay_*, docs/errors.md). */
+  180: list<Finding> findings;
+}
+
+/** The first place one rank's replay, or a collective check, parts from the recording (`opwire replay RUN`). Since 1.4. */
+struct RunReplayDivergence {
+  /** The rank. */
+  10: i64 rank;
+  /** Call index in the rank's trace. */
+  20: i64 index;
+  /** The op. */
+  30: string op;
+  /** Source line of the call (empty when unknown). */
+  40: string source;
+  /** Module path of the call (empty when unknown). */
+  50: string module_path;
+  /** What differs. */
+  60: string detail;
+}
+
+/** What `opwire replay RUN --json` prints (each rank isolated, or under torchrun with --collectives). Since 1.4. */
+struct RunReplayOutput {
+  /** The run directory. */
+  10: string path;
+  /** "isolated" or "collectives". */
+  20: string mode;
+  /** Ranks of the run. */
+  30: i64 world_size;
+  /** No rank diverged and the collectives agree. */
+  40: bool ok;
+  /** The earliest divergence over all ranks; absent when none. */
+  50: optional RunReplayDivergence first_divergence;
+  /** The first divergence of each rank that has one, in rank order. */
+  60: list<RunReplayDivergence> first;
+  /** Each rank's replay, in rank order. */
+  70: list<ReplayOutput> ranks;
+  /** The cross-rank collective check; absent when it did not run. */
+  80: optional RanksReport collectives;
+}
+
+/** One difference `opwire schema diff` found and the bump it needs. Since 1.4. */
+struct SchemaDiffChange {
+  /** Rule code (opwire/schema/README.md). */
+  10: string code;
+  /** "major", "minor" or "none". */
+  20: string bump;
+  /** The type, field or value it is about ("Color.BLUE"). */
+  30: string where;
+  /** What changed. */
+  40: string message;
+}
+
+/** What `opwire schema diff OLD NEW --json` prints. Since 1.4. */
+struct SchemaDiffOutput {
+  /** The largest bump any change needs: "major", "minor" or "none". */
+  10: string bump;
+  /** Every change, including those needing no bump. */
+  20: list<SchemaDiffChange> changes;
+}
+
+/** What `opwire view FILE --json` prints. Since 1.4. */
+struct ViewOutput {
+  /** The page written. */
+  10: string page;
+  /** Its size, bytes. */
+  20: i64 bytes;
 }

@@ -147,12 +147,12 @@ def to_jsonable(obj: BaseModel) -> Any:
         raise _locate_encode_error(obj, exc) from None
 
 
-def encode(obj: BaseModel) -> bytes:
-    """Serialize a model to JSON bytes, byte-identical to torch's export JSON."""
+def encode(obj: BaseModel, *, indent: int | None = None) -> bytes:
+    """Serialize a model to JSON bytes, byte-identical to torch's export JSON (`indent`: for people, as the CLI)."""
     with paused_gc():
         data = to_jsonable(obj)
         try:
-            return _json.dumps(data, allow_nan=False).encode("utf-8")
+            return _json.dumps(data, allow_nan=False, indent=indent).encode("utf-8")
         except (ValueError, TypeError) as exc:
             raise _locate_encode_error(obj, exc) from None
 

@@ -1,7 +1,8 @@
 """The one table between the export schema's enums and torch's objects (dtypes, layouts, memory formats).
 
-Built once from the IDL's enum names joined, name by name, with torch's own serializer maps, so the
-numbering is always the export schema's (`ScalarType.FLOAT` is 7, where c10's 7 is Double).
+Built once from the IDL's enum names joined, name by name, with torch's own serializer maps (derived into
+`torch_serializer_tables.py` by `torch_serializer_gen.py`, checked against the installed torch by a test), so
+the numbering is always the export schema's (`ScalarType.FLOAT` is 7, where c10's 7 is Double).
 """
 
 from __future__ import annotations
@@ -11,21 +12,26 @@ from functools import cache
 from typing import Any
 
 from opwire.schema import models as m
+from opwire.serde.torch_serializer_gen import SOURCES
+from opwire.serde.torch_serializer_tables import TORCH_ATTRIBUTES
 
 __all__ = ["ENUMS", "from_torch", "to_torch"]
 
-ENUMS: dict[str, str] = {"ScalarType": "DTYPE", "Layout": "LAYOUT", "MemoryFormat": "MEMORY_FORMAT"}
+ENUMS: dict[str, str] = SOURCES
 """IDL enum -> suffix of torch's `_TORCH_TO_SERIALIZE_<suffix>` map in torch/_export/serde/serialize.py."""
 
 
 @cache
 def from_torch(enum: str) -> dict[Any, IntEnum]:
     """torch object (torch.float32, torch.strided, ...) -> member of the IDL enum `enum`."""
-    from torch._export.serde import serialize
+    import torch
 
     ours: type[IntEnum] = getattr(m, enum)
-    torch_map: dict[Any, Any] = getattr(serialize, f"_TORCH_TO_SERIALIZE_{ENUMS[enum]}")
-    return {obj: ours[serialized.name] for obj, serialized in torch_map.items() if serialized.name in ours.__members__}
+    return {
+        getattr(torch, attr): ours[name]
+        for name, attr in TORCH_ATTRIBUTES[enum].items()
+        if name in ours.__members__ and hasattr(torch, attr)
+    }
 
 
 @cache

@@ -54,8 +54,8 @@ def test_inspect_extern_nodes(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     path = tmp_path / "abc.wrapper.json"
     path.write_bytes(opwire.dumps(_extern_nodes()))
     assert main(["inspect", str(path), "--json"]) == 0
-    summary = json.loads(capsys.readouterr().out)
-    assert summary == {
+    summary = json.loads(capsys.readouterr().out)  # an InspectOutput record: fields that do not apply are null
+    assert {k: v for k, v in summary.items() if v is not None} == {
         "kind": "ExternKernelNodes",
         "codec": "json",
         "nodes": 1,
@@ -141,7 +141,7 @@ def test_inspect_streamed_trace_and_a_cut_one(tmp_path: Path, capsys: pytest.Cap
         "aten::ones.default": 1,
         "aten::tanh.default": 1,
     }
-    assert "cut" not in summary
+    assert summary["cut"] is None
     data = path.read_bytes()
     (tmp_path / "cut.trace").write_bytes(data[: len(data) - 5])
     assert main(["inspect", str(tmp_path / "cut.trace")]) == 0

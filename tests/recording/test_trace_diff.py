@@ -62,4 +62,4 @@ def test_changed_arguments_and_values_are_reported_per_op(tmp_path: Path) -> Non
     assert first is not None and first.kind == "value"
     assert seeded.ops[first.op].value_diffs >= 1 and seeded.ops[first.op].worst_abs > 0
     assert "per op (ops with differences):" in str(seeded)
-    assert seeded.to_dict()["first_divergence"]["type"] == "CallDifference"
+    assert seeded.to_dict()["first_divergence"]["difference"]["kind"] == "value"  # TraceDivergence: one member set

@@ -1,12 +1,17 @@
-"""The one table between the export schema's enums and torch objects."""
+"""The one table between the export schema's enums and torch objects, derived from torch and checked against it."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 import torch
 from torch._export.serde import serialize
 
 from opwire.schema import models as m
-from opwire.serde import torch_enums
+from opwire.serde import torch_enums, torch_serializer_gen
 
 
 def test_float_is_seven_and_means_float32() -> None:
@@ -28,3 +33,32 @@ def test_every_torch_mapping_is_covered_both_ways() -> None:
 def test_unknown_has_no_torch_object() -> None:
     for enum in torch_enums.ENUMS:
         assert 0 not in torch_enums.to_torch(enum)
+
+
+def test_committed_table_matches_installed_torch() -> None:
+    fresh = torch_serializer_gen.render(torch_serializer_gen.derive(), torch.__version__.split("+")[0])
+    diff = torch_serializer_gen.drift(torch_serializer_gen.TABLE_PATH.read_text(encoding="utf-8"), fresh)
+    assert not diff, (
+        f"torch's serialized enums changed; regenerate with python -m opwire.serde.torch_serializer_gen\n{diff}"
+    )
+
+
+def test_check_prints_a_readable_diff_on_drift(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake = tmp_path / "torch_serializer_tables.py"
+    fake.write_text(
+        torch_serializer_gen.TABLE_PATH.read_text(encoding="utf-8").replace('"FLOAT": "float32"', '"FLOAT": "float64"')
+    )
+    monkeypatch.setattr(torch_serializer_gen, "TABLE_PATH", fake)
+    assert torch_serializer_gen.main(["--check"]) == 1
+    err = capsys.readouterr().err
+    assert '+        "FLOAT": "float32",' in err
+    assert "regenerate with: python -m opwire.serde.torch_serializer_gen" in err
+
+
+def test_reading_a_tensor_does_not_import_torchs_serializer() -> None:
+    """The table is committed data: reading tensors must not pay torch._export's import (torch._dynamo, sympy)."""
+    code = "import sys, opwire.serde.tensors, opwire.serde.python_carriers; print('torch._export.serde.serialize' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"

@@ -13,13 +13,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 from opwire.errors import DecodeError, OpwireError
 from opwire.recording.distributed.collectives import collective_of
 from opwire.recording.distributed.run import Run
 from opwire.recording.recorder import Trace
 from opwire.recording.trace_diff import CallDifference, OnlyIn, TraceDiff, diff_traces
+from opwire.schema import models as m
 
 __all__ = ["RunDiff", "diff_runs"]
 
@@ -92,16 +92,16 @@ class RunDiff:
             )
         return "\n".join(lines)
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: every rank's diff and the ordered first divergences."""
-        return {
-            "a": self.a,
-            "b": self.b,
-            "world_size": self.world_size,
-            "ok": self.ok,
-            "divergences": [{"rank": r, "index": _index(e), "text": str(e)} for r, e in self.divergences()],
-            "ranks": [d.to_dict() for d in self.ranks],
-        }
+    def to_model(self) -> m.RunDiffOutput:
+        """The IDL's `RunDiffOutput` record: every rank's diff and the ordered first divergences."""
+        return m.RunDiffOutput(
+            a=self.a,
+            b=self.b,
+            world_size=self.world_size,
+            ok=self.ok,
+            divergences=[m.RunDiffDivergence(rank=r, index=_index(e), text=str(e)) for r, e in self.divergences()],
+            ranks=[d.to_model() for d in self.ranks],
+        )
 
 
 def diff_runs(

@@ -10,11 +10,11 @@ so a failure never hangs. Reports travel to rank 0 as JSON over the group, and r
 
 from __future__ import annotations
 
-import json
+import json as _stdlib_json
 import os
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -37,15 +37,24 @@ from opwire.recording.replay_worker import report_from_dict, worker_report
 from opwire.recording.report import Mismatch, OpStats, ReplayReport
 from opwire.recording.source import TraceSource
 from opwire.schema import models as m
+from opwire.serde import json
 from opwire.serde.json import to_jsonable
 
 __all__ = ["replay_live"]
 
 
 def replay_live(
-    path: str, rtol: float | None, atol: float | None, timeout: float, allow_ops: Iterable[str], as_json: bool
+    path: str,
+    rtol: float | None,
+    atol: float | None,
+    timeout: float,
+    allow_ops: Iterable[str],
+    as_json: bool,
+    findings: Callable[[ReplayReport], Sequence[m.Finding]] | None = None,
 ) -> int:
-    """Replay this rank of run `path` with real collectives; rank 0 prints the merged report. Exit 0/1/2."""
+    """Replay this rank of run `path` with real collectives; rank 0 prints the merged report. Exit 0/1/2.
+
+    With `as_json` rank 0 prints the `RunReplayOutput` record; `findings` gives each rank's Findings."""
     import torch.distributed as dist
 
     info = launch_info()
@@ -80,7 +89,11 @@ def replay_live(
     merged.ranks = [report_from_dict(d) for d in reports]
     if info.rank == 0:
         merged.collectives = check_ranks(run)
-        print(json.dumps(merged.to_dict(), indent=2) if as_json else merged, flush=True)
+        if as_json:
+            sys.stdout.write(json.encode(merged.to_model(findings), indent=2).decode("ascii") + "\n")
+            sys.stdout.flush()
+        else:
+            print(merged, flush=True)
     dist.destroy_process_group()
     return 0 if merged.ok else 1
 
@@ -180,7 +193,7 @@ def _gather(data: dict[str, Any]) -> list[dict[str, Any]]:
     """Every rank's report (JSON bytes over the group; nothing pickled)."""
     import torch.distributed as dist
 
-    raw = torch.frombuffer(bytearray(json.dumps(data).encode()), dtype=torch.uint8)
+    raw = torch.frombuffer(bytearray(_stdlib_json.dumps(data).encode()), dtype=torch.uint8)
     sizes = [torch.zeros(1, dtype=torch.int64) for _ in range(dist.get_world_size())]
     dist.all_gather(sizes, torch.tensor([raw.numel()]))
     most = int(max(s.item() for s in sizes))
@@ -188,4 +201,4 @@ def _gather(data: dict[str, Any]) -> list[dict[str, Any]]:
     padded[: raw.numel()] = raw
     bufs = [torch.zeros(most, dtype=torch.uint8) for _ in sizes]
     dist.all_gather(bufs, padded)
-    return [json.loads(bytes(b[: int(s.item())].tolist())) for b, s in zip(bufs, sizes, strict=True)]
+    return [_stdlib_json.loads(bytes(b[: int(s.item())].tolist())) for b, s in zip(bufs, sizes, strict=True)]

@@ -8,7 +8,7 @@ on its own, so memory stays that of one rank's replay.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,17 @@ class Divergence:
     source: str
     module: str
     detail: str
+
+    def to_model(self) -> m.RunReplayDivergence:
+        """The divergence as the IDL's `RunReplayDivergence` record."""
+        return m.RunReplayDivergence(
+            rank=self.rank,
+            index=self.index,
+            op=self.op,
+            source=self.source,
+            module_path=self.module,
+            detail=self.detail,
+        )
 
     def __str__(self) -> str:
         where = "".join(
@@ -93,19 +104,20 @@ class RunReplay:
         lines.append(f"first divergence overall: {first}" if first is not None else "no divergence on any rank")
         return "\n".join(lines)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The report as JSON-ready data."""
-        from opwire.serde import json
-
-        return {
-            "path": self.path,
-            "mode": self.mode,
-            "world_size": self.world_size,
-            "ok": self.ok,
-            "ranks": [rep.to_dict() for rep in self.ranks],
-            "first": [None if d is None else vars(d) for d in self.first()],
-            "collectives": None if self.collectives is None else json.to_jsonable(self.collectives),
-        }
+    def to_model(self, findings: Callable[[ReplayReport], Sequence[m.Finding]] | None = None) -> m.RunReplayOutput:
+        """The IDL's `RunReplayOutput` record; `findings` gives each rank's Findings (`replay_findings`)."""
+        first = [d for d in self.first() if d is not None]
+        overall = self.overall()
+        return m.RunReplayOutput(
+            path=self.path,
+            mode=self.mode,
+            world_size=self.world_size,
+            ok=self.ok,
+            first_divergence=None if overall is None else overall.to_model(),
+            first=[d.to_model() for d in first],
+            ranks=[rep.to_model(findings(rep) if findings is not None else ()) for rep in self.ranks],
+            collectives=self.collectives,
+        )
 
 
 class _LocalOnly(TraceSource):

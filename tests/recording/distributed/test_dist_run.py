@@ -95,9 +95,11 @@ def test_isolated_replay_of_every_rank_is_clean(run_dir: Path, cli: Cli) -> None
 
 
 def test_replay_with_real_collectives_under_torchrun(run_dir: Path) -> None:
-    done = torchrun("replay", run_dir, "--collectives", "--collective-timeout", "60", cwd=run_dir.parent)
+    done = torchrun("replay", run_dir, "--collectives", "--collective-timeout", "60", "--json", cwd=run_dir.parent)
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
-    assert "no divergence on any rank" in done.stdout and "(collectives)" in done.stdout
+    report = opwire.loads(done.stdout.encode(), m.RunReplayOutput, format="json")  # rank 0 prints the IDL record
+    assert (report.mode, report.ok, report.first_divergence, report.world_size) == ("collectives", True, None, 2)
+    assert all(r.mode == "chained" and r.ok and r.replayed for r in report.ranks)
 
 
 @pytest.mark.parametrize(
