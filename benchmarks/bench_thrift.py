@@ -17,9 +17,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import corpus
 from _timing import best_of
 from bench_json import _deep_mlp
+from support import corpus
 from torch._export.serde import schema as torch_schema
 from torch._export.serde.serialize import _bytes_to_dataclass, _to_json_bytes
 

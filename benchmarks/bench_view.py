@@ -22,9 +22,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import torch
-import view_programs
 from _timing import best_of
-from browser import CHROMIUM, Browser
+from support import view_programs
+from support.browser import CHROMIUM, Browser
 
 from opwire.schema import models as m
 from opwire.serde.json import decode

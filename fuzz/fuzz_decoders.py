@@ -17,10 +17,10 @@ with atheris.instrument_imports():
     import opwire
     from opwire.errors import DecodeError
     from opwire.schema import models as m
-    from opwire.serde import thrift
+    from opwire.serde import FORMATS, thrift
 
 ROOTS = ("ExportedProgram", "Graph", "Node", "Argument", "Value", "Values", "CallTrace", "ExternKernelNodes")
-CODECS = ("binary", "compact", "json")
+CODECS = FORMATS  # every format opwire reads: json, binary, compact
 
 
 def _seeds() -> dict[str, bytes]:

@@ -1,8 +1,8 @@
-"""Shared pytest fixtures. The export corpus (tests/corpus.py) is built lazily, once per worker process.
+"""Shared pytest fixtures. The export corpus (tests/support/corpus.py) is built lazily, once per worker process.
 
 One fixture per axis, as msgspec's tests use one `proto` fixture: a test that takes `fmt` runs once per
-format, `codec` once per Thrift codec, `replay_mode` once per replay mode. The axes are read from opwire
-itself, so a format added there is tested everywhere.
+format, `codec` once per Thrift codec, `engine` once per Thrift engine, `replay_mode` once per replay mode.
+The axes are read from opwire itself, so a format added there is tested everywhere.
 """
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from __future__ import annotations
 import typing
 from pathlib import Path
 
-import corpus
 import pytest
-from clirun import Cli, run_cli
+from support import corpus
+from support.clirun import Cli, run_cli
 
 from opwire.recording import replay
-from opwire.serde import FORMATS, framing
+from opwire.serde import FORMATS, framing, thrift
 
 REPLAY_MODES = typing.get_args(typing.get_type_hints(replay)["mode"])
 
@@ -41,6 +41,12 @@ def fmt(request: pytest.FixtureRequest) -> str:
 @pytest.fixture(scope="session", params=sorted(framing.CODECS))
 def codec(request: pytest.FixtureRequest) -> str:
     """Every Thrift codec: binary, compact."""
+    return str(request.param)
+
+
+@pytest.fixture(scope="session", params=thrift.ENGINES)
+def engine(request: pytest.FixtureRequest) -> str:
+    """Every Thrift engine, alone: fastbinary (Apache Thrift's C codec, canonical input) and python (the checking one)."""
     return str(request.param)
 
 

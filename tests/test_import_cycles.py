@@ -8,6 +8,7 @@ are left out (they never run).
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent / "opwire"
@@ -156,3 +157,77 @@ def test_renamed_modules_still_import_with_a_warning() -> None:
     for old_name, new_name in shims.items():
         assert any(f"moved to {new_name}" in message for message in said[old_name]), (old_name, said[old_name])
         assert importlib.util.find_spec(new_name) is not None, new_name
+
+
+# DESIGN.md's own spelling for the IDL models (`m.Node`, `m.Graph`), used by users, docs and tests alike
+_CONVENTIONS = {"opwire.schema.models": "m"}
+
+
+def _is_module(name: str) -> bool:
+    path = ROOT.parent.joinpath(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def _module_imports(tree: ast.AST, package: str) -> list[tuple[str, str, str]]:
+    """(module, its own last name, the name it is bound to) for every import of a module that names the binding."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(a.name, a.name.rpartition(".")[2], a.asname) for a in node.names if a.asname]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            for a in node.names:
+                if base.split(".")[0] == "opwire" and _is_module(f"{base}.{a.name}"):
+                    found.append((f"{base}.{a.name}", a.name, a.asname or a.name))
+    return found
+
+
+def _aliases(source: str, name: str, package: str) -> list[str]:
+    """Every import in module `name` that binds an opwire module under another name than its own, and every
+    stdlib module aliased where no opwire module (imported, or this one) takes its name."""
+    imports = _module_imports(ast.parse(source), package)
+    own = {bound for module, _, bound in imports if module.startswith("opwire.")} | {name.rpartition(".")[2]}
+    bad = []
+    for module, last, bound in imports:
+        if bound == last or _CONVENTIONS.get(module) == bound:
+            continue
+        top = module.split(".")[0]
+        if top == "opwire" or (top in sys.stdlib_module_names and last not in own):
+            bad.append(f"{name}: {module} as {bound}")
+    return bad
+
+
+def test_opwire_modules_are_imported_under_their_own_names() -> None:
+    """`from opwire.serde import tensors`, never `tensors as _tensors`: one name per module, everywhere.
+
+    Third-party conventions (`torch.distributed as dist`) are not opwire's to rename. A stdlib module may be
+    aliased only where an opwire module of the same name takes the name (`import json as _stdlib_json` beside
+    `from opwire.serde import json`, or inside opwire.serde.json itself); anywhere else it keeps its own name.
+    The IDL models keep DESIGN.md's `from opwire.schema import models as m` (`m.Node`), the one convention."""
+    bad = []
+    for path in sorted(ROOT.rglob("*.py")):
+        name = _module_name(path)
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        bad += _aliases(path.read_text(encoding="utf-8"), name, package)
+    assert bad == [], "aliased imports (rename the clashing local, or import the function you need):\n" + "\n".join(bad)
+
+
+def test_the_alias_checker_sees_every_spelling() -> None:
+    source = (
+        "import mmap as _mmap\nimport json as stdlib_json\nimport torch.distributed as dist\n"
+        "from opwire.schema import models as m\nfrom opwire.serde import json, tensors as _tensors, framing\n"
+        "from . import objects as values\nfrom .budgets import MAX_ELEMENTS as LIMIT\n"
+        "def f():\n    import opwire.serde.thrift as codec\n"
+    )
+    assert _aliases("import json as _json\nimport os as _os\n", "opwire.serde.json", "opwire.serde") == [
+        "opwire.serde.json: os as _os"
+    ]
+    assert _aliases(source, "opwire.serde.probe", "opwire.serde") == [
+        "opwire.serde.probe: mmap as _mmap",
+        "opwire.serde.probe: opwire.serde.tensors as _tensors",
+        "opwire.serde.probe: opwire.serde.objects as values",
+        "opwire.serde.probe: opwire.serde.thrift as codec",
+    ]

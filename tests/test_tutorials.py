@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from clirun import run_cli
+from support.clirun import run_cli
 
 TUTORIALS = Path(__file__).resolve().parents[1] / "docs" / "tutorials"
 _BLOCK = re.compile(

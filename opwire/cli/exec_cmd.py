@@ -13,7 +13,7 @@ from opwire.errors import BindError, DecodeError, OpwireError, printable
 from opwire.program.signature import extern_inputs, op_name
 from opwire.proxy_executor.default_policy import DefaultPolicy
 from opwire.schema import models as m
-from opwire.serde import json as json_codec
+from opwire.serde import json
 
 __all__ = ["add_parser", "run"]
 
@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
             raise outcome.error
         if outcome.error is not None:
             blobs = {
-                "report": json_codec.encode(m.ExecOutput(nodes=[], ok=False)),
+                "report": json.encode(m.ExecOutput(nodes=[], ok=False)),
                 "error": str(outcome.error).encode(),
             }
         else:
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         blobs = in_process(lambda child: _work(args, child))
     try:
-        nodes = list(json_codec.decode(blobs["report"], m.ExecOutput, source="the isolated run").nodes)
+        nodes = list(json.decode(blobs["report"], m.ExecOutput, source="the isolated run").nodes)
     except (DecodeError, KeyError):
         raise OpwireError("the isolated run sent back a malformed report") from None
     if "error" in blobs:  # the child died (crash, limit): the last node it started is named in the error
@@ -131,4 +131,4 @@ def _work(args: argparse.Namespace, child: Any) -> dict[str, bytes]:
             described = {k: describe(v) for k, v in outs.items()}
             nodes.append(m.ExecNodeResult(index=i, name=ek.name, target=target, outputs=described))
     ok = not nodes or nodes[-1].error is None
-    return {"report": json_codec.encode(m.ExecOutput(nodes=nodes, ok=ok))}
+    return {"report": json.encode(m.ExecOutput(nodes=nodes, ok=ok))}

@@ -12,7 +12,7 @@ from opwire.cli.options import LOADING_HELP, add_budget_flags, add_device, add_l
 from opwire.cli.values import INPUTS_HELP, describe, read_inputs, text
 from opwire.errors import BindError, DecodeError, OpwireError, printable
 from opwire.schema import models as m
-from opwire.serde import json as json_codec
+from opwire.serde import json
 from opwire.serde.outfiles import check_output, write_output
 
 __all__ = ["add_parser", "run"]
@@ -152,7 +152,7 @@ def _work(args: argparse.Namespace, child: Any) -> dict[str, bytes]:
     from opwire.program.signature import program_signature
     from opwire.proxy_executor.isolate_program import progress_observer
     from opwire.proxy_executor.runner import ProgramRunner
-    from opwire.serde import objects as _values
+    from opwire.serde import objects
 
     runner = ProgramRunner(
         _load_program(args.program, args.max_elements),
@@ -189,12 +189,12 @@ def _work(args: argparse.Namespace, child: Any) -> dict[str, bytes]:
         blobs["compare"] = _compare_doc(args, observer)
     leaves = pytree.tree_leaves(result)
     if args.out:
-        out = m.Values(values={f"output[{i}]": _values.from_python(v, f"output[{i}]") for i, v in enumerate(leaves)})
+        out = m.Values(values={f"output[{i}]": objects.from_python(v, f"output[{i}]") for i, v in enumerate(leaves)})
         fmt = "json" if str(args.out).endswith(".json") else "compact"
         blobs["out"] = opwire.dumps(out, format=fmt)  # type: ignore[arg-type]
     labels = _labels(result, len(leaves))
     summary = m.RunOutput(ok=True, outputs={f"output[{i}]": describe(v) for i, v in enumerate(leaves)}, labels=labels)
-    blobs["summary"] = json_codec.encode(summary)
+    blobs["summary"] = json.encode(summary)
     return blobs
 
 
@@ -273,7 +273,7 @@ def _print_compare(args: argparse.Namespace, doc: m.FindingsDocument) -> bool:
 def _findings(data: bytes) -> m.FindingsDocument:
     """The findings document the run sent back, read with the checking JSON decoder before it is written anywhere."""
     try:
-        return json_codec.decode(data, m.FindingsDocument, source="--compare-nodes")
+        return json.decode(data, m.FindingsDocument, source="--compare-nodes")
     except OpwireError as exc:
         raise OpwireError(f"the run sent back a malformed findings document ({exc})") from None
 
@@ -291,7 +291,7 @@ def _check_values(data: bytes, fmt: str, what: str) -> Any:
 def _summary(data: bytes) -> m.RunOutput:
     """The outputs' summary the run sent back (a `RunOutput` record), read with the checking JSON decoder."""
     try:
-        summary = json_codec.decode(data, m.RunOutput, source="the run's summary")
+        summary = json.decode(data, m.RunOutput, source="the run's summary")
     except OpwireError as exc:
         raise OpwireError(f"the run sent back a malformed summary ({exc})") from None
     if len(summary.labels) != len(summary.outputs):

@@ -16,8 +16,7 @@ from opwire.errors import DecodeError
 from opwire.program.kinds import KINDS, ROOT_KINDS, FindingsFile, Kind, StreamedTrace
 from opwire.program.opened import OpenedProgram
 from opwire.schema import models as m
-from opwire.serde import budgets, framing
-from opwire.serde import json as json_codec
+from opwire.serde import budgets, framing, json
 from opwire.serde.files import read_head, read_input
 
 __all__ = ["CONTAINERS", "Budgets", "Container", "Opened", "from_bytes", "is_zip_head", "want"]
@@ -77,7 +76,7 @@ def _open_zip(path: Path, b: Budgets, expect: Kind | None) -> Opened:
         )
         wrapper = aoti_wrapper(z) if expect == "extern_nodes" or not has_program else None
         if wrapper is not None:
-            return json_codec.decode(
+            return json.decode(
                 z.read(wrapper), m.ExternKernelNodes, source=f"{path}:{wrapper}", max_elements=b.max_elements
             )
         if expect == "extern_nodes":
@@ -128,7 +127,7 @@ CONTAINERS: list[Container] = [
     Container("zip (.pt2 export archive or AOTInductor package)", is_zip_head, _open_zip),
     Container(".opw archive", _is_opw_head, _open_opw),
     Container("Thrift with opwire's header", framing.has_header, _open_framed),
-    Container("JSON", json_codec.looks_like_json, _open_json),
+    Container("JSON", json.looks_like_json, _open_json),
 ]
 """File formats in the order they are tried on a file's first bytes."""
 
@@ -144,17 +143,17 @@ def from_bytes(data: bytes, where: str, b: Budgets, expect: Kind | None) -> Open
     if framing.has_header(data):
         root = framing.read_header(data, where).root if sniffed is None else sniffed[1]
         return _decode_root(root, data, where, b, expect)
-    if not json_codec.looks_like_json(data):
+    if not json.looks_like_json(data):
         raise DecodeError(
             f"{where}: neither a .pt2 zip archive, JSON, nor a file opwire wrote in Thrift form (it starts with "
             f"{bytes(data[:8])!r}); raw Thrift needs its codec and type: opwire.loads(data, cls, format=...)"
         )
-    json_codec.check_elements(data, b.max_elements, where)  # before anything parses it
+    json.check_elements(data, b.max_elements, where)  # before anything parses it
     top = _json_top(data, where, object_only=expect != "findings")
-    if expect == "findings" or "opwire_findings" in top or ("reports" in top and json_codec.json_root(top) is None):
+    if expect == "findings" or "opwire_findings" in top or ("reports" in top and json.json_root(top) is None):
         want("findings", expect, where)  # a findings document is checked entry by entry where it is drawn
         return FindingsFile(where, top)
-    found = json_codec.json_root(top)
+    found = json.json_root(top)
     if found is None:
         raise DecodeError(
             f"{where}: a JSON object with keys {sorted(top)[:6]} is none of the types opwire reads ({', '.join(KINDS)})"
@@ -170,7 +169,7 @@ def _json_top(data: bytes, where: str, object_only: bool = True) -> Any:
     except RecursionError:
         raise DecodeError(
             f"{where}: JSON nested too deeply for Python's parser; opwire's JSON nesting stops at "
-            f"{json_codec.JSON_PARSER_DEPTH}"
+            f"{json.JSON_PARSER_DEPTH}"
         ) from None
     if object_only and not isinstance(top, dict):
         raise DecodeError(f"{where}: expected a JSON object at the top level, got {type(top).__name__}")
@@ -204,7 +203,7 @@ def _decode_model(data: bytes, cls: type[BaseModel], where: str, b: Budgets) -> 
 
         codec: Any = framing.read_header(data, where).codec
         return thrift.decode(data, cls, codec, framed=True, source=where, max_elements=b.max_elements)
-    return json_codec.decode(data, cls, source=where, max_elements=b.max_elements)
+    return json.decode(data, cls, source=where, max_elements=b.max_elements)
 
 
 # ---------------------------------------------------------------------------------------- open()

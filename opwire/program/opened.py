@@ -159,7 +159,7 @@ class OpenedProgram:
         Nothing is copied that need not be: a lazy archive maps its tensors from the file (copy-on-write), an
         OpwireArchive's tensors view their payload bytes. Runners copy what the signature says a run mutates,
         so neither the file nor the caller's model is ever written."""
-        from opwire.serde import tensors as _tensors
+        from opwire.serde import tensors
 
         self.check()
         model = self._resolved()
@@ -168,7 +168,7 @@ class OpenedProgram:
         else:
             tables = {t: self.tensor_values(t) for t in ("weights", "constants")}
             state, consts = (
-                {k: _tensors.shared_tensor(v, device, f"{t}[{k!r}]") for k, v in tables[t].items()}
+                {k: tensors.shared_tensor(v, device, f"{t}[{k!r}]") for k, v in tables[t].items()}
                 for t in ("weights", "constants")
             )
         for t in [*state.values(), *consts.values()]:

@@ -12,7 +12,7 @@ import torch
 
 from opwire.recording.payloads import digest_of
 from opwire.schema import models as m
-from opwire.serde import tensors as _tensors
+from opwire.serde import tensors
 
 __all__ = [
     "DEFAULT_TOLERANCES",
@@ -87,7 +87,7 @@ def compare_tensor(
     """
     if not isinstance(got, torch.Tensor):
         return Difference("missing", f"expected a tensor, the replay gave {type(got).__name__}")
-    st = _tensors.TORCH_DTYPES.get(m.ScalarType(want.dtype)) if want.dtype in m.ScalarType._value2member_map_ else None
+    st = tensors.TORCH_DTYPES.get(m.ScalarType(want.dtype)) if want.dtype in m.ScalarType._value2member_map_ else None
     if got.dtype != st:
         return Difference("dtype", f"expected {st}, got {got.dtype}")
     if list(got.shape) != list(want.sizes):
@@ -104,7 +104,7 @@ def compare_tensor(
     if not want.data and want.digest is not None:
         return _compare_digest(got, want.digest, rtol, atol)
     if load is None:
-        expected = _tensors.to_tensor(want.model_copy(update={"requires_grad": False}), got.device, "recorded")
+        expected = tensors.to_tensor(want.model_copy(update={"requires_grad": False}), got.device, "recorded")
     else:
         expected = load()
     return _compare_values(got.detach(), expected.detach().to(got.device), rtol, atol, errors)

@@ -19,7 +19,7 @@ import torch
 
 from opwire.errors import DecodeError, EncodeError
 from opwire.schema import models as m
-from opwire.serde import tensors as _tensors
+from opwire.serde import tensors
 
 __all__ = ["Span", "check_span", "digest_of", "rebuild_span", "span_of", "tensor_value"]
 
@@ -29,7 +29,7 @@ _SLACK_BYTES = 64 << 20
 def digest_of(t: torch.Tensor, data: bytes | None = None) -> m.TensorDigest:
     """SHA-256 of the row-major little-endian bytes, plus min/max/mean and NaN/inf counts."""
     if data is None:
-        data = _tensors.from_tensor(t.detach(), "digest").data
+        data = tensors.from_tensor(t.detach(), "digest").data
     flat = t.detach().reshape(-1)
     stats: dict[str, float] = {}
     nan = inf = 0
@@ -50,7 +50,7 @@ def digest_of(t: torch.Tensor, data: bytes | None = None) -> m.TensorDigest:
 def tensor_value(t: torch.Tensor, full: bool, where: str = "tensor") -> m.TensorValue:
     """The TensorValue of `t`: with its bytes when `full`, else with a digest and empty data."""
     try:
-        tv = _tensors.from_tensor(t.detach(), where)
+        tv = tensors.from_tensor(t.detach(), where)
     except RuntimeError as exc:  # torch refusing a layout must not lose the recording: the call is skipped
         raise EncodeError(f"cannot serialize the tensor: {exc} - at `{where}`", where) from None
     if full:
@@ -83,7 +83,7 @@ def span_of(t: torch.Tensor, where: str = "tensor") -> Span:
         raise EncodeError(f"Expected a tensor with data, got a {t.device.type} tensor without it - at `{where}`", where)
     if sys.byteorder != "little":
         raise EncodeError(f"streamed traces are written on little-endian hosts - at `{where}`", where)
-    st = _tensors.scalar_type_of(t.dtype, where)
+    st = tensors.scalar_type_of(t.dtype, where)
     meta = m.TensorValue(
         dtype=st,
         sizes=list(t.shape),
@@ -98,7 +98,7 @@ def span_of(t: torch.Tensor, where: str = "tensor") -> Span:
         if owner.device.type != "cpu" or owner.is_conj() or owner.is_neg():
             owner = _cpu_like(owner)
         offset = int(owner.storage_offset())
-        count = max(_tensors.storage_extent(list(owner.shape), list(owner.stride()), offset) - offset, 0)
+        count = max(tensors.storage_extent(list(owner.shape), list(owner.stride()), offset) - offset, 0)
         return Span(meta, owner, count * owner.element_size())
     except RuntimeError as exc:
         raise EncodeError(f"cannot serialize the tensor: {exc} - at `{where}`", where) from None
@@ -107,7 +107,7 @@ def span_of(t: torch.Tensor, where: str = "tensor") -> Span:
 def _cpu_like(t: torch.Tensor) -> torch.Tensor:
     """A plain CPU tensor with `t`'s values and layout (sizes, strides, storage offset)."""
     values = t.resolve_conj().resolve_neg().to("cpu")
-    extent = _tensors.storage_extent(list(t.shape), list(t.stride()), int(t.storage_offset()))
+    extent = tensors.storage_extent(list(t.shape), list(t.stride()), int(t.storage_offset()))
     base = torch.zeros(max(extent, 1), dtype=t.dtype)
     view = base.as_strided(t.shape, t.stride(), t.storage_offset())
     if t.numel() and torch._debug_has_internal_overlap(view) == 0:
@@ -120,10 +120,10 @@ def _cpu_like(t: torch.Tensor) -> torch.Tensor:
 
 def check_span(meta: m.TensorValue, payload_bytes: int, where: str) -> tuple[torch.dtype, int]:
     """Validate a streamed tensor's layout against its payload length; (dtype, span elements)."""
-    dtype = _tensors.torch_dtype(meta.dtype, f"{where}.dtype")
-    _tensors.check_shape(meta, dtype, where)
+    dtype = tensors.torch_dtype(meta.dtype, f"{where}.dtype")
+    tensors.check_shape(meta, dtype, where)
     sizes, strides, offset = list(meta.sizes), list(meta.strides), meta.storage_offset
-    extent = _tensors.storage_extent(sizes, strides, offset)
+    extent = tensors.storage_extent(sizes, strides, offset)
     count = max(extent - offset, 0)
     if count * dtype.itemsize != payload_bytes:
         raise DecodeError(
@@ -131,7 +131,7 @@ def check_span(meta: m.TensorValue, payload_bytes: int, where: str) -> tuple[tor
             f"got {payload_bytes} - at `{where}`; the trace is corrupt",
             where,
         )
-    if offset * dtype.itemsize > _tensors.MAX_STORAGE_SLACK * payload_bytes + _SLACK_BYTES:
+    if offset * dtype.itemsize > tensors.MAX_STORAGE_SLACK * payload_bytes + _SLACK_BYTES:
         raise DecodeError(
             f"Expected a storage_offset that fits the payload, got {offset} elements before a payload of "
             f"{payload_bytes} bytes - at `{where}`; refusing to allocate it",
@@ -145,7 +145,7 @@ def rebuild_span(
 ) -> torch.Tensor:
     """The tensor `meta` describes, its span filled in place by `fill(buffer)` (one copy from the file)."""
     dtype, count = check_span(meta, payload_bytes, where)
-    target = _tensors.target_device(meta, device, where)  # checked before anything is allocated
+    target = tensors.target_device(meta, device, where)  # checked before anything is allocated
     offset = meta.storage_offset
     base = torch.empty(offset + count, dtype=dtype)
     if offset:
@@ -154,4 +154,4 @@ def rebuild_span(
         ptr = base.data_ptr() + offset * dtype.itemsize
         fill(memoryview((ctypes.c_char * payload_bytes).from_address(ptr)).cast("B"))
     out = base.as_strided(list(meta.sizes), list(meta.strides), offset)
-    return _tensors.place(out, target, bool(meta.requires_grad), where)
+    return tensors.place(out, target, bool(meta.requires_grad), where)

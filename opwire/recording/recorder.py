@@ -195,7 +195,7 @@ class Trace:
 
 
 def _names_of(rec: m.CallRecord) -> list[str]:
-    import json
+    import json as _stdlib_json
 
     from opwire.schema.refs import tensor_names
 
@@ -203,15 +203,14 @@ def _names_of(rec: m.CallRecord) -> list[str]:
     names += [n for a in rec.outputs for n in tensor_names(a)]
     if "mutated" in rec.metadata:
         try:
-            names += [n for ns in json.loads(rec.metadata["mutated"]).values() for n in ns]
+            names += [n for ns in _stdlib_json.loads(rec.metadata["mutated"]).values() for n in ns]
         except (ValueError, AttributeError, TypeError):
             pass
     return names
 
 
 def _decode(data: bytes, source: str, max_elements: int | None = None) -> m.CallTrace:
-    from opwire.serde import budgets, framing, thrift
-    from opwire.serde import json as _json
+    from opwire.serde import budgets, framing, json, thrift
 
     limit = budgets.MAX_ELEMENTS if max_elements is None else max_elements
     if is_stream(data[:256]):
@@ -220,7 +219,7 @@ def _decode(data: bytes, source: str, max_elements: int | None = None) -> m.Call
     if framing.has_header(data):
         header = framing.read_header(data, source)
         return thrift.decode(data, m.CallTrace, header.codec, source=source, max_elements=limit)  # type: ignore[arg-type]
-    return _json.decode(data, m.CallTrace, source=source, max_elements=limit)
+    return json.decode(data, m.CallTrace, source=source, max_elements=limit)
 
 
 def _check_kind(data: bytes, source: str) -> None:

@@ -43,13 +43,13 @@ def replay_in_child(
 ) -> None:
     """Run `run(source, part)` in a sandboxed child and merge the part it reports into `report`."""
     from opwire.recording.replay_worker import report_from_json, worker_report
-    from opwire.serde import json as json_codec
+    from opwire.serde import json
 
     def work(child: Child) -> dict[str, bytes]:
         child.ready()
         part = ReplayReport(report.mode, report.calls)
         run(_Announcing(src, child), part)
-        return {"report": json_codec.encode(worker_report(part))}
+        return {"report": json.encode(worker_report(part))}
 
     blobs = run_in_child(work, limits).result()
     try:

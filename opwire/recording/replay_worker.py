@@ -8,7 +8,7 @@ as a `ReplayWorkerReport` record (opwire.thrift) in opwire's JSON codec. Op libr
 
 from __future__ import annotations
 
-import json
+import json as _stdlib_json
 import sys
 from dataclasses import asdict
 from typing import Any
@@ -17,7 +17,7 @@ import torch
 
 from opwire.recording.report import Mismatch, OpStats, ReplayReport, mismatch_model
 from opwire.schema import models as m
-from opwire.serde import json as json_codec
+from opwire.serde import json
 
 __all__ = ["main", "report_from_dict", "report_from_json", "report_from_model", "spec", "worker_report"]
 
@@ -25,7 +25,7 @@ __all__ = ["main", "report_from_dict", "report_from_json", "report_from_model", 
 def spec(path: str, start: int, stop: int, opts: dict[str, Any], threads: int) -> str:
     """The JSON a worker is started with."""
     libraries = sorted(getattr(torch.ops, "loaded_libraries", ()))
-    return json.dumps(
+    return _stdlib_json.dumps(
         {"path": path, "start": start, "stop": stop, "opts": opts, "threads": threads, "libraries": libraries}
     )
 
@@ -69,12 +69,12 @@ def report_from_model(r: m.ReplayWorkerReport) -> ReplayReport:
 
 def report_from_json(data: bytes | str, source: str = "replay worker") -> ReplayReport:
     """A partial report read back from a worker's JSON (opwire's JSON codec: anything else is a DecodeError)."""
-    return report_from_model(json_codec.decode(data, m.ReplayWorkerReport, source=source))
+    return report_from_model(json.decode(data, m.ReplayWorkerReport, source=source))
 
 
 def report_from_dict(d: dict[str, Any]) -> ReplayReport:
     """A partial report from the JSON-ready form of its record (`to_jsonable(worker_report(part))`)."""
-    return report_from_json(json.dumps(d))
+    return report_from_json(_stdlib_json.dumps(d))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     from opwire.recording.replay_engine import ReplayOptions, run_range
     from opwire.recording.source import StreamSource
 
-    args = json.loads((argv if argv is not None else sys.argv[1:])[0])
+    args = _stdlib_json.loads((argv if argv is not None else sys.argv[1:])[0])
     for lib in args["libraries"]:
         torch.ops.load_library(lib)  # type: ignore[no-untyped-call]
     torch.set_num_threads(int(args["threads"]))
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         run_range(src, part, opts, int(args["start"]), int(args["stop"]), Progress("", enabled=False))
     finally:
         src.close()
-    sys.stdout.buffer.write(json_codec.encode(worker_report(part)) + b"\n")
+    sys.stdout.buffer.write(json.encode(worker_report(part)) + b"\n")
     return 0
 
 

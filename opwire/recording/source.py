@@ -19,7 +19,7 @@ from opwire.recording.payloads import span_of, tensor_value
 from opwire.recording.stream import TraceReader
 from opwire.schema import models as m
 from opwire.schema.refs import tensor_names
-from opwire.serde import tensors as _tensors
+from opwire.serde import tensors
 
 __all__ = ["ModelSource", "StreamSource", "TraceSource", "last_uses"]
 
@@ -99,7 +99,7 @@ class ModelSource(TraceSource):
         tv = self.model.tensors.get(name)
         if tv is None:
             raise DecodeError(f"the trace names tensor {name!r} but its tensor table has no entry for it")
-        return _tensors.to_tensor(tv, device, f"tensors[{name!r}]")
+        return tensors.to_tensor(tv, device, f"tensors[{name!r}]")
 
     def nbytes(self, name: str) -> int:
         tv = self.model.tensors.get(name)

@@ -244,13 +244,13 @@ class TraceWriter:
 
     def tensor_value(self, name: str, tv: m.TensorValue) -> None:
         """Write a tensor entry from a TensorValue (converting an in-memory trace)."""
-        from opwire.serde import tensors as _tensors
+        from opwire.serde import tensors
 
         if not tv.data and tv.digest is not None:
             self._frame("tensor", m.TraceTensor(name=name, value=tv))
             self.tensors += 1
             return
-        self.tensor(name, _tensors.to_tensor(tv, "cpu", f"tensors[{name!r}]"), True)
+        self.tensor(name, tensors.to_tensor(tv, "cpu", f"tensors[{name!r}]"), True)
 
     def _store(self, buffer: memoryview) -> str:
         """Writer thread: hash a payload and write it unless the same bytes are in the file already."""

@@ -302,9 +302,9 @@ def _shown(arg: m.Argument) -> str:
 
 
 def _meta(tv: m.TensorValue) -> str:
-    from opwire.serde import tensors as _tensors
+    from opwire.serde import tensors
 
-    dtype = _tensors.TORCH_DTYPES.get(m.ScalarType(tv.dtype))
+    dtype = tensors.TORCH_DTYPES.get(m.ScalarType(tv.dtype))
     return f"{dtype} {list(tv.sizes)}"
 
 

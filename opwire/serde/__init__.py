@@ -42,12 +42,12 @@ def dumps(obj: BaseModel, format: Format = "json") -> bytes:
     """Serialize a model: "json" (torch's export JSON), "binary" or "compact" (Thrift)."""
     _check_format(format)
     if format == "json":
-        from opwire.serde import json as _json
+        from opwire.serde import json
 
-        return _json.encode(obj)
-    from opwire.serde import thrift as _thrift
+        return json.encode(obj)
+    from opwire.serde import thrift
 
-    return _thrift.encode(obj, format)
+    return thrift.encode(obj, format)
 
 
 @overload
@@ -107,15 +107,15 @@ def loads(
     if cls is None:
         return _loads_any(data, format, depth, elements)
     if format in (None, "json"):
-        from opwire.serde import json as _json
+        from opwire.serde import json
 
-        return _json.decode(data, cls, max_depth=depth, max_elements=elements)
-    from opwire.serde import thrift as _thrift
+        return json.decode(data, cls, max_depth=depth, max_elements=elements)
+    from opwire.serde import thrift
 
     if isinstance(data, str):
         raise DecodeError(f"Expected bytes for format {format!r}, got str")
     try:
-        return _thrift.decode(data, cls, format, max_depth=depth, max_elements=elements)  # type: ignore[arg-type]
+        return thrift.decode(data, cls, format, max_depth=depth, max_elements=elements)  # type: ignore[arg-type]
     except DecodeError as exc:
         raise _json_not_thrift(data, format) or exc from None
 
@@ -154,16 +154,16 @@ def values(mapping: Mapping[str, Any]) -> Any:
     lists/tuples/str-keyed dicts of these; anything else is an EncodeError naming its path.
     """
     from opwire.schema import models as m
-    from opwire.serde import objects as _values
+    from opwire.serde import objects
 
-    return m.Values(values={str(k): _values.from_python(v, str(k)) for k, v in mapping.items()})
+    return m.Values(values={str(k): objects.from_python(v, str(k)) for k, v in mapping.items()})
 
 
 def python_values(record: Any, device: Any = None) -> dict[str, Any]:
     """The Python objects of a `Values` record by name (tensors rebuilt, on `device` if given)."""
-    from opwire.serde import objects as _values
+    from opwire.serde import objects
 
-    return {k: _values.to_python(v, device, k) for k, v in record.values.items()}
+    return {k: objects.to_python(v, device, k) for k, v in record.values.items()}
 
 
 def from_exported_program(ep: torch.export.ExportedProgram) -> Any:

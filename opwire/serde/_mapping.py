@@ -21,9 +21,12 @@ import torch
 
 from opwire.errors import DecodeError
 from opwire.schema import models as m
-from opwire.serde import tensors as _tensors
+from opwire.serde import tensors
 
-__all__ = ["MAPPABLE", "MappedFile", "TensorLayout", "view_tensor"]
+__all__ = ["MAPPABLE", "Buffer", "MappedFile", "TensorLayout", "view_tensor"]
+
+Buffer = mmap.mmap | bytearray
+"""The bytes a tensor views: a file mapping, or a bytearray an entry was inflated or copied into."""
 
 #: whether this host can view little-endian file bytes in place (big-endian hosts copy and swap)
 MAPPABLE = sys.byteorder == "little"
@@ -44,9 +47,7 @@ class MappedFile:
                     "it changed while open - open it again"
                 )
             self.size = st.st_size
-            self.buffer: mmap.mmap | bytearray = (
-                mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY) if st.st_size else bytearray()
-            )
+            self.buffer: Buffer = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY) if st.st_size else bytearray()
 
     def check(self) -> None:
         """DecodeError if the file's size changed since it was mapped (a truncated mapping faults with SIGBUS)."""
@@ -63,7 +64,7 @@ class MappedFile:
                 "open - open it again"
             )
 
-    def region(self, start: int, length: int) -> tuple[mmap.mmap | bytearray, int]:
+    def region(self, start: int, length: int) -> tuple[Buffer, int]:
         """A separate copy-on-write mapping of `length` bytes at `start` (pages of its own): (buffer, start in it).
 
         For a tensor that must not share memory with another one viewing the same bytes."""
@@ -94,7 +95,7 @@ class TensorLayout:
 
 
 def view_tensor(
-    buffer: mmap.mmap | bytearray,
+    buffer: Buffer,
     start: int,
     length: int,
     layout: TensorLayout,
@@ -102,13 +103,13 @@ def view_tensor(
     device: str | torch.device | None = None,
 ) -> torch.Tensor:
     """A tensor viewing `length` bytes at `start` of `buffer` as `layout`, after every check; see the module doc."""
-    dtype = _tensors.torch_dtype(layout.dtype, f"{where}.dtype")
+    dtype = tensors.torch_dtype(layout.dtype, f"{where}.dtype")
     sizes, strides, offset = layout.sizes, layout.strides, layout.storage_offset
     if len(strides) != len(sizes):
         raise DecodeError(f"Expected as many strides as sizes, got {sizes} / {strides} - at `{where}`", where)
     es = dtype.itemsize
-    numel = _tensors.check_numel(sizes, strides, offset, es, where)
-    extent = _tensors.storage_extent(sizes, strides, offset)
+    numel = tensors.check_numel(sizes, strides, offset, es, where)
+    extent = tensors.storage_extent(sizes, strides, offset)
     if start < 0 or length < 0 or start + length > len(buffer):
         raise DecodeError(
             f"Expected tensor bytes inside the file ({len(buffer)} bytes), got {length} bytes at offset {start} - "
@@ -121,7 +122,7 @@ def view_tensor(
             f"got {length} - at `{where}`",
             where,
         )
-    if numel * es > _tensors.MAX_STORAGE_SLACK * length + _tensors.SLACK_BYTES:  # as a copying reader refuses
+    if numel * es > tensors.MAX_STORAGE_SLACK * length + tensors.SLACK_BYTES:  # as a copying reader refuses
         raise DecodeError(
             f"Expected a view its storage covers, got {dtype}{sizes} with strides {strides}: it materializes "
             f"{numel * es} bytes from a storage of {length} - at `{where}`; refusing to view it",
@@ -133,7 +134,7 @@ def view_tensor(
             "or hostile (torch and opwire align tensor data to 64 bytes)",
             where,
         )
-    target = _tensors.check_device(device if device is not None else _tensors.device_of(layout.device, where), where)
+    target = tensors.check_device(device if device is not None else tensors.device_of(layout.device, where), where)
     if numel == 0:
         out = torch.empty_strided(sizes, strides, dtype=dtype)
     else:
@@ -141,4 +142,4 @@ def view_tensor(
             warnings.simplefilter("ignore")
             flat = torch.frombuffer(buffer, dtype=dtype, count=length // es, offset=start)
         out = flat.as_strided(sizes, strides, offset)
-    return _tensors.place(out, target, layout.requires_grad, where)
+    return tensors.place(out, target, layout.requires_grad, where)

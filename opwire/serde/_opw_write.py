@@ -20,8 +20,7 @@ import torch
 
 from opwire.errors import EncodeError
 from opwire.schema import models as m
-from opwire.serde import _opw_table as _t
-from opwire.serde import tensors as _tensors
+from opwire.serde import _opw_table, tensors
 
 __all__ = ["write"]
 
@@ -45,7 +44,7 @@ def _from_value(tv: m.TensorValue, where: str) -> tuple[dict[str, Any], Buffer]:
     from opwire.serde import _pt2_write
 
     try:
-        _tensors.check_layout(tv, _tensors.torch_dtype(tv.dtype, f"{where}.dtype"), where)
+        tensors.check_layout(tv, tensors.torch_dtype(tv.dtype, f"{where}.dtype"), where)
     except DecodeError as exc:
         raise EncodeError(f"cannot write {where}: {exc}", where) from None
     data = _pt2_write.storage_bytes(tv, where)
@@ -55,7 +54,7 @@ def _from_value(tv: m.TensorValue, where: str) -> tuple[dict[str, Any], Buffer]:
 def _from_tensor(t: torch.Tensor, where: str) -> tuple[dict[str, Any], Buffer]:
     if t.layout != torch.strided or t.device.type == "meta":
         raise EncodeError(f"cannot write {where}: a strided tensor with data is needed, got {t.layout}/{t.device}")
-    st = _tensors.scalar_type_of(t.dtype, where)
+    st = tensors.scalar_type_of(t.dtype, where)
     device = m.Device(type=t.device.type, index=t.device.index)
     return _entry(
         int(st), list(t.shape), list(t.stride()), int(t.storage_offset()), device, t.requires_grad
@@ -87,13 +86,13 @@ def _tensors_of(source: Any) -> Iterator[tuple[str, str, dict[str, Any], Buffer,
                 yield (kind, name, *_from_value(tv, f"{kind}[{name!r}]"), id(tv))
         return
     weights, constants = source.tensors("cpu")
-    for kind, tensors in (("weights", weights), ("constants", constants)):
-        for name, t in tensors.items():
+    for kind, table in (("weights", weights), ("constants", constants)):
+        for name, t in table.items():
             yield (kind, name, *_from_tensor(t, f"{kind}[{name!r}]"), t.untyped_storage().data_ptr())
 
 
 def _pad(n: int) -> int:
-    return -n % _t.ALIGN
+    return -n % _opw_table.ALIGN
 
 
 def write(source: Any, path: str | Path, meta: bytes) -> int:
@@ -121,8 +120,10 @@ def write(source: Any, path: str | Path, meta: bytes) -> int:
         table["blobs"].append([offset, len(b), zlib.crc32(b)])
         offset += len(b)
     raw = json.dumps(table, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
-    data_offset = _t.HEADER.size + len(raw) + _pad(_t.HEADER.size + len(raw))
-    header = _t.pack_header(_t.Header(_t.HEADER.size, len(raw), data_offset, offset, zlib.crc32(raw)))
+    data_offset = _opw_table.HEADER.size + len(raw) + _pad(_opw_table.HEADER.size + len(raw))
+    header = _opw_table.pack_header(
+        _opw_table.Header(_opw_table.HEADER.size, len(raw), data_offset, offset, zlib.crc32(raw))
+    )
     target = Path(path)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     created = False
@@ -131,7 +132,7 @@ def write(source: Any, path: str | Path, meta: bytes) -> int:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
         created = True
         with os.fdopen(fd, "wb") as f:
-            f.write(header + raw + b"\0" * (data_offset - _t.HEADER.size - len(raw)))
+            f.write(header + raw + b"\0" * (data_offset - _opw_table.HEADER.size - len(raw)))
             pos = 0
             for b in blobs:
                 f.write(b"\0" * _pad(pos))

@@ -26,12 +26,12 @@ def _sym_ints(values: list[int]) -> list[m.SymInt]:
 def storage_bytes(tv: m.TensorValue, where: str) -> bytes:
     """The bytes of a storage in which (sizes, strides, storage_offset) views the elements."""
     from opwire.errors import DecodeError
-    from opwire.serde import tensors as _tensors
+    from opwire.serde import tensors
 
-    if tv.storage_offset == 0 and list(tv.strides) == _tensors.contiguous_strides(list(tv.sizes)):
+    if tv.storage_offset == 0 and list(tv.strides) == tensors.contiguous_strides(list(tv.sizes)):
         return tv.data
     try:
-        t = _tensors.to_tensor(tv, "cpu", where).detach()
+        t = tensors.to_tensor(tv, "cpu", where).detach()
     except DecodeError as exc:
         raise EncodeError(str(exc), where) from None
     storage = t.untyped_storage()
@@ -57,11 +57,11 @@ def _payload(tv: m.TensorValue, path_name: str, is_param: bool) -> m.PayloadMeta
 
 def _check_tensor(tv: m.TensorValue, where: str) -> None:
     from opwire.errors import DecodeError
-    from opwire.serde import tensors as _tensors
+    from opwire.serde import tensors
 
     try:
-        dtype = _tensors.torch_dtype(tv.dtype, f"{where}.dtype")
-        _tensors.check_layout(tv, dtype, where)
+        dtype = tensors.torch_dtype(tv.dtype, f"{where}.dtype")
+        tensors.check_layout(tv, dtype, where)
     except DecodeError as exc:
         raise EncodeError(f"cannot write {where}: {exc}", where) from None
 
@@ -72,10 +72,10 @@ def _example_inputs(archive: m.OpwireArchive) -> bytes:
     import torch
 
     from opwire.errors import DecodeError
-    from opwire.serde import objects as _values
+    from opwire.serde import objects
 
     try:
-        inputs = _values.inputs_to_python(archive.example_args, archive.example_kwargs, "cpu")
+        inputs = objects.inputs_to_python(archive.example_args, archive.example_kwargs, "cpu")
     except DecodeError as exc:
         raise EncodeError(f"cannot write the example inputs: {exc}", exc.path) from None
     buffer = io.BytesIO()
@@ -85,15 +85,15 @@ def _example_inputs(archive: m.OpwireArchive) -> bytes:
 
 def write(archive: m.OpwireArchive, path: str | Path, *, model: str = "model") -> None:
     """Write `archive` as a .pt2 file (the layout torch.export.save writes) at `path`."""
-    import json
+    import json as _stdlib_json
 
     from torch.export.pt2_archive._package import PT2ArchiveWriter
 
-    from opwire.serde import json as _json
+    from opwire.serde import json
 
     if not isinstance(archive, m.OpwireArchive):
         raise EncodeError(f"Expected an OpwireArchive, got {type(archive).__name__}")
-    program_json = _json.encode(archive.program)
+    program_json = json.encode(archive.program)
     params = parameter_names(archive.program)
     entries: list[tuple[str, bytes]] = []
     configs: dict[str, dict[str, m.PayloadMeta]] = {"weights": {}, "constants": {}}
@@ -111,8 +111,8 @@ def write(archive: m.OpwireArchive, path: str | Path, *, model: str = "model") -
             for name, data in entries:
                 writer.write_bytes(name, data)
             for kind, config in configs.items():
-                index = _json.to_jsonable(m.PayloadConfig(config=config))
-                writer.write_string(f"data/{kind}/{model}_{kind}_config.json", json.dumps(index))
+                index = json.to_jsonable(m.PayloadConfig(config=config))
+                writer.write_string(f"data/{kind}/{model}_{kind}_config.json", _stdlib_json.dumps(index))
             writer.write_bytes(f"models/{model}.json", program_json)
             writer.write_bytes(f"data/sample_inputs/{model}.pt", sample_inputs)
     except RuntimeError as exc:  # torch's zip writer reports I/O problems as RuntimeError

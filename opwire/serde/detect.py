@@ -5,15 +5,14 @@ Files (paths, zips, streams, budgets) are opened by `opwire.program` (`opwire.op
 
 from __future__ import annotations
 
-import json as _json
+import json as _stdlib_json
 from typing import Any
 
 from pydantic import BaseModel
 
 from opwire.errors import DecodeError
 from opwire.schema import models as m
-from opwire.serde import budgets
-from opwire.serde import json as json_codec
+from opwire.serde import budgets, json
 from opwire.serde.archive import ZipArchive
 from opwire.serde.json import JSON_ROOTS, json_root, looks_like_json
 
@@ -23,7 +22,7 @@ __all__ = ["JSON_ROOTS", "aoti_wrapper", "decode_bytes", "detect_json_root", "lo
 def detect_json_root(data: bytes, source: str = "") -> type[BaseModel]:
     """The model class a JSON document holds, judged by its top-level keys."""
     try:
-        top = _json.loads(data)
+        top = _stdlib_json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
         raise DecodeError(f"{source or 'input'}: not valid JSON ({exc})") from None
     except RecursionError:
@@ -82,7 +81,5 @@ def decode_bytes(
             "opwire.loads(data, cls, format=...)"
         )
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
-    json_codec.check_elements(raw, max_elements, where)  # before detection parses it
-    return json_codec.decode(
-        raw, detect_json_root(raw, source), source=source, max_depth=depth, max_elements=max_elements
-    )
+    json.check_elements(raw, max_elements, where)  # before detection parses it
+    return json.decode(raw, detect_json_root(raw, source), source=source, max_depth=depth, max_elements=max_elements)

@@ -11,7 +11,6 @@ file is never written). `read(path)` materializes an `OpwireArchive`. CRCs are c
 from __future__ import annotations
 
 import builtins
-import mmap as _mmap
 import os
 import stat
 import zlib
@@ -21,16 +20,15 @@ from typing import TYPE_CHECKING, Any
 
 from opwire.errors import DecodeError
 from opwire.schema import models as m
-from opwire.serde import _opw_table as _t
-from opwire.serde import budgets
-from opwire.serde._mapping import MAPPABLE, MappedFile, view_tensor
+from opwire.serde import _opw_table, budgets
+from opwire.serde._mapping import MAPPABLE, Buffer, MappedFile, view_tensor
 
 if TYPE_CHECKING:
     import torch
 
 __all__ = ["MAGIC", "OpwArchive", "is_opw", "open", "read", "write"]
 
-MAGIC = _t.MAGIC
+MAGIC = _opw_table.MAGIC
 _MAX_TABLE = 1 << 30
 
 
@@ -66,7 +64,7 @@ class OpwArchive:
                 if not stat.S_ISREG(st.st_mode):
                     raise DecodeError(f"{self._src}: not a regular file; a .opw archive is one")
                 self.size = st.st_size
-                self.header = _t.parse_header(f.read(_t.HEADER.size), self.size, self._src)
+                self.header = _opw_table.parse_header(f.read(_opw_table.HEADER.size), self.size, self._src)
                 if self.header.table_length > _MAX_TABLE:
                     raise DecodeError(f"{self._src}: .opw table of {self.header.table_length} bytes exceeds 1 GiB")
                 raw = f.read(self.header.table_length)
@@ -74,16 +72,16 @@ class OpwArchive:
             raise DecodeError(f"{self._src}: cannot read ({exc.strerror or exc})") from None
         if len(raw) != self.header.table_length or zlib.crc32(raw) != self.header.table_crc:
             raise DecodeError(f"{self._src}: the .opw table fails its CRC-32; the file is corrupt")
-        self.table = _t.parse_table(raw, self.header.data_length, self._src, max_elements)
+        self.table = _opw_table.parse_table(raw, self.header.data_length, self._src, max_elements)
         self._file = MappedFile(self.path, self.size) if mmap and MAPPABLE else None
 
     # -- program ------------------------------------------------------------------------------
-    def _blob(self, index: int) -> tuple[_mmap.mmap | bytearray, int, int]:
+    def _blob(self, index: int) -> tuple[Buffer, int, int]:
         """(buffer, start, length) of blob `index`: the mapping, or (mmap=False) a private copy of the blob."""
         b = self.table.blobs[index]
         start = self.header.data_offset + b.offset
         if self._file is not None:
-            buffer: _mmap.mmap | bytearray = self._file.buffer
+            buffer: Buffer = self._file.buffer
         else:
             with builtins.open(self.path, "rb") as f:
                 f.seek(start)
@@ -94,7 +92,7 @@ class OpwArchive:
             self._verify_blob(index, buffer, start)
         return buffer, start, b.length
 
-    def _verify_blob(self, index: int, buffer: _mmap.mmap | bytearray, start: int) -> None:
+    def _verify_blob(self, index: int, buffer: Buffer, start: int) -> None:
         b = self.table.blobs[index]
         crc = zlib.crc32(memoryview(buffer)[start : start + b.length])
         if crc != b.crc:
@@ -106,11 +104,11 @@ class OpwArchive:
 
     @cached_property
     def _meta(self) -> m.OpwireArchive:
-        from opwire.serde import json as _json
+        from opwire.serde import json
 
         buffer, start, length = self._blob(self.table.meta)
         data = bytes(memoryview(buffer)[start : start + length])
-        return _json.decode(data, m.OpwireArchive, source=f"{self._src}:meta", max_elements=self.max_elements)
+        return json.decode(data, m.OpwireArchive, source=f"{self._src}:meta", max_elements=self.max_elements)
 
     @property
     def program(self) -> m.ExportedProgram:
@@ -142,15 +140,15 @@ class OpwArchive:
 
     def weight(self, name: str) -> m.TensorValue:
         """Weight `name` as a TensorValue (its bytes copied once)."""
-        from opwire.serde import tensors as _tensors
+        from opwire.serde import tensors
 
-        return _tensors.from_tensor(self.tensor("weights", name, "cpu"), f"weights[{name!r}]")
+        return tensors.from_tensor(self.tensor("weights", name, "cpu"), f"weights[{name!r}]")
 
     def constant(self, name: str) -> m.TensorValue:
         """Constant `name` as a TensorValue (its bytes copied once)."""
-        from opwire.serde import tensors as _tensors
+        from opwire.serde import tensors
 
-        return _tensors.from_tensor(self.tensor("constants", name, "cpu"), f"constants[{name!r}]")
+        return tensors.from_tensor(self.tensor("constants", name, "cpu"), f"constants[{name!r}]")
 
     def tensor(
         self, kind: str, name: str, device: str | torch.device | None = None, *, private: bool = False
@@ -206,14 +204,14 @@ class OpwArchive:
 
     def materialize(self) -> m.OpwireArchive:
         """Everything as an OpwireArchive (each tensor's bytes copied once)."""
-        from opwire.serde import tensors as _tensors
+        from opwire.serde import tensors
 
         meta = self._meta
         weights, constants = self.tensors("cpu")
         return m.OpwireArchive(
             program=meta.program,
-            weights={k: _tensors.from_tensor(v, f"weights[{k!r}]") for k, v in weights.items()},
-            constants={k: _tensors.from_tensor(v, f"constants[{k!r}]") for k, v in constants.items()},
+            weights={k: tensors.from_tensor(v, f"weights[{k!r}]") for k, v in weights.items()},
+            constants={k: tensors.from_tensor(v, f"constants[{k!r}]") for k, v in constants.items()},
             example_args=meta.example_args,
             example_kwargs=meta.example_kwargs,
             opwire_version=meta.opwire_version,
@@ -247,8 +245,7 @@ def write(archive: Any, path: str | Path) -> int:
     """Write an OpwireArchive, or an opened archive (`pt2.open`, `opw.open`: no weight copied), as .opw; its size."""
     from opwire._version import __version__
     from opwire.errors import EncodeError
-    from opwire.serde import _opw_write
-    from opwire.serde import json as _json
+    from opwire.serde import _opw_write, json
 
     if isinstance(archive, m.OpwireArchive):
         meta = archive.model_copy(update={"weights": {}, "constants": {}, "opwire_version": __version__})
@@ -258,4 +255,4 @@ def write(archive: Any, path: str | Path) -> int:
         meta = m.OpwireArchive(program=archive.program, weights={}, constants={}, opwire_version=__version__)
     else:
         raise EncodeError(f"Expected an OpwireArchive or an opened archive, got {type(archive).__name__}")
-    return _opw_write.write(archive, path, _json.encode(meta))
+    return _opw_write.write(archive, path, json.encode(meta))

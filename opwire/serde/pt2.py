@@ -20,15 +20,12 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from opwire.errors import DecodeError
 from opwire.schema import models as m
-from opwire.serde import _pt2_payload as _payload
-from opwire.serde import budgets
-from opwire.serde._mapping import MAPPABLE, MappedFile, view_tensor
+from opwire.serde import _pt2_payload, budgets
+from opwire.serde._mapping import MAPPABLE, Buffer, MappedFile, view_tensor
 from opwire.serde._pt2_write import write
 from opwire.serde.archive import ZipArchive
 
 if TYPE_CHECKING:
-    import mmap as _mmap
-
     import torch
 
 __all__ = ["Pt2Archive", "open", "read", "read_program", "write"]
@@ -59,7 +56,7 @@ class Pt2Archive:
         self.check_crc = verify  # check each stored entry's CRC-32 when it is read or mapped
         self.use_mmap = mmap and MAPPABLE
         self._mapped: MappedFile | None = None
-        self._buffers: dict[str, tuple[_mmap.mmap | bytearray, int, int]] = {}  # entry -> (buffer, start, length)
+        self._buffers: dict[str, tuple[Buffer, int, int]] = {}  # entry -> (buffer, start, length)
         self._read_cache: dict[str, bytes] | None = None
         self._src = str(self.path)
         self._zip = ZipArchive(self.path, max_bytes=max_bytes, max_ratio=max_ratio)
@@ -136,19 +133,19 @@ class Pt2Archive:
     @cached_property
     def program(self) -> m.ExportedProgram:
         """The exported program (parses only its JSON entry)."""
-        from opwire.serde import json as _json
+        from opwire.serde import json
 
-        return _json.decode(self.program_json, m.ExportedProgram, source=f"{self._src}", max_elements=self.max_elements)
+        return json.decode(self.program_json, m.ExportedProgram, source=f"{self._src}", max_elements=self.max_elements)
 
     def _config(self, kind: str) -> dict[str, m.PayloadMeta]:
-        from opwire.serde import json as _json
+        from opwire.serde import json
 
         name = f"{self._root}data/{kind}/{self.model}_{kind}_config.json"
         if name not in self._infos:
             if self._single_file(kind) in self._infos:
                 return {}
             raise DecodeError(f"{self._src}: missing entry `{name}` (the {kind} index)", name)
-        return _json.decode(self._bytes(name), m.PayloadConfig, source=f"{self._src}:{name}").config
+        return json.decode(self._bytes(name), m.PayloadConfig, source=f"{self._src}:{name}").config
 
     @cached_property
     def weight_entries(self) -> dict[str, m.PayloadMeta]:
@@ -171,7 +168,7 @@ class Pt2Archive:
             return self._pickled_tensor(entry, where)
         try:
             storage = self._entry_bytes(entry)
-            value = _payload.raw_tensor_value(meta, storage, where)
+            value = _pt2_payload.raw_tensor_value(meta, storage, where)
             if value.data is not storage:  # a part of the entry, copied: charged like a read
                 self._charge(len(value.data), entry)
             return value
@@ -203,8 +200,8 @@ class Pt2Archive:
 
     def _pickled_tensor(self, entry: str, where: str) -> m.TensorValue:
         if not self.allow_pickle:
-            raise _payload.pickle_refused(self._src, entry, where)
-        obj = _payload.unpickle(self._bytes(entry), self._src, entry)
+            raise _pt2_payload.pickle_refused(self._src, entry, where)
+        obj = _pt2_payload.unpickle(self._bytes(entry), self._src, entry)
         return _to_value(obj, self._src, entry, where)
 
     def weight(self, name: str) -> m.TensorValue:
@@ -222,7 +219,7 @@ class Pt2Archive:
         A stored entry is mapped copy-on-write (writes stay private to this process; the file is never
         written), a deflated one inflated within the budgets; each entry once, however many tensors name it
         (those tensors share it, as torch's loader shares a storage). Pickled entries follow `allow_pickle`."""
-        from opwire.serde import tensors as _tensors
+        from opwire.serde import tensors
 
         if kind not in ("weights", "constants"):
             raise ValueError(f"kind must be 'weights' or 'constants', got {kind!r}")
@@ -233,10 +230,10 @@ class Pt2Archive:
         entry = f"{self._root}data/{kind}/{meta.path_name}"
         where = f"{kind}[{name!r}]"
         if meta.use_pickle or not MAPPABLE:
-            return _tensors.to_tensor(self._tensor(kind, name), device, where)
+            return tensors.to_tensor(self._tensor(kind, name), device, where)
         buffer, start, length = self._buffer(entry)
         try:
-            layout = _payload.payload_layout(meta, where)
+            layout = _pt2_payload.payload_layout(meta, where)
             return view_tensor(buffer, start, length, layout, where, device)
         except DecodeError as exc:
             raise DecodeError(f"{self._src}: {exc} (entry `{entry}`)", exc.path) from None
@@ -245,7 +242,7 @@ class Pt2Archive:
         self, device: str | torch.device | None = None
     ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
         """(weights, constants): every tensor the archive stores, mapped (see `tensor`)."""
-        from opwire.serde import tensors as _tensors
+        from opwire.serde import tensors
 
         if self._mapped is not None:
             self._mapped.check()
@@ -254,13 +251,13 @@ class Pt2Archive:
             single = self._single_file(kind)
             if self.layout == "legacy" or single in self._infos:
                 table = self._pickled_table(kind, single)
-                out.append({k: _tensors.to_tensor(v, device, f"{kind}[{k!r}]") for k, v in table.items()})
+                out.append({k: tensors.to_tensor(v, device, f"{kind}[{k!r}]") for k, v in table.items()})
             else:
                 names = self.weight_entries if kind == "weights" else self.constant_entries
                 out.append({n: self.tensor(kind, n, device) for n in names})
         return out[0], out[1]
 
-    def _buffer(self, entry: str) -> tuple[_mmap.mmap | bytearray, int, int]:
+    def _buffer(self, entry: str) -> tuple[Buffer, int, int]:
         """(buffer, start, length) of an entry's bytes: the mapped file for a stored entry, else its inflated copy."""
         hit = self._buffers.get(entry)
         if hit is not None:
@@ -332,8 +329,8 @@ class Pt2Archive:
         if not needed:
             return {}
         if not self.allow_pickle:
-            raise _payload.pickle_refused(self._src, entry, f"the {kind} ({', '.join(sorted(needed)[:3])}, ...)")
-        table = _payload.unpickle(self._bytes(entry), self._src, entry)
+            raise _pt2_payload.pickle_refused(self._src, entry, f"the {kind} ({', '.join(sorted(needed)[:3])}, ...)")
+        table = _pt2_payload.unpickle(self._bytes(entry), self._src, entry)
         if not isinstance(table, dict):
             raise DecodeError(f"{self._src}: `{entry}` holds a {type(table).__name__}, expected a dict", entry)
         return {str(k): _to_value(v, self._src, entry, f"{kind}[{k!r}]") for k, v in table.items()}
@@ -348,14 +345,14 @@ class Pt2Archive:
         if not self.allow_pickle:
             self.pickled.append(("example_inputs", "example_inputs", entry))
             return None, None
-        obj = _payload.unpickle(self._bytes(entry), self._src, entry)
+        obj = _pt2_payload.unpickle(self._bytes(entry), self._src, entry)
         if not (isinstance(obj, tuple) and len(obj) == 2 and isinstance(obj[1], dict)):
             raise DecodeError(f"{self._src}: `{entry}` holds {type(obj).__name__}, expected (args, kwargs)", entry)
         from opwire.errors import EncodeError
-        from opwire.serde import objects as _values
+        from opwire.serde import objects
 
         try:
-            return _values.inputs_from_python(obj[0], obj[1])
+            return objects.inputs_from_python(obj[0], obj[1])
         except EncodeError as exc:
             raise DecodeError(f"{self._src}: example inputs in `{entry}`: {exc}", entry) from None
 
@@ -374,7 +371,7 @@ def _to_value(obj: Any, archive: str, entry: str, where: str) -> m.TensorValue:
     import torch
 
     from opwire.errors import EncodeError
-    from opwire.serde import tensors as _tensors
+    from opwire.serde import tensors
 
     if not isinstance(obj, torch.Tensor):
         raise DecodeError(
@@ -383,7 +380,7 @@ def _to_value(obj: Any, archive: str, entry: str, where: str) -> m.TensorValue:
             entry,
         )
     try:
-        return _tensors.from_tensor(obj, where)
+        return tensors.from_tensor(obj, where)
     except EncodeError as exc:
         raise DecodeError(f"{archive}: {exc}", entry) from None
 

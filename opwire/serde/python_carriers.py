@@ -19,8 +19,7 @@ from opwire.errors import DecodeError, EncodeError
 from opwire.schema import models as m
 from opwire.schema.idl import TypeRef
 from opwire.schema.members import Carrier
-from opwire.serde import tensors as _tensors
-from opwire.serde import torch_enums
+from opwire.serde import tensors, torch_enums
 
 __all__ = ["Names", "carrier_of", "from_member", "to_member"]
 
@@ -92,7 +91,7 @@ def _enum_to(enum: str) -> To:
 
     def convert(v: Any, where: str, names: Names | None) -> Any:
         if enum == "ScalarType":
-            return _tensors.scalar_type_of(v, where)
+            return tensors.scalar_type_of(v, where)
         if v not in table:
             raise EncodeError(f"Expected a {enum} the export schema names, got {v} - at `{where}`", where)
         return table[v]
@@ -102,7 +101,7 @@ def _enum_to(enum: str) -> To:
 
 _STRUCTS_TO: dict[str, To] = {
     "TensorArgument": _named_tensor,
-    "TensorValue": lambda v, where, names: _tensors.from_tensor(v, where),
+    "TensorValue": lambda v, where, names: tensors.from_tensor(v, where),
     "OptionalTensorArgument": _optional_tensor,
     "SymIntArgument": _symbolic(m.SymIntArgument, "as_int", int),
     "SymFloatArgument": _symbolic(m.SymFloatArgument, "as_float", float),
@@ -173,7 +172,7 @@ def _enum_from(enum: str) -> From:
 
     def convert(v: Any, where: str, device: Any) -> Any:
         if enum == "ScalarType":
-            return _tensors.torch_dtype(v, where)
+            return tensors.torch_dtype(v, where)
         if int(v) not in back:
             raise DecodeError(f"Expected a {enum} torch knows, got {v!r} - at `{where}`", where)
         return back[int(v)]
@@ -182,9 +181,9 @@ def _enum_from(enum: str) -> From:
 
 
 _STRUCTS_FROM: dict[str, From] = {
-    "TensorValue": lambda v, where, device: _tensors.to_tensor(v, device, where),
+    "TensorValue": lambda v, where, device: tensors.to_tensor(v, device, where),
     "ComplexValue": lambda v, where, device: complex(v.real, v.imag),
-    "Device": lambda v, where, device: _tensors.device_of(v, where),
+    "Device": lambda v, where, device: tensors.device_of(v, where),
     "Value": lambda v, where, device: python_of(v, device, where),
 }
 

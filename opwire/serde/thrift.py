@@ -2,13 +2,15 @@
 
 `encode(obj, "compact")` writes opwire's header (serde/framing.py) and the Thrift value;
 `decode(data, cls, "compact")` reads it back, or raw Thrift without the header (`framed=False`, or
-auto-detected: a raw Thrift value never starts with the magic). Two engines, one answer: Apache Thrift's
-C codec reads canonical input fast (accepted only when it consumed every byte and re-encodes to the same
-bytes), and the checking pure-Python decoder decides everything else and names every error with its path.
+auto-detected: a raw Thrift value never starts with the magic). Two engines (`ENGINES`), one answer: Apache
+Thrift's C codec (`fastbinary`) reads canonical input fast (accepted only when it consumed every byte and
+re-encodes to the same bytes), and opwire's checking pure-Python reader and writer (`python`) decide everything
+else and name every error with its path. `engine=` picks one of them alone (tests hold both to one answer).
 """
 
 from __future__ import annotations
 
+import typing
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
@@ -18,16 +20,20 @@ from opwire.schema.models import MODELS, SCHEMA_VERSION
 from opwire.serde import budgets
 from opwire.serde._gc import paused_gc
 from opwire.serde._paths import format_path
-from opwire.serde._thrift import fast as _thrift_fast
+from opwire.serde._thrift import fast
 from opwire.serde._thrift.decode import Located, budget_message, count_payload, decode_payload
 from opwire.serde._thrift.encode import encode_payload
-from opwire.serde._thrift.spec import container_depth_bound
+from opwire.serde._thrift.spec import FAST_STRUCT_DEPTH, container_depth_bound
 from opwire.serde.framing import CODECS, MAX_DEPTH, has_header, read_header, schema_version_error, write_header
 
-__all__ = ["CODECS", "MAX_DEPTH", "decode", "encode"]
+__all__ = ["CODECS", "ENGINES", "MAX_DEPTH", "decode", "encode"]
 
 M = TypeVar("M", bound=BaseModel)
 Codec = Literal["binary", "compact"]
+Engine = Literal["fastbinary", "python"]
+ENGINES: tuple[Engine, ...] = typing.get_args(Engine)
+"""The engines, in the order `encode` and `decode` try them: Apache Thrift's C codec (canonical input, at most
+64 nested structs), then opwire's checking pure-Python reader and writer (everything else, every error)."""
 
 
 def _codec(format: str) -> str:
@@ -36,35 +42,53 @@ def _codec(format: str) -> str:
     return format
 
 
-def encode(obj: BaseModel, format: Codec = "compact", *, framed: bool = True) -> bytes:
-    """Serialize a model as Thrift `format` ("binary" or "compact"), with opwire's header unless framed=False."""
+def _engines(engine: str | None) -> tuple[str, ...]:
+    if engine is None:
+        return ENGINES
+    if engine not in ENGINES:
+        raise ValueError(f"unknown Thrift engine {engine!r}: expected one of {', '.join(map(repr, ENGINES))}")
+    return (engine,)
+
+
+def encode(obj: BaseModel, format: Codec = "compact", *, framed: bool = True, engine: Engine | None = None) -> bytes:
+    """Serialize a model as Thrift `format` ("binary" or "compact"), with opwire's header unless framed=False.
+
+    `engine` writes with one engine only ("fastbinary" refuses values nested past 64 structs); None: both."""
     codec = _codec(format)
+    engines = _engines(engine)
     name = type(obj).__name__
     if MODELS.get(name) is not type(obj):
         raise EncodeError(f"Expected an opwire model (opwire.schema.models), got {type(obj).__name__}")
     with paused_gc():
-        payload = _encode_payload(obj, name, codec)
+        payload = _encode_payload(obj, name, codec, engines)
     return write_header(codec, name) + payload if framed else payload
 
 
-def _encode_payload(obj: BaseModel, name: str, codec: str) -> bytes:
-    try:
-        payload = _thrift_fast.encode(obj, codec)
-    except Exception as exc:  # fastbinary raises TypeError/OverflowError/..., or refuses >64 nested structs
-        if "recursion depth" not in str(exc):
-            raise _locate_encode_error(obj, exc) from None
-        problem = _find_invalid(obj)
-        if problem is not None:
-            raise problem from None
+def _encode_payload(obj: BaseModel, name: str, codec: str, engines: tuple[str, ...]) -> bytes:
+    if "fastbinary" in engines:
         try:
-            return encode_payload(obj, codec)
-        except Located as exc2:
-            raise EncodeError(f"cannot encode {name}: {exc2.message}") from None
-        except Exception as exc2:  # struct.error, AttributeError, RecursionError, Located
-            raise _locate_encode_error(obj, exc2) from None
-    if not _thrift_fast.verify(payload, name, codec):
-        raise _locate_encode_error(obj, ValueError("the model breaks a rule of the IDL"))
-    return payload
+            payload = fast.encode(obj, codec)
+        except Exception as exc:  # fastbinary raises TypeError/OverflowError/..., or refuses >64 nested structs
+            if "recursion depth" not in str(exc):
+                raise _locate_encode_error(obj, exc) from None
+            if "python" not in engines:
+                raise _find_invalid(obj) or EncodeError(
+                    f"cannot encode {name} with engine='fastbinary': Apache Thrift's C codec writes at most "
+                    f"{FAST_STRUCT_DEPTH} nested structs; leave `engine` unset to write it"
+                ) from None
+        else:
+            if not fast.verify(payload, name, codec):
+                raise _locate_encode_error(obj, ValueError("the model breaks a rule of the IDL"))
+            return payload
+    problem = _find_invalid(obj)
+    if problem is not None:
+        raise problem from None
+    try:
+        return encode_payload(obj, codec)
+    except Located as exc:
+        raise EncodeError(f"cannot encode {name}: {exc.message}") from None
+    except Exception as exc:  # struct.error, AttributeError, RecursionError
+        raise _locate_encode_error(obj, exc) from None
 
 
 def _find_invalid(obj: BaseModel) -> EncodeError | None:
@@ -98,12 +122,15 @@ def decode(
     max_depth: int = MAX_DEPTH,
     source: str = "",
     max_elements: int | budgets.Budget = budgets.MAX_ELEMENTS,
+    engine: Engine | None = None,
 ) -> M:
     """Read a `cls` model from Thrift `format` bytes: with opwire's header, or raw when framed=False (None: detect).
 
     More than `max_elements` values (structs, unions, lists, maps and the leaves in them) is refused before
-    any is built; a `budgets.Budget` is charged what the value holds, across the decodes it is passed to."""
+    any is built; a `budgets.Budget` is charged what the value holds, across the decodes it is passed to.
+    `engine` reads with one engine only ("fastbinary" declines what is not canonical); None: both."""
     codec = _codec(format)
+    engines = _engines(engine)
     name = getattr(cls, "__name__", repr(cls))
     if MODELS.get(name) is not cls:
         raise DecodeError(f"Expected an opwire model class (opwire.schema.models), got {cls!r}")
@@ -120,7 +147,7 @@ def decode(
             raise DecodeError(f"{where}the file holds a {h.root}, not a {name}; read it as {h.root}")
         start = h.offset
         newer = f"a newer schema (the file says {h.version[0]}.{h.version[1]})"
-    fast_ok = max_depth >= container_depth_bound()
+    fast_ok = "fastbinary" in engines and max_depth >= container_depth_bound()
     if isinstance(max_elements, budgets.Budget):
         limit = max_elements.remaining
         count = _count(data, start, name, codec, max_depth, limit, fast_ok)
@@ -130,24 +157,39 @@ def decode(
         if _count(data, start, name, codec, max_depth, max_elements, fast_ok) > max_elements:
             raise DecodeError(f"{where}{name}: {budget_message(max_elements)}")
     with paused_gc():
-        obj = None
-        if fast_ok:
-            obj = _thrift_fast.decode(data, start, name, codec)
-        if obj is None:
+        obj: BaseModel | None = fast.decode(data, start, name, codec) if fast_ok else None
+        if obj is None and "python" in engines:
             try:
                 obj = decode_payload(data, start, name, codec, max_depth, newer, max_elements)
             except Located as exc:
                 path = format_path(exc.loc)
                 raise DecodeError(f"{where}{exc.message} - at `{path}` in {name}", path) from None
+    if obj is None:
+        raise _declined(where, name, max_depth)
     _check_program_version(obj, where)
     return obj  # type: ignore[return-value]
+
+
+def _declined(where: str, name: str, max_depth: int) -> DecodeError:
+    """What `engine="fastbinary"` says of input its C codec does not take (the checking decoder would read it)."""
+    bound = container_depth_bound()
+    why = (
+        f"it reads nesting only within max_depth >= {bound} (got {max_depth})"
+        if max_depth < bound
+        else f"it reads only canonical Thrift within {FAST_STRUCT_DEPTH} nested structs (every byte read, the same "
+        "bytes written back)"
+    )
+    return DecodeError(
+        f"{where}{name}: engine='fastbinary' declined the input: {why}; leave `engine` unset to have the checking "
+        "decoder read it and name what is wrong"
+    )
 
 
 def _count(data: bytes, start: int, name: str, codec: str, max_depth: int, limit: int, fast_ok: bool) -> int:
     """Values the payload holds (`limit + 1` once past `limit`), found before any model is built: fastbinary
     counts (about a microsecond a struct), else the checking decoder walks without building. Malformed bytes
     count as what was read: the decoder reports them."""
-    count = _thrift_fast.count_values(data, start, name, codec, limit) if fast_ok else None
+    count = fast.count_values(data, start, name, codec, limit) if fast_ok else None
     if count is None:
         count = count_payload(data, start, codec, max_depth, limit)
     return 0 if count is None else count

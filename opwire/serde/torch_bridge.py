@@ -30,24 +30,23 @@ def from_exported_program(ep: torch.export.ExportedProgram) -> m.ExportedProgram
     """The opwire model of `ep`'s program (no weights), via torch's serializer."""
     from torch._export.serde.serialize import serialize
 
-    from opwire.serde import json as _json
+    from opwire.serde import json
 
     _check_ep(ep)
     try:
         artifact = serialize(ep, serialize_state_dict=False, serialize_constants=False, serialize_example_inputs=False)
     except Exception as exc:  # torch raises SerializeError, AssertionError, ...
         raise EncodeError(f"torch could not serialize the program: {type(exc).__name__}: {exc}") from None
-    return _json.decode(artifact.exported_program, m.ExportedProgram, source="torch serializer output")
+    return json.decode(artifact.exported_program, m.ExportedProgram, source="torch serializer output")
 
 
 def archive_from_exported_program(ep: torch.export.ExportedProgram) -> m.OpwireArchive:
     """The program plus its weights, tensor constants and example inputs: a pickle-free archive."""
     from opwire._version import __version__
-    from opwire.serde import objects as _values
-    from opwire.serde import tensors as _tensors
+    from opwire.serde import objects, tensors
 
     program = from_exported_program(ep)
-    weights = {k: _tensors.from_tensor(v, f"state_dict[{k!r}]") for k, v in ep.state_dict.items()}
+    weights = {k: tensors.from_tensor(v, f"state_dict[{k!r}]") for k, v in ep.state_dict.items()}
     constants = {}
     for k, v in ep.constants.items():
         if not isinstance(v, torch.Tensor):
@@ -55,11 +54,11 @@ def archive_from_exported_program(ep: torch.export.ExportedProgram) -> m.OpwireA
                 f"Expected tensor constants only, got {type(v).__name__} - at `constants[{k!r}]`; "
                 f"an OpwireArchive cannot hold custom objects"
             )
-        constants[k] = _tensors.from_tensor(v, f"constants[{k!r}]")
+        constants[k] = tensors.from_tensor(v, f"constants[{k!r}]")
     args: list[m.Value] | None = None
     kwargs: dict[str, m.Value] | None = None
     if ep.example_inputs is not None:
-        args, kwargs = _values.inputs_from_python(*ep.example_inputs)
+        args, kwargs = objects.inputs_from_python(*ep.example_inputs)
     return m.OpwireArchive(
         program=program,
         weights=weights,
@@ -73,11 +72,11 @@ def archive_from_exported_program(ep: torch.export.ExportedProgram) -> m.OpwireA
 def _tensors_of(
     table: Mapping[str, m.TensorValue | torch.Tensor], kind: str, params: set[str], device: Any
 ) -> dict[str, torch.Tensor]:
-    from opwire.serde import tensors as _tensors
+    from opwire.serde import tensors
 
     out: dict[str, torch.Tensor] = {}
     for name, value in table.items():
-        t = value if isinstance(value, torch.Tensor) else _tensors.to_tensor(value, device, f"{kind}[{name!r}]")
+        t = value if isinstance(value, torch.Tensor) else tensors.to_tensor(value, device, f"{kind}[{name!r}]")
         if name in params and not isinstance(t, torch.nn.Parameter):
             t = torch.nn.Parameter(t.detach(), requires_grad=t.requires_grad)
         out[name] = t
@@ -93,14 +92,14 @@ def _check_evaluated_strings(program: m.ExportedProgram, program_json: bytes) ->
     Decoding already checked every `expr_str` (a model built with `model_construct` skips that, so they
     are checked again here, from the JSON torch will read); every pytree spec is parsed by opwire's
     reader, which accepts only registered types, so torch's `treespec_loads` then imports nothing."""
-    import json
+    import json as _stdlib_json
 
     from opwire.schema.symexpr import check_expr
     from opwire.serde.pytree_spec import loads_spec, program_specs
 
     for i, raw in enumerate(_EXPR.findall(program_json)):
         try:
-            check_expr(json.loads(raw))
+            check_expr(_stdlib_json.loads(raw))
         except ValueError as exc:
             raise DecodeError(f"{exc} - at expression {i} of the program", "expr_str") from None
     for spec, where in program_specs(program):
@@ -120,15 +119,14 @@ def to_exported_program(
     from torch._export.serde import schema as torch_schema
     from torch._export.serde.serialize import ExportedProgramDeserializer, _bytes_to_dataclass
 
-    from opwire.serde import json as _json
-    from opwire.serde import objects as _values
+    from opwire.serde import json, objects
 
     if isinstance(archive_or_program, m.OpwireArchive):
         program = archive_or_program.program
         sd_in: Mapping[str, Any] = {**archive_or_program.weights, **(state_dict or {})}
         c_in: Mapping[str, Any] = {**archive_or_program.constants, **(constants or {})}
         if example_inputs is None:
-            example_inputs = _values.inputs_to_python(
+            example_inputs = objects.inputs_to_python(
                 archive_or_program.example_args, archive_or_program.example_kwargs, device
             )
     elif isinstance(archive_or_program, m.ExportedProgram):
@@ -146,7 +144,7 @@ def to_exported_program(
             f"(opwire.serde.pt2.read) or state_dict=/constants=",
             "graph_module.signature.input_specs",
         )
-    program_json = _json.encode(program)
+    program_json = json.encode(program)
     _check_evaluated_strings(program, program_json)
     params = parameter_names(program)
     sd = _tensors_of(sd_in, "weights", params, device)

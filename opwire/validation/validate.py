@@ -17,7 +17,7 @@ from opwire.errors import OpValidationError
 from opwire.schema import models as m
 from opwire.schema.ops import OpSchema, op_schema
 from opwire.serde.json import to_jsonable
-from opwire.validation import dispatch_keys as dk
+from opwire.validation import dispatch_keys
 from opwire.validation.findings import Finding, Severity, finding
 from opwire.validation.opcheck import SampleInputs, opcheck_findings
 from opwire.validation.roundtrip_check import roundtrip_findings
@@ -43,9 +43,9 @@ class OpReport:
 
     op: str
     schema: m.OpSchemaSnapshot | None
-    kernels: tuple[dk.KernelInfo, ...]
+    kernels: tuple[dispatch_keys.KernelInfo, ...]
     fake_impl: str | None
-    vmap_route: dk.VmapRoute | None
+    vmap_route: dispatch_keys.VmapRoute | None
     findings: tuple[Finding, ...]
 
     @property
@@ -172,10 +172,10 @@ def _display(name: str) -> str:
 
 
 def _no_schema_report(name: str) -> OpReport:
-    keys = sorted(k for k, _ in dk._registration_files(name).items())
+    keys = sorted(k for k, _ in dispatch_keys._registration_files(name).items())
     keys_text = ", ".join(keys) if keys else "no dispatch key"
     f = finding("schema_missing", _display(name), keys=keys_text)
-    return OpReport(_display(name), None, dk.kernels(name), None, None, (f,))
+    return OpReport(_display(name), None, dispatch_keys.kernels(name), None, None, (f,))
 
 
 def _fake_fix(op: torch._ops.OpOverload) -> str:
@@ -191,10 +191,12 @@ def _fake_fix(op: torch._ops.OpOverload) -> str:
     )
 
 
-def _dispatch_findings(shown: str, op: torch._ops.OpOverload, infos: tuple[dk.KernelInfo, ...]) -> list[Finding]:
+def _dispatch_findings(
+    shown: str, op: torch._ops.OpOverload, infos: tuple[dispatch_keys.KernelInfo, ...]
+) -> list[Finding]:
     registered = {k.key for k in infos if k.registered}
     out: list[Finding] = []
-    if dk.fake_impl_source(op) is None:
+    if dispatch_keys.fake_impl_source(op) is None:
         out.append(finding("no_fake_impl", shown, how=_fake_fix(op)))
     if "FuncTorchBatched" in registered and "CompositeImplicitAutograd" in registered:
         out.append(finding("dead_batching_rule", shown))
@@ -206,10 +208,10 @@ def _dispatch_findings(shown: str, op: torch._ops.OpOverload, infos: tuple[dk.Ke
     return out
 
 
-def _vmap_findings(shown: str, op: torch._ops.OpOverload, route: dk.VmapRoute) -> list[Finding]:
+def _vmap_findings(shown: str, op: torch._ops.OpOverload, route: dispatch_keys.VmapRoute) -> list[Finding]:
     if route.route not in ("fallback", "decomposition", "unsupported"):
         return []
-    blocker = dk.fallback_blocker(op._schema)
+    blocker = dispatch_keys.fallback_blocker(op._schema)
     if blocker is None:
         return [finding("vmap_fallback", shown)]
     return [finding("vmap_unsupported", shown, reason=blocker, name=op._schema.name)]
@@ -221,8 +223,8 @@ def _report(name: str, samples: SampleInputs | None) -> OpReport:
         return _no_schema_report(name)
     shown = _display(name)
     schema: OpSchema = op_schema(op)
-    infos = dk.kernels(name)
-    route = dk.vmap_route(op, infos)
+    infos = dispatch_keys.kernels(name)
+    route = dispatch_keys.vmap_route(op, infos)
     found = [
         *serializability_findings(shown, schema),
         *aoti_findings(shown, schema),
@@ -231,11 +233,11 @@ def _report(name: str, samples: SampleInputs | None) -> OpReport:
         *_vmap_findings(shown, op, route),
     ]
     if samples is not None:
-        found.extend(opcheck_findings(shown, op, samples, has_fake=dk.fake_impl_source(op) is not None))
+        found.extend(opcheck_findings(shown, op, samples, has_fake=dispatch_keys.fake_impl_source(op) is not None))
         typed = any(f.code in _TYPE_CODES for f in found)
         found.extend(roundtrip_findings(shown, op, samples, types_reported=typed))
     tags = tuple(sorted(t.name for t in op.tags))
-    return OpReport(shown, schema.to_snapshot(tags), infos, dk.fake_impl_source(op), route, tuple(found))
+    return OpReport(shown, schema.to_snapshot(tags), infos, dispatch_keys.fake_impl_source(op), route, tuple(found))
 
 
 _TYPE_CODES = frozenset({"unserializable_argument", "unserializable_return", "unrepresentable_default"})

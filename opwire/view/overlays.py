@@ -12,14 +12,14 @@ Three shapes are read (docs/view.md documents them):
 
 from __future__ import annotations
 
-import json
+import json as _stdlib_json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from opwire.errors import DecodeError
 from opwire.schema import models as m
-from opwire.serde import json as json_codec
+from opwire.serde import json
 
 __all__ = [
     "FORMAT_VERSION",
@@ -49,7 +49,7 @@ def findings_document(
 
 def findings_json(doc: m.FindingsDocument) -> bytes:
     """The document as opwire's JSON codec writes it (what `--findings F.json` holds)."""
-    return json_codec.encode(doc)
+    return json.encode(doc)
 
 
 def op_target(op: str) -> str:
@@ -93,7 +93,7 @@ def _normalize(doc: Any, where: str) -> dict[str, Any]:
             f"{where}: findings format version {version!r} is not one this opwire reads (expected "
             f"{FORMAT_VERSION} or 1); write it with this opwire or upgrade opwire"
         )
-    parsed = json_codec.decode(json.dumps(doc).encode(), m.FindingsDocument, source=where)
+    parsed = json.decode(_stdlib_json.dumps(doc).encode(), m.FindingsDocument, source=where)
     out = _empty(parsed.title or Path(where).name)
     out["first"] = parsed.first_divergence
     for i, f in enumerate(parsed.findings):
@@ -109,7 +109,7 @@ def _add_finding(out: dict[str, Any], f: m.Finding, path: str, where: str) -> No
         )
     entry: dict[str, Any] = {"severity": f.severity, "code": f.code, "message": f.message, "fix": f.fix}
     if f.differences:
-        entry["detail"] = json.dumps([json_codec.to_jsonable(d) for d in f.differences], indent=1)[:4000]
+        entry["detail"] = _stdlib_json.dumps([json.to_jsonable(d) for d in f.differences], indent=1)[:4000]
     _place(out, entry, f.node, f.op, path, where)
 
 
@@ -147,7 +147,7 @@ def _from_version_1(doc: dict[str, Any], where: str) -> dict[str, Any]:
         for k in _TEXT_FIELDS:
             entry[k] = _text(e.get(k), where, f"{path}.{k}")
         if "detail" in e:
-            entry["detail"] = json.dumps(e["detail"], indent=1)[:4000]
+            entry["detail"] = _stdlib_json.dumps(e["detail"], indent=1)[:4000]
         _place(out, entry, e.get("node"), e.get("target"), path, where)
     return out
 

@@ -18,8 +18,7 @@ import torch
 from opwire.errors import EncodeError, OpwireError
 from opwire.recording.compare import Difference, compare_scalar, compare_tensor
 from opwire.schema import models as m
-from opwire.serde import dumps
-from opwire.serde import objects as _values
+from opwire.serde import dumps, objects
 from opwire.validation.findings import node_finding
 from opwire.view.model import node_names
 from opwire.view.overlays import findings_document
@@ -52,7 +51,7 @@ class NodeRecorder(_Observer):
         name = self.name(node)
         for key, v in outputs.items():
             try:
-                self.values[key] = _values.from_python(_plain(v), f"node {name!r} output {key!r}")
+                self.values[key] = objects.from_python(_plain(v), f"node {name!r} output {key!r}")
             except EncodeError:
                 self.skipped[key] = type(v).__name__
 
@@ -121,7 +120,7 @@ class NodeComparer(_Observer):
                 if d is not None:
                     return Difference(d.kind, f"[{i}]: {d.detail}", d.max_diff, d.where)
             return None
-        return compare_scalar(got, _values.to_python(want, None, "saved"), self.rtol, self.atol)
+        return compare_scalar(got, objects.to_python(want, None, "saved"), self.rtol, self.atol)
 
     def _finding(
         self, name: str, diffs: list[tuple[str, Difference]], missing: list[str], outs: list[str]

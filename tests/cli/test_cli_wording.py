@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from clirun import Cli
+from support.clirun import Cli
 
 import opwire
 from opwire.cli import main

@@ -44,10 +44,9 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
     return rc, out, err
 
 
-@pytest.mark.parametrize("to", ["binary", "compact"])
-def test_pt2_round_trip_through_thrift(to: str, files: dict[str, Path], capsys, tmp_path: Path) -> None:
-    rc, out, _ = _run(capsys, files["pt2"], tmp_path / "a.opw", "--to", to)
-    assert rc == 0 and out.startswith(f"wrote {tmp_path / 'a.opw'}: OpwireArchive as {to}, ")
+def test_pt2_round_trip_through_thrift(codec: str, files: dict[str, Path], capsys, tmp_path: Path) -> None:
+    rc, out, _ = _run(capsys, files["pt2"], tmp_path / "a.opw", "--to", codec)
+    assert rc == 0 and out.startswith(f"wrote {tmp_path / 'a.opw'}: OpwireArchive as {codec}, ")
     rc, _, _ = _run(capsys, tmp_path / "a.opw", tmp_path / "b.pt2")  # target from the suffix
     assert rc == 0
     assert pt2.read(tmp_path / "b.pt2") == pt2.read(files["pt2"])

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import torch
-from clirun import run_cli
+from support.clirun import run_cli
 
 import opwire
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from clirun import Cli
+from support.clirun import Cli
 
 from opwire.cli import COMMANDS, build_parser, main
 

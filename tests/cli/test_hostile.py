@@ -1,9 +1,9 @@
-"""Every subcommand over the shared table of hostile inputs (tests/hostile.py), each run as its own process.
+"""Every subcommand over the shared table of hostile inputs (tests/support/hostile.py), each run as its own process.
 
 For every command of every case: the documented exit code, exactly one line on stderr naming the
 command and matching the case's pattern, no traceback, nothing on stdout, no file created or changed
 beside the inputs (the side effect an attack is after), no signal, no hang, and under 10 s of CPU,
-all under RLIMIT_AS (tests/hostile_driver.py forks each command from one process that imported torch).
+all under RLIMIT_AS (tests/support/hostile_driver.py forks each command from one process that imported torch).
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hostile import CASES, Case, Work
+from support.hostile import CASES, Case, Work
 
 pytestmark = pytest.mark.xdist_group("hostile_cli")  # the module-scoped fixture is built once, on one worker
 
-_DRIVER = Path(__file__).parent.parent / "hostile_driver.py"
+_DRIVER = Path(__file__).parents[1] / "support" / "hostile_driver.py"
 CPU_SECONDS = 10.0
 
 JOBS = [(case, command) for case in CASES for command in case.commands]

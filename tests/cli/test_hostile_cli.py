@@ -1,6 +1,6 @@
 """The CLI never trusts the file: names printed escaped (one error is one line), bounded output summaries,
 and output paths that are never a symlink, a non-regular file, or an input. Each command runs in its own
-process under RLIMIT_AS (tests/hostile_driver.py's headroom: 2 GiB beyond what the imported CLI holds).
+process under RLIMIT_AS (tests/support/hostile_driver.py's headroom: 2 GiB beyond what the imported CLI holds).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from clirun import run_cli
-from hostile_exec import node, program, t, write_values
+from support.clirun import run_cli
+from support.hostile_exec import node, program, t, write_values
 
 import opwire
 from opwire.schema import models as m

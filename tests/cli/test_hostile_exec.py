@@ -1,7 +1,7 @@
-"""The executing commands over tests/hostile_exec.py: one line on stderr, the documented exit code, no side effect.
+"""The executing commands over tests/support/hostile_exec.py: one line on stderr, the documented exit code, no side effect.
 
 Every case runs as its own process under RLIMIT_AS (an attack that allocates past the budget dies there
-instead of passing), forked by tests/hostile_driver.py from one process that imported torch once, so the
+instead of passing), forked by tests/support/hostile_driver.py from one process that imported torch once, so the
 table costs one torch import, not one per case.
 """
 
@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hostile_exec import CASES, Case
+from support.hostile_exec import CASES, Case
 
 pytestmark = pytest.mark.xdist_group("hostile_exec")  # the module-scoped fixture is built once, on one worker
 
-_DRIVER = Path(__file__).parent.parent / "hostile_driver.py"
+_DRIVER = Path(__file__).parents[1] / "support" / "hostile_driver.py"
 
 
 @pytest.fixture(scope="module")

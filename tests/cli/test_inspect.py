@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import corpus
 import pytest
 import torch
-from clirun import Cli
+from support import corpus
+from support.clirun import Cli
 
 import opwire
 from opwire.cli import main

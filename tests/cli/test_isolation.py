@@ -1,7 +1,7 @@
 """`opwire run`/`exec`/`replay` execute in a sandboxed child: a crash, a limit or a forbidden write is one line
 naming the node; results are the same as in-process.
 
-The op library `isolib` (tests/isolation_files.py) is the user's trusted code; its ops stand for a kernel
+The op library `isolib` (tests/support/isolation_files.py) is the user's trusted code; its ops stand for a kernel
 that crashes or misbehaves on what a hostile file feeds it.
 """
 
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from clirun import run_cli
-from isolation_files import nodes_calling, program_calling, trace_calling, write_isolib, write_values
+from support.clirun import run_cli
+from support.isolation_files import nodes_calling, program_calling, trace_calling, write_isolib, write_values
 
 import opwire
 

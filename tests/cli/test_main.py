@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from support.clirun import run_cli, run_cli_fresh
 
 from opwire.cli import COMMANDS, build_parser, main
 
@@ -29,3 +32,11 @@ def test_missing_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) ->
         main([])
     assert info.value.code == 2
     assert "the following arguments are required: COMMAND" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["inspect", "missing.pt2"], ["run"]])
+def test_a_fresh_process_prints_what_the_forked_one_does(argv: list[str], tmp_path: Path) -> None:
+    """The `cli` fixture forks commands from a server (tests/support/cli_forkserver.py): same output as a fresh start."""
+    fresh, forked = run_cli_fresh(*argv, cwd=tmp_path), run_cli(*argv, cwd=tmp_path)
+    assert (fresh.returncode, fresh.stdout, fresh.stderr) == (forked.returncode, forked.stdout, forked.stderr)
+    assert fresh.stdout or fresh.stderr

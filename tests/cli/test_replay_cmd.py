@@ -11,7 +11,7 @@ import torch
 import opwire
 from opwire.cli import main
 from opwire.schema import models as m
-from opwire.serde import tensors as _tensors
+from opwire.serde import tensors
 from opwire.validation import CODES
 
 
@@ -21,7 +21,7 @@ def _trace(tmp_path: Path, tamper: bool = False) -> str:
         (x @ x).tanh()
     if tamper:
         name = trace.records[1].outputs[0].value.name
-        trace.tensors[name] = _tensors.from_tensor(_tensors.to_tensor(trace.tensors[name]) + 1.0)
+        trace.tensors[name] = tensors.from_tensor(tensors.to_tensor(trace.tensors[name]) + 1.0)
     path = tmp_path / "t.trace"
     trace.save(path)
     return str(path)

@@ -5,15 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import corpus
 import pytest
 import torch
+from support import corpus
 
 import opwire
 from opwire.cli import main
 from opwire.schema import models as m
-from opwire.serde import objects as _values
-from opwire.serde import torch_bridge
+from opwire.serde import objects, torch_bridge
 
 
 def _archive(tmp_path: Path, name: str = "mlp/decomposed") -> str:
@@ -24,7 +23,7 @@ def _archive(tmp_path: Path, name: str = "mlp/decomposed") -> str:
 
 def _values_file(tmp_path: Path, values: dict[str, object], fmt: str = "json") -> str:
     path = tmp_path / f"inputs.{fmt}"
-    model = m.Values(values={k: _values.from_python(v) for k, v in values.items()})
+    model = m.Values(values={k: objects.from_python(v) for k, v in values.items()})
     path.write_bytes(opwire.dumps(model, fmt))  # type: ignore[arg-type]
     return str(path)
 
@@ -36,7 +35,7 @@ def test_runs_with_named_inputs_and_writes_outputs(tmp_path: Path, capsys: pytes
     printed = capsys.readouterr()
     assert printed.out.startswith("output[0]: float32[5, 4] on cpu  min ")
     assert printed.err.startswith(f"wrote {out}: 1 output as a Values file (json, ")
-    got = _values.to_python(opwire.loads(out.read_bytes(), m.Values).values["output[0]"])
+    got = objects.to_python(opwire.loads(out.read_bytes(), m.Values).values["output[0]"])
     torch.testing.assert_close(got, corpus.get_program("mlp/decomposed").ep.module()(x))
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from clirun import Cli
+from support.clirun import Cli
 
 import opwire
 from opwire.cli import main

@@ -6,10 +6,10 @@ import json
 import re
 from pathlib import Path
 
-import corpus
 import pytest
 import torch
-from clirun import run_cli
+from support import corpus
+from support.clirun import run_cli
 
 import opwire
 from opwire.cli import main

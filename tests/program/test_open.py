@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import json as _stdlib_json
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +37,9 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     archive = torch_bridge.archive_from_exported_program(ep)
     (d / "net.json").write_bytes(opwire.dumps(archive.program))
     (d / "net.opwc").write_bytes(opwire.dumps(archive, "compact"))
-    (d / "nodes.json").write_text(json.dumps({"nodes": []}))
+    (d / "nodes.json").write_text(_stdlib_json.dumps({"nodes": []}))
     (d / "values.json").write_bytes(opwire.dumps(opwire.serde.values({"x": x})))
-    (d / "findings.json").write_text(json.dumps({"opwire_findings": 1, "findings": []}))
+    (d / "findings.json").write_text(_stdlib_json.dumps({"opwire_findings": 1, "findings": []}))
     with opwire.record() as trace:
         torch.add(x, 1)
     trace.save(d / "trace.json", format="json")
@@ -120,16 +120,16 @@ def test_budgets_apply_to_every_kind(files: dict[str, Any], tmp_path: Path) -> N
 
 
 def test_programs_are_decoded_on_first_use(files: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
-    from opwire.serde import json as json_codec
+    from opwire.serde import json
 
     calls: list[str] = []
-    real = json_codec.decode
+    real = json.decode
 
     def spy(data: Any, cls: Any, *args: Any, **kwargs: Any) -> Any:
         calls.append(cls.__name__)
         return real(data, cls, *args, **kwargs)
 
-    monkeypatch.setattr(json_codec, "decode", spy)
+    monkeypatch.setattr(json, "decode", spy)
     opened = opwire.open(files["dir"] / "net.json")
     assert calls == [] and "lazy" in repr(opened)
     assert opened.program.graph_module.graph.nodes

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from clirun import Cli
+from support.clirun import Cli
 
 import opwire
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from hostile_exec import ISSUE_ATTACKS, program
+from support.hostile_exec import ISSUE_ATTACKS, program
 
 import opwire
 from opwire.errors import BindError
@@ -104,7 +104,7 @@ def test_kernel_warnings_reach_the_host_as_opwire_warnings_only(tmp_path: Path) 
         "import warnings, torch\n"
         "from opwire.errors import OpwireWarning\n"
         "from opwire.proxy_executor import ProxyExecutor\n"
-        "from hostile_exec import ISSUE_ATTACKS, node, t\n"
+        "from support.hostile_exec import ISSUE_ATTACKS, node, t\n"
         "n = node('aten::add.out', {'self': t('x'), 'other': t('x'), 'out': t('o')}, 'r')\n"
         "ex = ProxyExecutor(allow_ops=['aten::add.out'])\n"
         "with warnings.catch_warnings(record=True) as seen:\n"
@@ -123,7 +123,7 @@ def test_kernel_warnings_reach_the_host_as_opwire_warnings_only(tmp_path: Path) 
 
 def test_run_program_refuses_before_running_in_a_subgraph() -> None:
     """An op refused inside a while_loop body is a BindError before the loop's first iteration."""
-    from hostile_exec import while_forever
+    from support.hostile_exec import while_forever
 
     archive = while_forever()
     body = archive.program.graph_module.graph.nodes[0].inputs[1].arg.value.graph

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from hostile_exec import bad_csr_nodes, from_file_nodes, program, sym_node, while_forever
+from support.hostile_exec import bad_csr_nodes, from_file_nodes, program, sym_node, while_forever
 
 import opwire
 from opwire.errors import BindError, BudgetError
@@ -93,7 +93,7 @@ def test_allow_ops_runs_a_refused_op(tmp_path: Path) -> None:
 
 
 def test_as_operator_arguments_obey_the_policy(tmp_path: Path) -> None:
-    from hostile_exec import with_effects_from_file
+    from support.hostile_exec import with_effects_from_file
 
     archive = program(with_effects_from_file(str(tmp_path / "w.pth")))
     with pytest.raises(
@@ -122,7 +122,7 @@ def test_a_user_library_is_trusted() -> None:
 def test_sparse_invariant_checks_make_an_allowed_constructor_safe_in_a_child() -> None:
     """Allowed by name with torch's sparse checks on, the CSR constructor's bad indices are a KernelError (no crash)."""
     code = (
-        "import torch\nfrom hostile_exec import bad_csr_nodes, program\nimport opwire\n"
+        "import torch\nfrom support.hostile_exec import bad_csr_nodes, program\nimport opwire\n"
         "from opwire.errors import KernelError\n"
         "allow = ['aten::_sparse_csr_tensor_unsafe', 'aten::_to_dense']\n"
         "with torch.sparse.check_sparse_tensor_invariants():\n"
@@ -195,7 +195,7 @@ def test_policy_arguments_are_checked() -> None:
 
 
 def test_replay_refuses_before_running_and_allow_ops_opts_in(tmp_path: Path) -> None:
-    from hostile_exec import trace_case
+    from support.hostile_exec import trace_case
 
     argv = trace_case(lambda d: from_file_nodes(str(d / "w.pth"), shared=True))(tmp_path)
     with pytest.raises(BindError, match=r"call 0 \(aten::from_file\): op aten::from_file is refused"):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import corpus
 import pytest
 import torch
 import torch.utils._pytree as pytree
+from support import corpus
 from torch._higher_order_ops.map import map as hop_map
 from torch._higher_order_ops.while_loop import while_loop
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from isolation_files import program_calling, trace_calling, write_isolib
+from support.isolation_files import program_calling, trace_calling, write_isolib
 
 import opwire
 from opwire.errors import BudgetError, KernelError

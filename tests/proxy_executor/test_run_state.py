@@ -6,7 +6,7 @@ import time
 
 import pytest
 import torch
-from hostile_exec import nested_while, node, ones_nodes, program, sym_string_mul, t, write_input_nodes
+from support.hostile_exec import nested_while, node, ones_nodes, program, sym_string_mul, t, write_input_nodes
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import opwire

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import warnings
 
-import corpus_ops
 import pytest
 import torch
+from support import corpus_ops
 
 import opwire
 from opwire.errors import OpwireWarning

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 
-import corpus_ops
 import pytest
 import torch
+from support import corpus_ops
 
 import opwire
 from opwire.errors import OpwireWarning
 from opwire.recording.replayer import ReplayReport
 from opwire.schema import models as m
-from opwire.serde import tensors as _tensors
+from opwire.serde import tensors
 
 
 def _train_step(optimizer: str = "adam") -> opwire.Trace:
@@ -64,9 +64,9 @@ def test_tampered_payload_is_reported_exactly() -> None:
     trace = _custom_model()
     i, rec = _first(trace, "opwire_test::tagged.default")
     name = rec.outputs[0].value[0].name
-    t = _tensors.to_tensor(trace.tensors[name])
+    t = tensors.to_tensor(trace.tensors[name])
     t[1, 2] += 0.5
-    trace.tensors[name] = _tensors.from_tensor(t)
+    trace.tensors[name] = tensors.from_tensor(t)
     report = opwire.replay(trace)
     # isolated: the producer differs from its payload, and the consumer (sum) fed with the payload differs too
     bad, consumer = report.mismatches
@@ -110,7 +110,7 @@ def test_in_place_writes_are_compared() -> None:
         torch.ops.opwire_test.accumulate_(acc, torch.ones(4))
     _, rec = _first(trace, "opwire_test::accumulate_.default")
     (after,) = json.loads(rec.metadata["mutated"])["acc"]
-    trace.tensors[after] = _tensors.from_tensor(torch.full((4,), 2.0))
+    trace.tensors[after] = tensors.from_tensor(torch.full((4,), 2.0))
     (bad,) = opwire.replay(trace).mismatches
     assert bad.output == "argument acc (written in place)" and bad.kind == "value"
 
@@ -122,10 +122,10 @@ def test_integers_compare_exactly_and_floats_within_tolerance() -> None:
         x * 1.0
     argmax_out = trace.records[0].outputs[0].value.name
     mul_out = trace.records[1].outputs[0].value.name
-    trace.tensors[mul_out] = _tensors.from_tensor(x + 1e-4)
+    trace.tensors[mul_out] = tensors.from_tensor(x + 1e-4)
     assert opwire.replay(trace, rtol=0, atol=1e-3).ok
     assert [b.kind for b in opwire.replay(trace, rtol=0, atol=1e-6).mismatches] == ["value"]
-    trace.tensors[argmax_out] = _tensors.from_tensor(torch.tensor(1))
+    trace.tensors[argmax_out] = tensors.from_tensor(torch.tensor(1))
     bad = opwire.replay(trace, atol=10).mismatches
     assert [(b.index, b.max_diff) for b in bad] == [(0, 1.0)]
 

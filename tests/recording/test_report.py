@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import io
-import json
+import json as _stdlib_json
 import re
 from pathlib import Path
 
 import pytest
 import torch
-from clirun import run_cli
+from support.clirun import run_cli
 
 import opwire
 from opwire.errors import DecodeError
@@ -17,7 +17,7 @@ from opwire.recording.compare import tolerance
 from opwire.recording.progress import Progress
 from opwire.recording.replay_worker import report_from_json, worker_report
 from opwire.recording.report import Mismatch, OpStats, ReplayReport
-from opwire.serde import json as json_codec
+from opwire.serde import json
 
 
 class _Net(torch.nn.Module):
@@ -141,7 +141,7 @@ def test_progress_draws_only_when_asked_or_on_a_terminal() -> None:
 def test_report_json_is_complete(tmp_path: Path) -> None:
     trace, i = _recorded(None)
     _tamper(trace, i)
-    d = json.loads(json.dumps(opwire.replay(trace, progress=False).to_dict()))
+    d = _stdlib_json.loads(_stdlib_json.dumps(opwire.replay(trace, progress=False).to_dict()))
     assert {"first_divergence", "ops", "mismatches", "skipped", "cut", "tolerance", "mismatching_calls"} <= d.keys()
     assert d["first_divergence"]["source"] and d["first_divergence"]["inputs"]
 
@@ -154,7 +154,7 @@ def test_worker_report_is_an_idl_record() -> None:
     ]
     part.skipped = [(4, "ns::op", "why")]
     part.ops = {"aten::add.Tensor": OpStats(3, 1, 0.5, float("inf"))}
-    data = json_codec.encode(worker_report(part))
+    data = json.encode(worker_report(part))
     back = report_from_json(data)
     assert (back.mismatches, back.skipped, back.ops) == (part.mismatches, part.skipped, part.ops)
     assert (back.mode, back.calls, back.replayed, back.seconds) == ("isolated", 5, 3, 0.5)

@@ -216,10 +216,7 @@ def test_streamed_header_is_opwires(tmp_path: Path) -> None:
 def test_the_frames_of_a_stream_share_one_budget_and_load_trace_passes_it_on(tmp_path: Path) -> None:
     """Issue 16: every frame had a fresh budget and load_trace passed none, so 300k small tensor frames
     (14 MB) cost +1 GB at open. Now what opening keeps is charged to one max_elements / max_bytes budget."""
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).parents[1]))
-    from hostile import Work, tensor_frames_trace
+    from support.hostile import Work, tensor_frames_trace
 
     path = tensor_frames_trace(Work(tmp_path), 200)  # 14 values a frame, plus the header's
     with TraceReader(path) as reader:

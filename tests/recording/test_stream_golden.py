@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from golden_bytes import check_golden
+from support.golden_bytes import check_golden
 
 from opwire.recording.stream import TraceReader, TraceWriter
 from opwire.schema import models as m

@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 import math
 
-import corpus
 import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
-from typed import MODEL_NAMES, assert_same_model, strategy_for
+from support import corpus
+from support.typed import MODEL_NAMES, assert_same_model, strategy_for
 
 import opwire
 from opwire.schema import models as m

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
-from typed import assert_same_model, strategy_for
+from support.typed import assert_same_model, strategy_for
 
 import opwire
 from opwire.schema import models as m

@@ -9,7 +9,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from hostile import _raw_zip, patch_zip_entry
+from support.hostile import _raw_zip, patch_zip_entry
 
 from opwire.serde import DecodeError
 from opwire.serde.archive import ZipArchive, is_zip
@@ -103,7 +103,7 @@ def test_every_zip_path_uses_the_checked_reader(tmp_path: Path, monkeypatch: pyt
         tmp_path / "aoti.pt2", {"p/data/aotinductor/model/abc.wrapper.json": json.dumps({"nodes": []}).encode()}
     )
     program = tmp_path / "prog.pt2"
-    from hostile import _base_pt2
+    from support.hostile import _base_pt2
 
     program.write_bytes(_base_pt2())
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import corpus
 import pytest
 import torch
 import torch.utils._pytree as pytree
+from support import corpus
 
 import opwire
 from opwire.errors import DecodeError, EncodeError

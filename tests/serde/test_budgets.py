@@ -11,7 +11,7 @@ import pytest
 
 import opwire
 from opwire.schema import models as m
-from opwire.serde import DecodeError, budgets
+from opwire.serde import DecodeError, budgets, thrift
 
 
 def _node(outputs: int) -> m.Node:
@@ -25,7 +25,6 @@ def test_more_containers_than_the_budget_are_refused_and_the_budget_raises(fmt: 
     assert len(opwire.loads(data, m.Node, format=fmt, max_elements=7000).outputs) == 3000  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("fmt", ["json", "binary", "compact"])
 @pytest.mark.parametrize("leaves", [["ab"] * 3000, list(range(3000)), [[1, 2]] * 1000])
 def test_leaves_count_like_containers(fmt: str, leaves: list[object]) -> None:
     """A list of 3000 short strings or ints (or 1000 pairs) is one container but 3001 values."""
@@ -39,13 +38,14 @@ def test_leaves_count_like_containers(fmt: str, leaves: list[object]) -> None:
     assert opwire.loads(data, m.Argument, format=fmt, max_elements=3100) == arg  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("fmt", ["binary", "compact"])
-def test_the_checking_decoder_counts_leaves_too(fmt: str) -> None:
-    """Past fastbinary (max_depth below its bound, so the pure-Python decoder reads) the answer is the same."""
-    data = opwire.dumps(m.Argument(as_strings=["ab"] * 3000), format=fmt)  # type: ignore[arg-type]
+def test_every_engine_counts_leaves(codec: str, engine: str) -> None:
+    """fastbinary's counter and the checking decoder's walk give one answer (and count before building)."""
+    data = opwire.dumps(m.Argument(as_strings=["ab"] * 3000), format=codec)  # type: ignore[arg-type]
     with pytest.raises(DecodeError, match=r"exceeds the budget max_elements=2000"):
-        opwire.loads(data, m.Argument, format=fmt, max_elements=2000, max_depth=3)  # type: ignore[arg-type]
-    assert len(opwire.loads(data, m.Argument, format=fmt, max_elements=3002, max_depth=3).as_strings or []) == 3000  # type: ignore[arg-type]
+        thrift.decode(data, m.Argument, codec, max_elements=2000, engine=engine)  # type: ignore[arg-type]
+    budget = budgets.Budget(3002)
+    assert len(thrift.decode(data, m.Argument, codec, max_elements=budget, engine=engine).as_strings or []) == 3000  # type: ignore[arg-type]
+    assert budget.spent == 3002
 
 
 def test_a_budget_is_shared_by_the_decodes_it_is_passed_to() -> None:
@@ -60,7 +60,7 @@ def test_a_budget_is_shared_by_the_decodes_it_is_passed_to() -> None:
 
 def _strings_argument(n: int) -> bytes:
     """A compact Argument whose `as_strings` holds n two-character strings: 3 bytes a string."""
-    from hostile import _varint
+    from support.hostile import _varint
 
     from opwire.serde import framing
 
@@ -130,7 +130,7 @@ def test_braces_inside_strings_do_not_count() -> None:
 def test_the_million_as_none_node_is_refused_fast_in_bounded_memory(tmp_path: Path) -> None:
     """Issue 10's 2 MB compact Node with 1M `as_none` outputs (18.8 s, +1.1 GB before): refused, in a child
     under RLIMIT_AS, with the default budget."""
-    from hostile import Work, _as_none_node
+    from support.hostile import Work, _as_none_node
 
     path = _as_none_node(Work(tmp_path))
     code = (

@@ -79,24 +79,23 @@ def test_subgraphs_are_walked_only_when_present() -> None:
     assert opwire.loads(opwire.dumps(inner.graph), m.Graph) == inner.graph
 
 
-@pytest.mark.parametrize("fmt", ["binary", "compact"])
-def test_thrift_nesting_past_the_interpreter_stack_decodes_when_max_depth_allows(fmt: str) -> None:
+def test_thrift_nesting_past_the_interpreter_stack_decodes_when_max_depth_allows(codec: str) -> None:
     """The checking decoder is iterative: max_depth is the only depth limit (issue 16), whatever
     sys.getrecursionlimit() says, and the limit is never changed."""
     import sys
 
     levels = 4 * sys.getrecursionlimit()  # lists inside Values: 2 levels a step
-    one = opwire.dumps(m.Value(as_list=[m.Value(as_int=7)]), format=fmt)  # type: ignore[arg-type]
-    leaf = opwire.dumps(m.Value(as_int=7), format=fmt)  # type: ignore[arg-type]
-    h = len(opwire.serde.framing.write_header(fmt, "Value"))
+    one = opwire.dumps(m.Value(as_list=[m.Value(as_int=7)]), format=codec)  # type: ignore[arg-type]
+    leaf = opwire.dumps(m.Value(as_int=7), format=codec)  # type: ignore[arg-type]
+    h = len(opwire.serde.framing.write_header(codec, "Value"))
     prefix, suffix = one[h:].split(leaf[h:])
     data = one[:h] + prefix * levels + leaf[h:] + suffix * levels
     limit = sys.getrecursionlimit()
-    value = _decode(data, fmt, 2 * levels + 1)
+    value = _decode(data, codec, 2 * levels + 1)
     steps = 0
     while value.as_list:
         value, steps = value.as_list[0], steps + 1
     assert (steps, value.as_int) == (levels, 7)
     with pytest.raises(DecodeError, match=f"nesting deeper than max_depth={2 * levels}"):
-        _decode(data, fmt, 2 * levels)
+        _decode(data, codec, 2 * levels)
     assert sys.getrecursionlimit() == limit

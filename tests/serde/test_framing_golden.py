@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from golden_bytes import check_golden
+from support.golden_bytes import check_golden
 
 from opwire.schema import models as m
 from opwire.serde import framing

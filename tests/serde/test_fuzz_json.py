@@ -6,12 +6,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-import corpus
 import pytest
-from fuzz_child import Child, child_fixture
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from typed import strategy_for
+from support import corpus
+from support.fuzz_child import Child, child_fixture
+from support.typed import strategy_for
 
 import opwire
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel
+from support.typed import assert_same_model
 from thrift.protocol import TBinaryProtocol, TCompactProtocol
 from thrift.transport.TTransport import TMemoryBuffer
-from typed import assert_same_model
 
 import opwire
 from opwire.schema import models as m

@@ -1,4 +1,4 @@
-"""Real exported programs (tests/corpus.py) through opwire's JSON codec, and back into torch.
+"""Real exported programs (tests/support/corpus.py) through opwire's JSON codec, and back into torch.
 
 For every corpus program, in training IR and decomposed: torch's JSON -> models -> JSON is
 byte-identical; torch's own deserializer loads opwire's bytes and the program matches eager; the
@@ -15,12 +15,12 @@ import json
 import random
 from typing import Any
 
-import corpus
 import pytest
 import torch
+from support import corpus
+from support.typed import assert_same_model
 from torch._export.serde.serialize import deserialize
 from torch.utils import _pytree as pytree
-from typed import assert_same_model
 
 import opwire
 from opwire.schema import models as m

@@ -7,9 +7,9 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.typed import MODEL_NAMES, assert_same_model, strategy_for
 from torch._export.serde import schema as torch_schema
 from torch._export.serde.serialize import _dict_to_dataclass, _to_json_bytes
-from typed import MODEL_NAMES, assert_same_model, strategy_for
 
 import opwire
 from opwire.schema import models as m

@@ -16,8 +16,7 @@ from torch import nn
 
 import opwire
 from opwire.errors import DecodeError
-from opwire.serde import pt2
-from opwire.serde import tensors as _tensors
+from opwire.serde import pt2, tensors
 from opwire.serde.archive import ZipArchive
 
 
@@ -120,9 +119,9 @@ def test_read_copies_once_and_runs_without_another_copy(saved: tuple[Path, torch
     path, _ = saved
     archive = pt2.read(path)
     tv = archive.weights["lin.weight"]
-    t = _tensors.shared_tensor(tv)
+    t = tensors.shared_tensor(tv)
     assert t.data_ptr() == ctypes.cast(ctypes.c_char_p(tv.data), ctypes.c_void_p).value  # a view of the payload
-    assert _tensors.to_tensor(tv).data_ptr() != t.data_ptr()  # the public rebuild still copies
+    assert tensors.to_tensor(tv).data_ptr() != t.data_ptr()  # the public rebuild still copies
     x = torch.randn(2, 4)
     assert torch.allclose(opwire.run_program(archive, (x,)), _fresh(path, x))
 

@@ -4,7 +4,7 @@ docs/wire-format.md gives (golden), .pt2 -> .opw -> .pt2 lossless and loadable b
 from __future__ import annotations
 
 import ctypes
-import json
+import json as _stdlib_json
 import mmap
 import struct
 import zlib
@@ -12,14 +12,13 @@ from pathlib import Path
 
 import pytest
 import torch
-from clirun import Cli
+from support.clirun import Cli
 from torch import nn
 
 import opwire
 from opwire.errors import DecodeError
 from opwire.schema import models as m
-from opwire.serde import _opw_table, opw, pt2
-from opwire.serde import tensors as _tensors
+from opwire.serde import _opw_table, opw, pt2, tensors
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "opw" / "tiny.opw.hex"
 
@@ -157,15 +156,15 @@ def test_mmap_false(files: tuple[Path, Path, torch.export.ExportedProgram]) -> N
 # ------------------------------------------------------------------------------------------ golden layout
 def _tiny_archive() -> m.OpwireArchive:
     """A fixed two-tensor archive (one aliased name) around the hostile tables' one-node program."""
-    from hostile import base_program_json
+    from support.hostile import base_program_json
 
-    from opwire.serde import json as _json
+    from opwire.serde import json
 
-    program = _json.decode(base_program_json(), m.ExportedProgram)
+    program = json.decode(base_program_json(), m.ExportedProgram)
     for node in program.graph_module.graph.nodes:
         node.metadata = {}  # stack traces name the checkout's path: the golden bytes must not depend on it
-    w = _tensors.from_tensor(torch.arange(4, dtype=torch.float32))
-    c = _tensors.from_tensor(torch.tensor([1, 2, 3], dtype=torch.int64))
+    w = tensors.from_tensor(torch.arange(4, dtype=torch.float32))
+    c = tensors.from_tensor(torch.tensor([1, 2, 3], dtype=torch.int64))
     return m.OpwireArchive(program=program, weights={"w": w, "w2": w}, constants={"c": c}, opwire_version="")
 
 
@@ -183,7 +182,7 @@ def test_golden_layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert (magic, version, flags, t_off, r1, r2) == (b"\x89OPW\r\n\x1a\n", 1, 0, 64, 0, 0)
     assert d_off % 64 == 0 and d_off + d_len == len(data) and zlib.crc32(data[64 : 64 + t_len]) == crc
     assert set(data[64 + t_len : d_off]) <= {0}
-    table = json.loads(data[64 : 64 + t_len])
+    table = _stdlib_json.loads(data[64 : 64 + t_len])
     assert table["weights"]["w2"] == {"alias": "weights/w"}
     for off, length, blob_crc in table["blobs"]:
         assert off % 64 == 0 and zlib.crc32(data[d_off + off : d_off + off + length]) == blob_crc
@@ -207,9 +206,9 @@ def _patched_table(path: Path, dst: Path, edit: object) -> Path:
     """`path` with its table edited by `edit(table)` and the header's length and CRC fixed up to match."""
     data = path.read_bytes()
     _, _, _, _, t_len, d_off, d_len, _, _, _ = _opw_table.HEADER.unpack_from(data)
-    table = json.loads(data[64 : 64 + t_len])
+    table = _stdlib_json.loads(data[64 : 64 + t_len])
     edit(table)  # type: ignore[operator]
-    raw = json.dumps(table).encode()
+    raw = _stdlib_json.dumps(table).encode()
     new_off = (64 + len(raw) + 63) // 64 * 64
     header = _opw_table.pack_header(_opw_table.Header(64, len(raw), new_off, d_len, zlib.crc32(raw)))
     dst.write_bytes(header + raw + b"\0" * (new_off - 64 - len(raw)) + data[d_off:])

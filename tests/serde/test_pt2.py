@@ -14,8 +14,7 @@ from torch import nn
 
 from opwire.errors import DecodeError
 from opwire.schema import models as m
-from opwire.serde import pt2
-from opwire.serde import tensors as _tensors
+from opwire.serde import pt2, tensors
 
 
 class _Net(nn.Module):
@@ -49,7 +48,7 @@ def test_read_matches_torch(saved: tuple[Path, nn.Module, torch.export.ExportedP
     assert set(archive.weights) == set(ep.state_dict) and set(archive.constants) == set(ep.constants)
     for name, t in [*ep.state_dict.items(), *ep.constants.items()]:
         tv = archive.weights.get(name) or archive.constants[name]
-        back = _tensors.to_tensor(tv)
+        back = tensors.to_tensor(tv)
         assert back.stride() == t.stride() and back.storage_offset() == t.storage_offset()
         assert torch.equal(back.detach(), t.detach()) and back.requires_grad == t.requires_grad
     assert archive.weights["tw"].strides == [1, 3]
@@ -84,7 +83,7 @@ def test_allow_pickle_loads_example_inputs(saved: tuple[Path, nn.Module, torch.e
         assert [kind for kind, _, _ in lazy.pickled] == ["example_inputs"]
     archive = pt2.read(path, allow_pickle=True)
     assert archive.example_args is not None and archive.example_kwargs == {}
-    assert torch.equal(_tensors.to_tensor(archive.example_args[0].as_tensor), ep.example_inputs[0][0])
+    assert torch.equal(tensors.to_tensor(archive.example_args[0].as_tensor), ep.example_inputs[0][0])
 
 
 def test_write_is_loaded_by_torch(saved: tuple[Path, nn.Module, torch.export.ExportedProgram], tmp_path: Path) -> None:
@@ -132,7 +131,7 @@ def test_pickled_entry_is_reported(saved: tuple[Path, nn.Module, torch.export.Ex
     assert "data/weights/weight_99`" in str(info.value) and "allow_pickle=True" in str(info.value)
     assert pt2.read_program(bad) == pt2.read_program(path)  # the program alone needs no pickle
     archive = pt2.read(bad, allow_pickle=True)
-    assert torch.equal(_tensors.to_tensor(archive.weights["scale"]), ep.state_dict["scale"])
+    assert torch.equal(tensors.to_tensor(archive.weights["scale"]), ep.state_dict["scale"])
 
 
 def test_legacy_layout(saved: tuple[Path, nn.Module, torch.export.ExportedProgram], tmp_path: Path) -> None:

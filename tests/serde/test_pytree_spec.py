@@ -127,7 +127,7 @@ def test_malformed_specs(text: str, message: str) -> None:
 
 def test_the_graph_runner_uses_it() -> None:
     """run_program reads the program's specs with opwire's reader (a refused spec is a DecodeError at load)."""
-    import corpus
+    from support import corpus
 
     import opwire
     from opwire.proxy_executor.runner import ProgramRunner

@@ -9,8 +9,7 @@ from hypothesis import strategies as st
 
 from opwire.errors import DecodeError, EncodeError
 from opwire.schema import models as m
-from opwire.serde import objects as _values
-from opwire.serde import tensors as _tensors
+from opwire.serde import objects, tensors
 
 
 def _same(a: torch.Tensor, b: torch.Tensor) -> None:
@@ -22,28 +21,28 @@ def _same(a: torch.Tensor, b: torch.Tensor) -> None:
 
 
 def test_dtype_table_uses_export_numbering() -> None:
-    assert _tensors.TORCH_DTYPES[m.ScalarType.FLOAT] is torch.float32
-    assert m.ScalarType.FLOAT == 7 and _tensors.TORCH_DTYPES[m.ScalarType(7)] is not torch.float64
-    assert _tensors.TORCH_DTYPES[m.ScalarType.DOUBLE] is torch.float64
+    assert tensors.TORCH_DTYPES[m.ScalarType.FLOAT] is torch.float32
+    assert m.ScalarType.FLOAT == 7 and tensors.TORCH_DTYPES[m.ScalarType(7)] is not torch.float64
+    assert tensors.TORCH_DTYPES[m.ScalarType.DOUBLE] is torch.float64
     # every IDL value except UNKNOWN has a torch dtype, and the map is one-to-one
     named = {st for st in m.ScalarType if st != m.ScalarType.UNKNOWN}
-    assert set(_tensors.TORCH_DTYPES) == named
-    assert len(set(_tensors.TORCH_DTYPES.values())) == len(named)
+    assert set(tensors.TORCH_DTYPES) == named
+    assert len(set(tensors.TORCH_DTYPES.values())) == len(named)
 
 
-@pytest.mark.parametrize("st_", sorted(_tensors.TORCH_DTYPES, key=int), ids=lambda s: s.name)
+@pytest.mark.parametrize("st_", sorted(tensors.TORCH_DTYPES, key=int), ids=lambda s: s.name)
 def test_every_dtype_round_trips(st_: m.ScalarType) -> None:
-    dtype = _tensors.TORCH_DTYPES[st_]
+    dtype = tensors.TORCH_DTYPES[st_]
     raw = (torch.arange(24 * dtype.itemsize) % 251).to(torch.uint8).reshape(2, 3, 4 * dtype.itemsize)
     t = raw.view(dtype)
-    tv = _tensors.from_tensor(t)
+    tv = tensors.from_tensor(t)
     assert tv.dtype == st_ and len(tv.data) == t.numel() * dtype.itemsize
-    _same(_tensors.to_tensor(tv), t)
+    _same(tensors.to_tensor(tv), t)
 
 
 def test_bytes_are_little_endian_row_major() -> None:
     t = torch.tensor([[1, 2], [3, 4]], dtype=torch.int32).t()  # column-major view
-    tv = _tensors.from_tensor(t)
+    tv = tensors.from_tensor(t)
     assert tv.data == b"".join(v.to_bytes(4, "little") for v in (1, 3, 2, 4))
     assert tv.strides == [1, 2] and tv.sizes == [2, 2]
     assert tv.device == m.Device(type="cpu", index=None)
@@ -65,7 +64,7 @@ LAYOUTS = {
 @pytest.mark.parametrize("name", sorted(LAYOUTS))
 def test_layout_restored(name: str) -> None:
     t = LAYOUTS[name]()
-    back = _tensors.to_tensor(_tensors.from_tensor(t))
+    back = tensors.to_tensor(tensors.from_tensor(t))
     _same(back, t.resolve_conj())
 
 
@@ -82,7 +81,7 @@ def test_strided_views_round_trip(sizes: list[int], perm_seed: int, offset: int)
     t = torch.arange(offset + n, dtype=torch.float64)[offset:].reshape(sizes)
     if t.dim() > 1:
         t = t.transpose(0, perm_seed % t.dim())
-    _same(_tensors.to_tensor(_tensors.from_tensor(t)), t)
+    _same(tensors.to_tensor(tensors.from_tensor(t)), t)
 
 
 def _tv(**over: object) -> m.TensorValue:
@@ -120,22 +119,22 @@ BAD = {
 def test_bad_payload_is_decode_error(case: str) -> None:
     tv, message = BAD[case]
     with pytest.raises(DecodeError) as info:
-        _tensors.to_tensor(tv, where="t")
+        tensors.to_tensor(tv, where="t")
     assert message in str(info.value)
 
 
 def test_unwritable_tensors_are_encode_errors() -> None:
     with pytest.raises(EncodeError, match=r"Expected a strided tensor, got layout torch\.sparse_coo"):
-        _tensors.from_tensor(torch.eye(2).to_sparse())
+        tensors.from_tensor(torch.eye(2).to_sparse())
     with pytest.raises(EncodeError, match="without it"):
-        _tensors.from_tensor(torch.empty(2, device="meta"))
+        tensors.from_tensor(torch.empty(2, device="meta"))
     with pytest.raises(EncodeError, match="dtype the export schema names"):
-        _tensors.from_tensor(torch.zeros(2, dtype=torch.uint8).view(torch.bits8))
+        tensors.from_tensor(torch.zeros(2, dtype=torch.uint8).view(torch.bits8))
 
 
 def test_overlapping_layout_rebuilt() -> None:
-    tv = _tensors.from_tensor(torch.tensor([5.0]).expand(4))
-    back = _tensors.to_tensor(tv)
+    tv = tensors.from_tensor(torch.tensor([5.0]).expand(4))
+    back = tensors.to_tensor(tv)
     assert back.stride() == (0,) and back.tolist() == [5.0] * 4
 
 
@@ -154,11 +153,11 @@ def test_values_round_trip() -> None:
         torch.channels_last,
         {"k": [1, 2]},
     ]
-    v = _values.from_python(obj)
-    back = _values.to_python(v)
+    v = objects.from_python(obj)
+    back = objects.to_python(v)
     assert torch.equal(back[0], obj[0]) and back[1:] == obj[1:]
     with pytest.raises(EncodeError, match=r"got object - at `value\[1\]`"):
-        _values.from_python([1, object()])
+        objects.from_python([1, object()])
 
 
 # ---- issue 10: payloads checked before any allocation; devices validated up front ----------------------------
@@ -190,7 +189,7 @@ def _tv(**kw: object) -> m.TensorValue:
 )
 def test_hostile_payloads_are_refused_before_allocation(kw: dict[str, object], message: str) -> None:
     with pytest.raises(DecodeError, match=message):
-        _tensors.to_tensor(_tv(**kw), where="weights['w']")
+        tensors.to_tensor(_tv(**kw), where="weights['w']")
 
 
 @pytest.mark.parametrize("device", ["cuda", "xpu", "mtia", "hpu", "privateuseone", "cuda:3", "mps"])
@@ -204,7 +203,7 @@ def test_unavailable_devices_are_one_line_errors(device: str) -> None:
 
 
 def test_an_explicit_device_overrides_the_recorded_one() -> None:
-    t = _tensors.to_tensor(_tv(device=m.Device(type="cuda")), device="cpu")
+    t = tensors.to_tensor(_tv(device=m.Device(type="cuda")), device="cpu")
     assert t.device.type == "cpu"
 
 

@@ -90,8 +90,8 @@ def test_deep_input_within_the_stack_still_decodes(codec: str) -> None:
 def test_no_module_changes_the_recursion_limit() -> None:
     from pathlib import Path
 
-    import opwire as pkg
+    import opwire
 
-    root = Path(pkg.__file__).parent
+    root = Path(opwire.__file__).parent
     offenders = [str(p) for p in root.rglob("*.py") if "setrecursionlimit" in p.read_text()]
     assert offenders == []

@@ -1,19 +1,18 @@
-"""Thrift binary and compact: round trips of every type, the corpus, golden bytes, and both engines agreeing."""
+"""Thrift binary and compact: round trips of every type, the corpus, golden bytes, and every engine agreeing."""
 
 from __future__ import annotations
 
 import pytest
-from golden_bytes import check_golden
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from typed import MODEL_NAMES, assert_same_model, strategy_for
+from support.golden_bytes import check_golden
+from support.typed import MODEL_NAMES, assert_same_model, strategy_for
 
 import opwire
+from opwire.errors import DecodeError, EncodeError
 from opwire.schema import models as m
-from opwire.serde import budgets, framing, thrift
-from opwire.serde._thrift import fast as _thrift_fast
-from opwire.serde._thrift.decode import decode_payload
-from opwire.serde._thrift.encode import encode_payload
+from opwire.serde import framing, thrift
+from opwire.serde._thrift import fast
 from opwire.serde._thrift.spec import FAST_STRUCT_DEPTH
 
 _SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -22,7 +21,7 @@ _SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=[Heal
 @pytest.mark.parametrize("name", MODEL_NAMES)
 @_SETTINGS
 @given(data=st.data())
-def test_round_trip_every_type(name: str, codec: str, data: st.DataObject) -> None:
+def test_round_trip_every_type(name: str, codec: str, engine: str, data: st.DataObject) -> None:
     obj = data.draw(strategy_for(name))
     raw = opwire.dumps(obj, codec)  # type: ignore[arg-type]
     back = opwire.loads(raw, m.MODELS[name], codec)  # type: ignore[arg-type]
@@ -30,17 +29,18 @@ def test_round_trip_every_type(name: str, codec: str, data: st.DataObject) -> No
     assert opwire.dumps(back, codec) == raw  # type: ignore[arg-type]
     payload = thrift.encode(obj, codec, framed=False)  # type: ignore[arg-type]
     assert raw.endswith(payload) and framing.sniff(raw) is not None
-    # the pure-Python engines agree byte for byte and value for value with Apache Thrift's C codec
-    assert encode_payload(obj, codec) == payload
-    assert_same_model(decode_payload(payload, 0, name, codec, framing.MAX_DEPTH, "", budgets.MAX_ELEMENTS), back)
     assert_same_model(thrift.decode(payload, m.MODELS[name], codec, framed=False), back)  # type: ignore[arg-type]
+    # each engine alone agrees byte for byte and value for value with both together
+    assert thrift.encode(obj, codec, framed=False, engine=engine) == payload  # type: ignore[arg-type]
+    assert_same_model(thrift.decode(payload, m.MODELS[name], codec, framed=False, engine=engine), back)  # type: ignore[arg-type]
 
 
-def test_corpus_json_compact_json_is_byte_identical(corpus_programs: list, codec: str) -> None:
+def test_corpus_json_compact_json_is_byte_identical(corpus_programs: list, codec: str, engine: str) -> None:
     for prog in corpus_programs:
         model = opwire.loads(prog.json_bytes, m.ExportedProgram)
         raw = opwire.dumps(model, codec)
-        back = opwire.loads(raw, m.ExportedProgram, codec)
+        assert thrift.encode(model, codec, engine=engine) == raw, prog.name  # type: ignore[arg-type]
+        back = thrift.decode(raw, m.ExportedProgram, codec, engine=engine)  # type: ignore[arg-type]
         assert opwire.dumps(back) == prog.json_bytes, prog.name
         assert framing.sniff(raw) == (codec, "ExportedProgram", m.SCHEMA_VERSION)
 
@@ -58,17 +58,41 @@ def _deep_value(levels: int) -> m.Value:
     return v
 
 
-def test_deeper_than_the_c_codec_takes_the_checked_path(codec: str) -> None:
+def test_deeper_than_the_c_codec_takes_the_checked_path(codec: str, engine: str) -> None:
     v = _deep_value(FAST_STRUCT_DEPTH + 10)  # fastbinary refuses > 64 nested structs, both ways
     raw = thrift.encode(v, codec)  # type: ignore[arg-type]
-    assert encode_payload(v, codec) == raw[framing.read_header(raw).offset :]
     assert_same_model(thrift.decode(raw, m.Value, codec), v)  # type: ignore[arg-type]
+    if engine == "fastbinary":
+        with pytest.raises(EncodeError, match=r"^cannot encode Value with engine='fastbinary': .* at most 64 nested"):
+            thrift.encode(v, codec, engine=engine)  # type: ignore[arg-type]
+        with pytest.raises(DecodeError, match=r"^Value: engine='fastbinary' declined the input: .* within 64 nested"):
+            thrift.decode(raw, m.Value, codec, engine=engine)  # type: ignore[arg-type]
+    else:
+        assert thrift.encode(v, codec, engine=engine) == raw  # type: ignore[arg-type]
+        assert_same_model(thrift.decode(raw, m.Value, codec, engine=engine), v)  # type: ignore[arg-type]
 
 
 def test_the_c_codec_limit_is_what_we_assume() -> None:
-    assert _thrift_fast.encode(_deep_value(FAST_STRUCT_DEPTH - 1), "compact")
+    assert fast.encode(_deep_value(FAST_STRUCT_DEPTH - 1), "compact")
     with pytest.raises(Exception, match="recursion depth"):
-        _thrift_fast.encode(_deep_value(FAST_STRUCT_DEPTH), "compact")
+        fast.encode(_deep_value(FAST_STRUCT_DEPTH), "compact")
+
+
+def test_an_engine_is_named_from_the_list() -> None:
+    with pytest.raises(ValueError, match=r"^unknown Thrift engine 'cython': expected one of 'fastbinary', 'python'$"):
+        thrift.decode(b"", m.Value, "compact", engine="cython")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"^unknown Thrift engine 'c'"):
+        thrift.encode(m.Value(as_int=1), "compact", engine="c")  # type: ignore[arg-type]
+
+
+def test_fastbinary_alone_declines_nesting_max_depth_keeps_from_it() -> None:
+    raw = thrift.encode(m.Value(as_int=1), "compact")
+    with pytest.raises(
+        DecodeError,
+        match=r"^Value: engine='fastbinary' declined the input: it reads nesting only within max_depth >= \d+ \(got 3\); leave `engine` unset",
+    ):
+        thrift.decode(raw, m.Value, "compact", max_depth=3, engine="fastbinary")
+    assert thrift.decode(raw, m.Value, "compact", max_depth=3, engine="python") == m.Value(as_int=1)
 
 
 def test_non_finite_doubles_are_real_doubles() -> None:
@@ -104,7 +128,8 @@ _GOLDEN_VALUES = {
 
 
 @pytest.mark.parametrize("key", sorted(_GOLDEN_VALUES))
-def test_golden_bytes(key: str, codec: str) -> None:
-    want = check_golden(f"thrift/{key}.{codec}.hex", thrift.encode(_GOLDEN_VALUES[key], codec))  # type: ignore[arg-type]
-    back = thrift.decode(want, type(_GOLDEN_VALUES[key]), codec)  # type: ignore[arg-type]
+def test_golden_bytes(key: str, codec: str, engine: str) -> None:
+    got = thrift.encode(_GOLDEN_VALUES[key], codec, engine=engine)  # type: ignore[arg-type]
+    want = check_golden(f"thrift/{key}.{codec}.hex", got)
+    back = thrift.decode(want, type(_GOLDEN_VALUES[key]), codec, engine=engine)  # type: ignore[arg-type]
     assert back == _GOLDEN_VALUES[key]

@@ -35,10 +35,10 @@ def test_truncated() -> None:
     )
 
 
-def test_every_truncation_is_a_decode_error(codec: str) -> None:
+def test_every_truncation_is_a_decode_error(codec: str, engine: str) -> None:
     raw = thrift.encode(NODE, codec, framed=False)  # type: ignore[arg-type]
     for cut in range(len(raw)):
-        _decode_error(raw[:cut], m.Node, codec)
+        _decode_error(raw[:cut], m.Node, codec, engine=engine)
 
 
 def test_trailing_bytes() -> None:
@@ -243,8 +243,8 @@ def test_bad_arguments() -> None:
         ),
     ],
 )
-def test_encode_errors(obj: object, message: str, path: str, codec: str) -> None:
+def test_encode_errors(obj: object, message: str, path: str, codec: str, engine: str) -> None:
     with pytest.raises(EncodeError) as info:
-        thrift.encode(obj, codec)  # type: ignore[arg-type]
+        thrift.encode(obj, codec, engine=engine)  # type: ignore[arg-type]
     assert str(info.value) == message
     assert info.value.path == path

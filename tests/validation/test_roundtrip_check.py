@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import corpus_ops
 import pytest
 import torch
-from clirun import run_cli
+from support import corpus_ops
+from support.clirun import run_cli
 
 import opwire
 from opwire.validation.roundtrip_check import CODES, roundtrip_findings

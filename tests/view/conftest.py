@@ -1,11 +1,11 @@
-"""Fixtures for the `opwire view` tests: the programs of tests/view_programs.py, exported once per session."""
+"""Fixtures for the `opwire view` tests: the programs of tests/support/view_programs.py, exported once per session."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-import view_programs
+from support import view_programs
 
 
 @pytest.fixture(scope="session")

@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import corpus
 import pytest
 import sympy
 import torch
+from support import corpus
 from torch._export.serde.serialize import serialize
 
+from opwire.program.signature import program_signature
 from opwire.schema import models as m
 from opwire.serde.json import decode
-from opwire.serde.signature import program_signature
 from opwire.view.describe import describe_arg, meta_label, module_stack, tensor_meta
 from opwire.view.model import node_names, page_data
 

@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import corpus
 import pytest
-from browser import CHROMIUM, Browser
+from support import corpus
+from support.browser import CHROMIUM, Browser
 from torch._export.serde.serialize import serialize
 
 from opwire.cli import main

@@ -6,17 +6,15 @@ import json
 import re
 from pathlib import Path
 
-import corpus
 import pytest
 import torch
+from support import corpus
 
 import opwire
 from opwire.cli import main
 from opwire.proxy_executor.runner import ProgramRunner
 from opwire.schema import models as m
-from opwire.serde import objects as _values
-from opwire.serde import tensors as _tensors
-from opwire.serde import torch_bridge
+from opwire.serde import objects, tensors, torch_bridge
 from opwire.validation import CODES
 from opwire.view.runs import NodeComparer, NodeRecorder, read_nodes
 
@@ -27,12 +25,12 @@ def _files(tmp_path: Path, name: str = "mlp/decomposed", perturb: str | None = N
     archive = torch_bridge.archive_from_exported_program(prog.ep)
     if perturb is not None:
         w = dict(archive.weights)
-        w[perturb] = _tensors.from_tensor(_tensors.to_tensor(w[perturb]) + 0.5)
+        w[perturb] = tensors.from_tensor(tensors.to_tensor(w[perturb]) + 0.5)
         archive = archive.model_copy(update={"weights": w})
     path = tmp_path / f"prog{'-' + perturb if perturb else ''}.opw"
     path.write_bytes(opwire.dumps(archive, "compact"))
     inputs = tmp_path / "x.json"
-    values = {"args": _values.from_python(list(prog.args)), "kwargs": _values.from_python(prog.kwargs)}
+    values = {"args": objects.from_python(list(prog.args)), "kwargs": objects.from_python(prog.kwargs)}
     inputs.write_bytes(opwire.dumps(m.Values(values=values)))
     return str(path), str(inputs)
 
@@ -156,14 +154,14 @@ def test_node_outputs_are_snapshots(tmp_path: Path) -> None:
     node = m.Node(target="t", inputs=[], outputs=[], metadata={}, name="n")
     rec(node, {"v": t})
     t.add_(1)
-    assert _tensors.to_tensor(rec.values["v"].value).tolist() == [1.0, 1.0]
+    assert tensors.to_tensor(rec.values["v"].value).tolist() == [1.0, 1.0]
 
 
 def test_stride_only_difference_is_a_warning() -> None:
     archive = torch_bridge.archive_from_exported_program(corpus.get_program("mlp/decomposed").ep)
     graph = archive.program.graph_module.graph
     x = torch.arange(6.0).reshape(2, 3)
-    cmp = NodeComparer(graph, m.Values(values={"out": _values.from_python(x, "x")}))
+    cmp = NodeComparer(graph, m.Values(values={"out": objects.from_python(x, "x")}))
     cmp(graph.nodes[0], {"out": x.t().contiguous().t()})
     (f,) = cmp.findings
     assert (f.code, f.severity, f.fix) == ("node_strides", "warning", CODES["node_strides"].fix)

@@ -10,7 +10,7 @@ so a failure never hangs. Reports travel to rank 0 as JSON over the group, and r
 
 from __future__ import annotations
 
-import json
+import json as _stdlib_json
 import os
 import sys
 import time
@@ -37,7 +37,7 @@ from opwire.recording.replay_worker import report_from_dict, worker_report
 from opwire.recording.report import Mismatch, OpStats, ReplayReport
 from opwire.recording.source import TraceSource
 from opwire.schema import models as m
-from opwire.serde import json as json_codec
+from opwire.serde import json
 from opwire.serde.json import to_jsonable
 
 __all__ = ["replay_live"]
@@ -90,7 +90,7 @@ def replay_live(
     if info.rank == 0:
         merged.collectives = check_ranks(run)
         if as_json:
-            sys.stdout.write(json_codec.encode(merged.to_model(findings), indent=2).decode("ascii") + "\n")
+            sys.stdout.write(json.encode(merged.to_model(findings), indent=2).decode("ascii") + "\n")
             sys.stdout.flush()
         else:
             print(merged, flush=True)
@@ -193,7 +193,7 @@ def _gather(data: dict[str, Any]) -> list[dict[str, Any]]:
     """Every rank's report (JSON bytes over the group; nothing pickled)."""
     import torch.distributed as dist
 
-    raw = torch.frombuffer(bytearray(json.dumps(data).encode()), dtype=torch.uint8)
+    raw = torch.frombuffer(bytearray(_stdlib_json.dumps(data).encode()), dtype=torch.uint8)
     sizes = [torch.zeros(1, dtype=torch.int64) for _ in range(dist.get_world_size())]
     dist.all_gather(sizes, torch.tensor([raw.numel()]))
     most = int(max(s.item() for s in sizes))
@@ -201,4 +201,4 @@ def _gather(data: dict[str, Any]) -> list[dict[str, Any]]:
     padded[: raw.numel()] = raw
     bufs = [torch.zeros(most, dtype=torch.uint8) for _ in sizes]
     dist.all_gather(bufs, padded)
-    return [json.loads(bytes(b[: int(s.item())].tolist())) for b, s in zip(bufs, sizes, strict=True)]
+    return [_stdlib_json.loads(bytes(b[: int(s.item())].tolist())) for b, s in zip(bufs, sizes, strict=True)]

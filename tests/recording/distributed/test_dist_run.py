@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from clirun import Cli
 from distrun import JOB, torchrun
+from support.clirun import Cli
 
 import opwire
 from opwire.recording.distributed.diff_run import diff_runs

@@ -1,6 +1,6 @@
 """Runs `opwire` commands as separate processes, each under RLIMIT_AS and a time limit, paying torch's import once.
 
-    python tests/hostile_driver.py JOBS.json RESULTS.json
+    python tests/support/hostile_driver.py JOBS.json RESULTS.json
 
 JOBS.json is a list of {"argv": [...], "cwd": DIR, "out": PATH, "err": PATH}. The driver imports the CLI
 once, then forks one child per job: the child sets its address-space limit (the driver's current size

@@ -1,5 +1,5 @@
 """The fuzz tests' decoding child: inputs are decoded in a separate process under RLIMIT_AS, so a segfault,
-a hang or a runaway allocation fails the test instead of killing the suite (worker: serde/fuzz_worker.py)."""
+a hang or a runaway allocation fails the test instead of killing the suite (worker: fuzz_worker.py beside this file)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 
 MEMORY_CAP = 1 << 30  # bytes of address space for the child
 SECONDS_PER_INPUT = 10.0  # generous: the machine is shared; a hang or quadratic path takes far longer
-_WORKER = Path(__file__).parent / "serde" / "fuzz_worker.py"
+_WORKER = Path(__file__).with_name("fuzz_worker.py")
 
 
 class Child:
@@ -37,20 +37,23 @@ class Child:
             assert self.proc.stdout.readline() == b"ready\n", "fuzz worker did not start"
         return self.proc
 
-    def decode(self, codec: str, root: str, data: bytes) -> dict[str, object]:
+    def decode(self, codec: str, root: str, data: bytes, engine: str | None = None) -> dict[str, object]:
+        """Decode in the child with every engine (None, as `opwire.loads`) or one Thrift engine alone."""
         proc = self.start()
         assert proc.stdin is not None and proc.stdout is not None
-        msg = f"{codec} {root}\n".encode() + data
+        msg = f"{codec} {root} {engine or '-'}\n".encode() + data
         proc.stdin.write(struct.pack(">I", len(msg)) + msg)
         proc.stdin.flush()
         ready, _, _ = select.select([proc.stdout], [], [], SECONDS_PER_INPUT)
         if not ready:
             proc.kill()
-            pytest.fail(f"decoding took over {SECONDS_PER_INPUT}s: {codec} {root} {data[:200]!r}")
+            pytest.fail(f"decoding took over {SECONDS_PER_INPUT}s: {codec} {root} {engine} {data[:200]!r}")
         line = proc.stdout.readline()
         if not line:
             code = proc.wait()
-            pytest.fail(f"decoder child died (exit {code}) on {codec} {root} input {data[:200]!r} ({len(data)} bytes)")
+            pytest.fail(
+                f"decoder child died (exit {code}) on {codec} {root} {engine} input {data[:200]!r} ({len(data)} bytes)"
+            )
         self.count += 1
         result: dict[str, object] = json.loads(line)
         self.outcomes[str(result["status"])] = self.outcomes.get(str(result["status"]), 0) + 1

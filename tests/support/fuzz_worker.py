@@ -1,6 +1,7 @@
 """Child process of the decoder fuzz tests (json, binary, compact): decodes inputs from stdin under a memory cap, reports each outcome.
 
-Protocol (stdin): u32 length, then `codec root\\n` + payload. Reply (stdout): one JSON line per input,
+Protocol (stdin): u32 length, then `codec root engine\\n` + payload (engine `-`: every engine, as `opwire.loads`
+reads; else one Thrift engine alone). Reply (stdout): one JSON line per input,
 {"status": "ok" | "decode_error" | "foreign", "detail": str, "seconds": float}. "ok" means the result is a
 valid model that round-trips; anything but ok/decode_error is a bug. A crash or a runaway allocation kills
 this process, which the parent reports as a failure.
@@ -22,13 +23,21 @@ if __name__ == "__main__":
 import opwire
 from opwire.errors import DecodeError
 from opwire.schema.models import MODELS
+from opwire.serde import thrift
 
 
-def _one(codec: str, root: str, data: bytes) -> dict[str, object]:
+def _round_trip(codec: str, root: str, data: bytes, engine: str) -> tuple[object, object]:
+    if engine == "-":
+        obj = opwire.loads(data, MODELS[root], codec)  # type: ignore[arg-type]
+        return obj, opwire.loads(opwire.dumps(obj, codec), MODELS[root], codec)  # type: ignore[arg-type]
+    obj = thrift.decode(data, MODELS[root], codec, engine=engine)  # type: ignore[arg-type]
+    return obj, thrift.decode(thrift.encode(obj, codec, engine=engine), MODELS[root], codec, engine=engine)  # type: ignore[arg-type]
+
+
+def _one(codec: str, root: str, data: bytes, engine: str) -> dict[str, object]:
     start = time.perf_counter()
     try:
-        obj = opwire.loads(data, MODELS[root], codec)  # type: ignore[arg-type]
-        again = opwire.loads(opwire.dumps(obj, codec), MODELS[root], codec)  # type: ignore[arg-type]
+        obj, again = _round_trip(codec, root, data, engine)
         status, detail = ("ok", "") if type(again) is type(obj) else ("foreign", "round trip changed type")
     except DecodeError as exc:
         status, detail = "decode_error", str(exc)[:200]
@@ -49,8 +58,8 @@ def main() -> None:
         (n,) = struct.unpack(">I", head)
         msg = inp.read(n)
         line, _, data = msg.partition(b"\n")
-        codec, root = line.decode().split()
-        out.write(json.dumps(_one(codec, root, data)) + "\n")
+        codec, root, engine = line.decode().split()
+        out.write(json.dumps(_one(codec, root, data, engine)) + "\n")
         out.flush()
 
 

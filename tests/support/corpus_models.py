@@ -1,6 +1,6 @@
 """The models of the test corpus: seeded factories of (eager module, args, kwargs), by name.
 
-tests/corpus.py exports them; see its docstring for how tests and benchmarks get the programs.
+tests/support/corpus.py exports them; see its docstring for how tests and benchmarks get the programs.
 Each model is small and fast to export, and chosen for what its graph puts on the wire.
 """
 
@@ -10,10 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import corpus_ops
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from support import corpus_ops
 
 __all__ = ["MODELS", "Made", "ModelSpec"]
 

@@ -1,6 +1,6 @@
 """Running `opwire` in a child process, as a user does: the `cli` fixture of tests/conftest.py.
 
-Each command runs in its own process: a fork of tests/cli_forkserver.py, a server (one per test worker) that
+Each command runs in its own process: a fork of tests/support/cli_forkserver.py, a server (one per test worker) that
 imported the CLI once, so a command costs what it does rather than torch's import. Commands that need
 another environment or stdin start `python -m opwire.cli` from scratch; tests/cli/test_main.py and the
 tests that check start-up itself always do.

@@ -6,7 +6,7 @@ import difflib
 import os
 from pathlib import Path
 
-GOLDEN = Path(__file__).resolve().parent / "golden"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 
 
 def hexdump(data: bytes) -> str:

@@ -1,17 +1,16 @@
 """The real-data test corpus: varied `torch.export` programs, each in training IR and decomposed.
 
-Every model of tests/corpus_models.py is exported with `torch.export.export` (the training IR) and then
+Every model of tests/support/corpus_models.py is exported with `torch.export.export` (the training IR) and then
 `.run_decompositions()` (core ATen); each result is serialized with torch's own serializer, so the
 tests see exactly the JSON torch writes. Building is lazy and cached per process: a program is
 exported the first time somebody asks for it (each pytest-xdist worker builds its own copy).
 
 From tests: use the session fixtures in tests/conftest.py (`corpus_program`, `corpus_programs`) or
-`import corpus` (pytest puts tests/ on sys.path through `pythonpath` in pyproject.toml).
-From benchmarks and the demo (which must not import the tests package): put tests/ on sys.path and
-import this module by name::
+`from support import corpus` (pytest puts tests/ on sys.path through `pythonpath` in pyproject.toml).
+From benchmarks: put tests/ on sys.path and import the support package::
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    import corpus
+    from support import corpus
     for prog in corpus.programs(): ...   # prog.json_bytes, prog.ep, prog.fresh(), ...
 
 The custom operators live in the `opwire_test` namespace (see `corpus_ops.py` beside this file;
@@ -28,11 +27,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import corpus_ops  # noqa: F401  (registers the opwire_test ops)
 import torch
-from corpus_models import MODELS, Made, ModelSpec
 from torch import nn
 from torch._export.serde.serialize import SerializedArtifact, serialize
+
+from support import corpus_ops  # noqa: F401  (registers the opwire_test ops)
+from support.corpus_models import MODELS, Made, ModelSpec
 
 __all__ = [
     "IRS",

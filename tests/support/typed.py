@@ -1,7 +1,7 @@
 """Hypothesis strategies for every model type, built from the IDL description (one module, reused by all
 round-trip tests), plus a NaN-aware comparison of models.
 
-    from typed import strategy_for, assert_same_model, MODEL_NAMES
+    from support.typed import strategy_for, assert_same_model, MODEL_NAMES
 """
 
 from __future__ import annotations

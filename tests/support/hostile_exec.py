@@ -1,6 +1,6 @@
 """Hostile files for the commands that execute: each case builds its file from a description of the attack.
 
-The decoding table (tests/hostile.py) has the same shape. A case names the command (`exec`, `run`,
+The decoding table (tests/support/hostile.py) has the same shape. A case names the command (`exec`, `run`,
 `replay`), builds its files under a temporary directory and returns the command line after the command
 name; running it must print one line on stderr (no traceback), exit with `code`, match `stderr`, and
 leave `absent` (a path the attack would create) uncreated.

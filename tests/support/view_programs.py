@@ -3,7 +3,7 @@
 `Hops`: torch.cond, map and while_loop in one program. `ResNet`: 20 batch norms (multi-output nodes) and a
 dynamic batch. `Stack(n)`: n transformer encoder layers, module groups big enough to start collapsed (the
 benchmark's programs are `stack_program(28)`, `(137)` and `(274)`: about 2,000, 10,000 and 20,000 nodes).
-Benchmarks put tests/ on sys.path and import this module by name, as they do `corpus`.
+Benchmarks put tests/ on sys.path and import it from the support package, as they do `corpus`.
 """
 
 from __future__ import annotations
