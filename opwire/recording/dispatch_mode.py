@@ -12,7 +12,6 @@ is reported to the sink, so a chained replay can let go of it too.
 from __future__ import annotations
 
 import fnmatch
-import json
 import sys
 import warnings
 import weakref
@@ -27,6 +26,7 @@ from opwire.errors import EncodeError, OpwireWarning
 from opwire.recording.arguments import bind_arguments, named_inputs, to_argument
 from opwire.recording.compare import GENERATOR_KEY
 from opwire.recording.locate import Locator
+from opwire.recording.mutations import MUTATED, mutated_metadata
 from opwire.recording.progress import Progress
 from opwire.recording.sinks import Sink
 from opwire.schema import models as m
@@ -200,7 +200,7 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
         metadata: dict[str, str] = {GENERATOR_KEY: ",".join(generators)} if generators else {}
         mutated = {n: [self._name(t, True) for t in _tensors_in(v)] for n, v in written}
         if mutated:
-            metadata["mutated"] = json.dumps(mutated, separators=(",", ":"))
+            metadata[MUTATED] = mutated_metadata(mutated)
         self._append(m.CallRecord(target=target, inputs=inputs, outputs=outputs, metadata=metadata))
         return out
 

@@ -195,17 +195,15 @@ class Trace:
 
 
 def _names_of(rec: m.CallRecord) -> list[str]:
-    import json as _stdlib_json
-
+    from opwire.recording.mutations import written_arguments
     from opwire.schema.refs import tensor_names
 
     names = [n for na in rec.inputs for n in tensor_names(na.arg)]
     names += [n for a in rec.outputs for n in tensor_names(a)]
-    if "mutated" in rec.metadata:
-        try:
-            names += [n for ns in _stdlib_json.loads(rec.metadata["mutated"]).values() for n in ns]
-        except (ValueError, AttributeError, TypeError):
-            pass
+    try:
+        names += [n for ns in written_arguments(rec, f"call {rec.target}").values() for n in ns]
+    except DecodeError:
+        pass  # what the call names is best effort here: replay reports the bad metadata with its place
     return names
 
 

@@ -4,7 +4,6 @@ worker processes and the distributed replay (the replayer and the worker both im
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +18,7 @@ from opwire.proxy_executor.guard import RunGuard
 from opwire.proxy_executor.run_budgets import check_time, time_limit
 from opwire.recording.compare import Difference, Errors, compare_scalar, compare_tensor, reproducible
 from opwire.recording.dispatch_mode import object_of
+from opwire.recording.mutations import written_arguments
 from opwire.recording.progress import Progress
 from opwire.recording.replay_nodes import NodeShapes
 from opwire.recording.report import Mismatch, OpStats, ReplayReport
@@ -141,7 +141,7 @@ class Replayer:
         self.errors = Errors()
         shape = self.shapes.get(rec)
         in_names = [n for na in rec.inputs for n in tensor_names(na.arg)]
-        written = json.loads(rec.metadata["mutated"]) if "mutated" in rec.metadata else {}
+        written = written_arguments(rec, f"call {i} {rec.target}")
         by_arg = {na.name: tensor_names(na.arg) for na in rec.inputs} if written else {}
         dirty = {n for a in written for n in by_arg.get(a, [])}
         try:

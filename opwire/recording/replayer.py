@@ -11,7 +11,6 @@ time, so a streamed trace is never loaded whole.
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -24,6 +23,7 @@ from opwire.proxy_executor.default_policy import DefaultPolicy
 from opwire.proxy_executor.exec_policy import ExecPolicy
 from opwire.proxy_executor.run_budgets import MAX_MEMORY
 from opwire.proxy_executor.targets import resolve
+from opwire.recording.mutations import written_arguments
 from opwire.recording.progress import Progress
 from opwire.recording.recorder import Trace, load_trace
 from opwire.recording.replay_engine import ReplayOptions, check_policy, recorded_at, run_range
@@ -214,10 +214,9 @@ def _add_provenance(src: TraceSource, report: ReplayReport) -> None:
         for j, arg in enumerate(rec.outputs):
             for n in tensor_names(arg):
                 producer[n] = f"output {j} of call {i} {rec.target}" + recorded_at(rec)
-        if "mutated" in rec.metadata:
-            for arg_name, names in json.loads(rec.metadata["mutated"]).items():
-                for n in names:
-                    producer[n] = f"argument {arg_name} written in place by call {i} {rec.target}" + recorded_at(rec)
+        for arg_name, names in written_arguments(rec, f"call {i} {rec.target}").items():
+            for n in names:
+                producer[n] = f"argument {arg_name} written in place by call {i} {rec.target}" + recorded_at(rec)
     report.mismatches = [dataclasses.replace(x, inputs=lines.get(x.index, ())) for x in report.mismatches]
 
 

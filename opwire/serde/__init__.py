@@ -130,7 +130,7 @@ def _json_not_thrift(data: bytes | bytearray | memoryview, format: str) -> Decod
         return None
     try:
         _stdlib_json.loads(bytes(data))
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return DecodeError(f"the data is JSON, not Thrift {format}; read it with format='json', or leave format out")
 

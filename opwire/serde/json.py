@@ -265,7 +265,7 @@ def _other_root(data: bytes, cls: type[BaseModel]) -> tuple[str | None, list[str
     """(root type the JSON's top-level keys show, fields of `cls` it lacks) when it lacks some, else (None, [])."""
     try:
         top = _json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):  # invalid, or nested past the stdlib parser's stack: no root to suggest
         return None, []
     if not isinstance(top, dict):
         return None, []

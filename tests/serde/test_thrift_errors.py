@@ -248,3 +248,9 @@ def test_encode_errors(obj: object, message: str, path: str, codec: str, engine:
         thrift.encode(obj, codec, engine=engine)  # type: ignore[arg-type]
     assert str(info.value) == message
     assert info.value.path == path
+
+
+def test_json_looking_input_nested_past_the_stack_is_a_decode_error(codec: str) -> None:
+    """The "this is JSON, not Thrift" probe must not overflow on deep JSON-looking bytes (a RecursionError before)."""
+    with pytest.raises(DecodeError):
+        opwire.loads(b'{"a": ' + b"[" * 5000, m.Graph, codec)  # type: ignore[arg-type]

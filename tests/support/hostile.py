@@ -539,6 +539,13 @@ def _deep_json(work: Work) -> Path:
     return _write(work, "deep.json", b"[" * 100_000 + b"]" * 100_000)
 
 
+def _mutated_metadata(work: Work) -> Path:
+    """A recorded call whose `mutated` metadata nests past the stdlib JSON parser's stack."""
+    doc = json.loads(_base_trace())
+    doc["records"][-1]["metadata"]["mutated"] = "[" * 5000
+    return _write(work, "mutated.json", json.dumps(doc).encode())
+
+
 def _deep_object(work: Work) -> Path:
     return _write(work, "deep_obj.json", b'{"nodes": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
 
@@ -764,5 +771,12 @@ CASES: list[Case] = [
         r"JSON values .* exceeds the budget max_elements=1000",
     ),
     Case("deep_json_trace", 9, _deep_object, ("replay {file}",), r"Expected a trace|nest"),
+    Case(
+        "trace_mutated_metadata",
+        9,
+        _mutated_metadata,
+        ("replay {file}",),
+        r"call 1 aten::add\.Tensor: metadata 'mutated' should be a JSON object of argument name",
+    ),
     Case("dev_zero_inputs", 9, lambda work: "/dev/zero", VALUES_COMMANDS, r"/dev/zero: not a Values JSON object"),
 ]

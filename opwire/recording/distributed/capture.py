@@ -9,7 +9,6 @@ collective's result) before it reads them, so a trace holds the values the progr
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +17,7 @@ import torch
 from opwire.errors import EncodeError
 from opwire.recording.arguments import named_inputs, to_argument
 from opwire.recording.distributed.collectives import collective_of
+from opwire.recording.mutations import MUTATED, mutated_metadata
 from opwire.schema import models as m
 from opwire.schema.ops import OpArg, OpSchema
 
@@ -148,7 +148,7 @@ def record_call(mode: Any, func: Any, schema: OpSchema, args: Any, kwargs: dict[
     metadata: dict[str, str] = {}
     mutated = {n: [mode._name(t, True) for t in _flat(v)] for n, v in written}
     if mutated:
-        metadata["mutated"] = json.dumps(mutated, separators=(",", ":"))
+        metadata[MUTATED] = mutated_metadata(mutated)
     mode._append(m.CallRecord(target=target, inputs=inputs, outputs=outputs, metadata=metadata))
     return out
 

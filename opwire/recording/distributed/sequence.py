@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from opwire.recording.distributed.collectives import Collective, collective_of
+from opwire.recording.mutations import written_arguments
 from opwire.recording.source import TraceSource
 from opwire.schema import models as m
 from opwire.schema.refs import tensor_names
@@ -79,7 +79,7 @@ def collective_calls(src: TraceSource, rank: int, group: str | None = None) -> I
         if spec.outputs == "return":
             outputs = _shaped(rec.outputs[0]) if rec.outputs else []
         elif spec.outputs:
-            mutated = json.loads(rec.metadata.get("mutated", "{}")).get(spec.outputs, [])
+            mutated = written_arguments(rec, f"call {rec.target}").get(spec.outputs, [])
             outputs = _refill(_shaped(args[spec.outputs]), mutated) if spec.outputs in args else []
         else:
             outputs = []
