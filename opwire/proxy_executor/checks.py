@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from opwire.errors import BindError, BudgetError, KernelError
@@ -60,7 +61,7 @@ class Checks:
             if wrong is not None:
                 raise KernelError(f"{self.where}: refused before the kernel ran: {wrong}")
         if self.memory is not None:
-            key = _shapes((pos, kw))
+            key = _shapes(pos, kw)
             if self.seen is not None and self.seen[0] == key:
                 need = self.seen[1]
             else:
@@ -77,17 +78,27 @@ class Checks:
                 )
 
 
-def _shapes(v: Any) -> Any:
-    """A hashable key of the values' shapes and dtypes (tensors), or the values themselves."""
-    import torch
+@cache
+def _tensor_type() -> Any:
+    from torch import Tensor
 
-    if isinstance(v, torch.Tensor):
-        return (v.shape, v.dtype)  # what output sizes depend on
-    if isinstance(v, dict):
-        return tuple((k, _shapes(e)) for k, e in v.items())
-    if isinstance(v, (list, tuple)):
-        return tuple(_shapes(e) for e in v)
-    return v
+    return Tensor
+
+
+def _shapes(pos: list[Any], kw: dict[str, Any]) -> Any:
+    """A hashable key of the arguments' shapes and dtypes (tensors), or the values themselves."""
+    Tensor = _tensor_type()
+
+    def key(v: Any) -> Any:
+        if isinstance(v, Tensor):
+            return (v.shape, v.dtype)  # what output sizes depend on
+        if isinstance(v, (list, tuple)):
+            return tuple(map(key, v))
+        if isinstance(v, dict):
+            return tuple((k, key(e)) for k, e in v.items())
+        return v
+
+    return tuple(map(key, pos)), tuple((k, key(e)) for k, e in kw.items())
 
 
 def node_checks(target: Target, node: m.Node, where: str, max_memory: int) -> Checks | None:

@@ -56,7 +56,7 @@ class NodePlan:
 
     def prepared(self) -> Callable[[Mapping[str, Any]], dict[str, Any]] | None:
         """A fast call for the common shape (named or constant inputs, one tensor out), or None."""
-        if self.fast is False or self.checks is not None:
+        if self.fast is False:
             return None
         if self.fast is None:
             self.fast = _prepare(self) or False
@@ -141,8 +141,12 @@ def _prepare(p: NodePlan) -> Callable[[Mapping[str, Any]], dict[str, Any]] | Non
         except KeyError:
             p.args(values.__getitem__, None)  # raises the BindError naming the missing value
             raise
+        if p.checks is not None:
+            p.checks.before(fn, args, kwargs)
         try:
             r = fn(*args, **kwargs)
+        except OpwireError:
+            raise  # as `invoke`: a budget of the run or a check is not the kernel's failure
         except Exception as exc:
             raise p.kernel_error(exc) from exc
         if not isinstance(r, tensor):
