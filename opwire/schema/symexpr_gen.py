@@ -15,13 +15,14 @@ inside `derive()`.
 from __future__ import annotations
 
 import argparse
-import difflib
 import inspect
 import re
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
+
+from opwire import _generated
 
 __all__ = ["TABLE_PATH", "derive", "main", "render"]
 
@@ -129,9 +130,7 @@ def render(tables: dict[str, frozenset[str]], torch_version: str) -> str:
 
 def drift(committed: str, fresh: str) -> str:
     """A unified diff of the committed table against the regenerated one (empty when they agree)."""
-    body = [ln for ln in committed.splitlines(keepends=True) if not ln.startswith('"""@generated')]
-    new = [ln for ln in fresh.splitlines(keepends=True) if not ln.startswith('"""@generated')]
-    return "".join(difflib.unified_diff(body, new, "symexpr_names.py (committed)", "derived from installed torch"))
+    return _generated.drift(committed, fresh, TABLE_PATH.name)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -142,15 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     fresh = render(derive(), torch.__version__.split("+")[0])
-    if args.check:
-        diff = drift(TABLE_PATH.read_text(encoding="utf-8") if TABLE_PATH.exists() else "", fresh)
-        if diff:
-            sys.stderr.write(diff + "\nregenerate with: python -m opwire.schema.symexpr_gen\n")
-            return 1
-        return 0
-    TABLE_PATH.write_text(fresh, encoding="utf-8")
-    print(f"wrote {TABLE_PATH}")
-    return 0
+    return _generated.check_or_write(TABLE_PATH, fresh, "python -m opwire.schema.symexpr_gen", args.check)
 
 
 if __name__ == "__main__":

@@ -13,10 +13,11 @@ inside `derive()`.
 from __future__ import annotations
 
 import argparse
-import difflib
 import sys
 from pathlib import Path
 from typing import Any
+
+from opwire import _generated
 
 __all__ = ["SOURCES", "TABLE_PATH", "derive", "drift", "main", "render"]
 
@@ -93,10 +94,8 @@ def render(tables: tuple[dict[str, dict[str, str]], list[tuple[str, str]]], torc
 
 
 def drift(committed: str, fresh: str) -> str:
-    """A unified diff of the committed tables against the regenerated ones (empty when they agree)."""
-    body = [ln for ln in committed.splitlines(keepends=True) if not ln.startswith('"""@generated')]
-    new = [ln for ln in fresh.splitlines(keepends=True) if not ln.startswith('"""@generated')]
-    return "".join(difflib.unified_diff(body, new, f"{TABLE_PATH.name} (committed)", "derived from installed torch"))
+    """A unified diff of the committed table against the regenerated one (empty when they agree)."""
+    return _generated.drift(committed, fresh, TABLE_PATH.name)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,14 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     fresh = render(derive(), torch.__version__.split("+")[0])
-    if args.check:
-        diff = drift(TABLE_PATH.read_text(encoding="utf-8"), fresh)
-        if diff:
-            print(f"{diff}\nregenerate with: python -m opwire.serde.torch_serializer_gen", file=sys.stderr)
-            return 1
-        return 0
-    TABLE_PATH.write_text(fresh, encoding="utf-8")
-    return 0
+    return _generated.check_or_write(TABLE_PATH, fresh, "python -m opwire.serde.torch_serializer_gen", args.check)
 
 
 if __name__ == "__main__":
