@@ -59,37 +59,43 @@ def _child(request: dict[str, object]) -> None:
         os._exit(code & 0xFF)
 
 
-def _run(request: dict[str, object]) -> dict[str, object]:
+def run_command(request: dict[str, object]) -> dict[str, object]:
+    """Fork a child running `request`; its exit code (minus the signal that killed it) or that it timed out, and CPU."""
     pid = os.fork()
     if pid == 0:
         _child(request)
     deadline = time.monotonic() + float(request["timeout"])  # type: ignore[arg-type]
     delay = 0.001
     while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
+        done, status, usage = os.wait4(pid, os.WNOHANG)
         if done:
             break
         if time.monotonic() > deadline:
             os.killpg(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            return {"timeout": True}
+            _, status, usage = os.wait4(pid, 0)
+            return {"timeout": True, "cpu": usage.ru_utime + usage.ru_stime}
         time.sleep(delay)
         delay = min(delay * 2, 0.02)
     code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-    return {"returncode": code}
+    return {"returncode": code, "cpu": usage.ru_utime + usage.ru_stime}
 
 
-def main() -> int:
-    """Serve requests until stdin closes."""
+def prepare() -> None:
+    """Import torch, the CLI and every command module, once, before any fork."""
     import torch  # noqa: F401  (imported once here, shared by every forked command)
 
     import opwire.cli
 
     for module in opwire.cli.COMMANDS.values():
         __import__(module)
+
+
+def main() -> int:
+    """Serve requests until stdin closes."""
+    prepare()
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
-        print(json.dumps(_run(json.loads(line))), flush=True)
+        print(json.dumps(run_command(json.loads(line))), flush=True)
     return 0
 
 
