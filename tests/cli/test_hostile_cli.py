@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from support.clirun import run_cli
+from support.clirun import one_line, run_cli
 from support.hostile_exec import node, program, t, write_values
 
 import opwire
@@ -24,15 +24,6 @@ LIMIT = 4 << 30  # address space of the whole CLI process (torch's import maps a
 def opw(d: Path, *args: object) -> subprocess.CompletedProcess[str]:
     """`opwire ARGS` in `d`, under RLIMIT_AS."""
     return run_cli(*args, cwd=d, timeout=300, limit_as=LIMIT)
-
-
-def one_line(proc: subprocess.CompletedProcess[str], command: str) -> str:
-    lines = proc.stderr.strip().splitlines()
-    assert "Traceback" not in proc.stderr, proc.stderr
-    assert len(lines) == 1, proc.stderr
-    assert lines[0].startswith(f"opwire {command}: error: "), lines[0]
-    assert "\x1b" not in proc.stderr and "\u202e" not in proc.stderr and "\x07" not in proc.stderr
-    return lines[0]
 
 
 # ------------------------------------------------------------------------------------------ names

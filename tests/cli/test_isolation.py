@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from support.clirun import run_cli
+from support.clirun import one_line, run_cli
 from support.isolation_files import nodes_calling, program_calling, trace_calling, write_isolib, write_values
 
 import opwire
@@ -38,14 +38,6 @@ def d(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def opw(d: Path, *args: object) -> subprocess.CompletedProcess[str]:
     """`opwire ARGS --import isolib` in `d`, under RLIMIT_AS (the whole CLI, as the hostile tables run it)."""
     return run_cli(*args, "--import", "isolib", cwd=d, timeout=300, limit_as=4 << 30)
-
-
-def one_line(proc: subprocess.CompletedProcess[str], command: str) -> str:
-    lines = proc.stderr.strip().splitlines()
-    assert "Traceback" not in proc.stderr, proc.stderr
-    assert len(lines) == 1, proc.stderr
-    assert lines[0].startswith(f"opwire {command}: error: "), lines[0]
-    return lines[0]
 
 
 @pytest.mark.parametrize(("op", "signal"), [("segv", "SIGSEGV"), ("abort", "SIGABRT")])

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Cli", "run_cli", "run_cli_fresh"]
+__all__ = ["Cli", "one_line", "run_cli", "run_cli_fresh"]
 
 Cli = Callable[..., "subprocess.CompletedProcess[str]"]
 
@@ -74,3 +74,13 @@ def run_cli(
     if reply.get("timeout"):
         raise subprocess.TimeoutExpired(["opwire", *argv], timeout, stdout, stderr)
     return subprocess.CompletedProcess(["opwire", *argv], reply["returncode"], stdout, stderr)
+
+
+def one_line(proc: subprocess.CompletedProcess[str], command: str) -> str:
+    """The one stderr line of a refused `opwire COMMAND` (no traceback, no terminal control characters)."""
+    lines = proc.stderr.strip().splitlines()
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith(f"opwire {command}: error: "), lines[0]
+    assert "\x1b" not in proc.stderr and "\u202e" not in proc.stderr and "\x07" not in proc.stderr
+    return lines[0]
