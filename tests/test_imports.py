@@ -3,10 +3,13 @@ by `make lint`, check the static layering; these check the lazy loading that kee
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
 import pytest
+
+pytestmark = pytest.mark.xdist_group("imports")  # one worker builds the lazily_loaded fixture
 
 _HEAVY = ("opwire.proxy_executor", "opwire.recording", "opwire.validation", "opwire.view", "opwire.cli")
 
@@ -15,6 +18,36 @@ def _modules_after(statement: str) -> set[str]:
     code = f"import sys; {statement}; print('\\n'.join(sorted(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     return set(out.split())
+
+
+_FORKED = """
+import json, os, sys
+{preload}
+found = {{}}
+for key, statement in json.loads(sys.argv[1]).items():
+    r, w = os.pipe()
+    if os.fork() == 0:
+        os.close(r)
+        exec(statement, {{}})
+        with os.fdopen(w, "w") as f:
+            f.write("\\n".join(sorted(sys.modules)))
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as f:
+        found[key] = f.read().split()
+    _, status = os.wait()
+    assert status == 0, (key, status)
+print(json.dumps(found))
+"""
+
+
+def _modules_after_each(statements: dict[str, str], preload: str) -> dict[str, set[str]]:
+    """What `_modules_after` answers for each statement, each in a fork of one fresh process that ran `preload`."""
+    code = _FORKED.format(preload=preload)
+    out = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(statements)], check=True, capture_output=True, text=True
+    )
+    return {key: set(names) for key, names in json.loads(out.stdout).items()}
 
 
 @pytest.mark.parametrize(
@@ -32,14 +65,24 @@ def test_schema_loads_no_codec() -> None:
     assert not any(name.startswith(("opwire.serde.", *_HEAVY)) for name in loaded)
 
 
-def test_serde_submodules_load_on_attribute_access() -> None:
-    loaded = _modules_after("import opwire; opwire.serde.pt2.read")
-    assert "opwire.serde.pt2" in loaded
+_LAZY = ["record", "replay", "validate_op", "run_program", "bc_check"]
 
 
-@pytest.mark.parametrize("name", ["record", "replay", "validate_op", "run_program", "bc_check"])
-def test_lazy_name_loads_its_package(name: str) -> None:
-    loaded = _modules_after(f"import opwire; opwire.{name}")
+@pytest.fixture(scope="module")
+def lazily_loaded() -> dict[str, set[str]]:
+    """sys.modules after each lazy access, each from a fresh `import opwire` (torch, which they all load, preloaded)."""
+    statements = {name: f"import opwire; opwire.{name}" for name in _LAZY}
+    statements["serde.pt2"] = "import opwire; opwire.serde.pt2.read"
+    return _modules_after_each(statements, preload="import torch")
+
+
+def test_serde_submodules_load_on_attribute_access(lazily_loaded: dict[str, set[str]]) -> None:
+    assert "opwire.serde.pt2" in lazily_loaded["serde.pt2"]
+
+
+@pytest.mark.parametrize("name", _LAZY)
+def test_lazy_name_loads_its_package(name: str, lazily_loaded: dict[str, set[str]]) -> None:
+    loaded = lazily_loaded[name]
     assert any(m.startswith(("opwire.recording", "opwire.validation", "opwire.proxy_executor")) for m in loaded)
 
 

@@ -5,9 +5,10 @@
 the running torch and exits 1 when it moved (tests/proxy_executor/test_allowlist.py does the same). The
 modules below are small but representative: MLPs, convolutional nets with normalization and pooling,
 a transformer layer, recurrent nets, embeddings, dynamic shapes, buffer mutation, control flow and a
-broad sweep of tensor functions. Each is exported in the training IR, the pre-dispatch IR and the core
-ATen inference IR (`run_decompositions()`), and run eagerly under a dispatch mode (what `opwire.record`
-sees). Ops the review removes are `opwire.proxy_executor.preconditions.REMOVED` (with the reason).
+broad sweep of tensor functions. Each is exported in the training IR (what `torch.export.export` writes,
+traced before dispatch; strict where that fails) and the core ATen inference IR (`run_decompositions()`),
+and run eagerly under a dispatch mode (what `opwire.record` sees). Ops the review removes are
+`opwire.proxy_executor.preconditions.REMOVED` (with the reason).
 """
 
 from __future__ import annotations
@@ -216,7 +217,12 @@ def _training_steps(mode: Any, out: set[str]) -> None:
 
 
 def _exported(mod: Any, args: tuple[Any, ...], dyn: Any) -> Iterator[tuple[str, Any]]:
-    """(IR, program or the exception torch raised) for the training, pre-dispatch and core ATen IRs of `mod`."""
+    """(IR, program or the exception torch raised) for the training and core ATen IRs of `mod`.
+
+    The training IR is what `torch.export.export` writes: a pre-dispatch trace (`_export(pre_dispatch=True,
+    strict=False)` in torch 2.13). Where that fails (the `while_loop` module), a user turns to `strict=True`,
+    the same IR traced through Dynamo, so that is tried next; where both work they emit the same ops.
+    """
     import torch
 
     training: Any
@@ -225,11 +231,11 @@ def _exported(mod: Any, args: tuple[Any, ...], dyn: Any) -> Iterator[tuple[str, 
     except Exception as exc:
         training = exc
     yield "training IR", training
-    try:
-        yield "pre-dispatch IR", torch.export._trace._export(mod, args, dynamic_shapes=dyn, pre_dispatch=True)
-    except Exception as exc:
-        yield "pre-dispatch IR", exc
     if isinstance(training, Exception):
+        try:
+            yield "training IR, strict", torch.export.export(mod, args, dynamic_shapes=dyn, strict=True)
+        except Exception as exc:
+            yield "training IR, strict", exc
         yield "core ATen IR", training
         return
     try:  # the training IR's program decomposed: one export serves both (its ops were read first)
@@ -239,7 +245,7 @@ def _exported(mod: Any, args: tuple[Any, ...], dyn: Any) -> Iterator[tuple[str, 
 
 
 def emitted_ops(log: Callable[[str], None] = lambda _: None) -> set[str]:
-    """The op overloads the representative modules emit: exported in three IRs (train and eval) and run eagerly."""
+    """The op overloads the representative modules emit: exported in two IRs (train and eval) and run eagerly."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 

@@ -165,7 +165,19 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
             self.sink.freed(dead)
 
     # --------------------------------------------------------------------------------- dispatch
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        """False: keeps torch from wrapping `__torch_dispatch__` in `torch._disable_dynamo`, whose first call
+        imports torch._dynamo (2 s at the start of every recording); `__torch_dispatch__` keeps Dynamo out itself."""
+        return False
+
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        # What torch's wrapper does, once Dynamo is loaded: nothing can be compiling before it is
+        if "torch._dynamo" in sys.modules and (without := _without_dynamo()) is not None:
+            return without(self, func, types, args, kwargs)
+        return self._dispatch(func, types, args, kwargs)
+
+    def _dispatch(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
         if not self._records(func):
             if func._schema.is_mutable:
@@ -253,3 +265,16 @@ def _tensors_in(v: Any) -> list[torch.Tensor]:
     if isinstance(v, list | tuple):
         return [t for t in v if isinstance(t, torch.Tensor)]
     return []
+
+
+_WITHOUT_DYNAMO: list[Any] = []
+
+
+def _without_dynamo() -> Any:
+    """`RecorderMode._dispatch` under `torch._dynamo.disable` (None while torch._dynamo is still being imported)."""
+    if not _WITHOUT_DYNAMO:
+        disable = getattr(sys.modules["torch._dynamo"], "disable", None)
+        if disable is None:
+            return None
+        _WITHOUT_DYNAMO.append(disable(RecorderMode._dispatch, recursive=True))
+    return _WITHOUT_DYNAMO[0]

@@ -166,3 +166,26 @@ def test_record_rejects_bad_options() -> None:
     with opwire.record() as trace:
         with pytest.raises(RuntimeError, match="still being recorded"):
             _ = trace.records
+
+
+_DYNAMO_PROBE = """
+import sys, torch, opwire
+from opwire.recording import dispatch_mode
+with opwire.record() as trace:
+    torch.ones(2).add(1)
+print(len(trace.records), "torch._dynamo" in sys.modules, len(dispatch_mode._WITHOUT_DYNAMO))
+import torch._dynamo
+with opwire.record() as trace:
+    torch.ones(2).add(1)
+print(len(trace.records), len(dispatch_mode._WITHOUT_DYNAMO))
+"""
+
+
+def test_recording_imports_no_dynamo_and_keeps_it_out_once_loaded() -> None:
+    """torch wraps a mode's `__torch_dispatch__` in a Dynamo guard that imports torch._dynamo (2 s) on its first
+    call; the recorder guards itself, and only once Dynamo is loaded (nothing compiles before)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _DYNAMO_PROBE], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["2", "False", "0", "2", "1"]

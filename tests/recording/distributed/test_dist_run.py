@@ -193,6 +193,7 @@ def test_a_failing_rank_aborts_the_group_under_collectives(run_dir: Path, tmp_pa
     trace = opwire.load_trace(run_dir / "rank1.trace").model
     trace.records = [r for r in trace.records if not r.target.startswith("c10d::barrier")]
     (out / "rank1.trace").write_bytes(opwire.dumps(trace, format="compact"))
-    done = torchrun("replay", out, "--collectives", "--collective-timeout", "10", cwd=tmp_path, timeout=240)
+    # 4 s: long enough for both ranks to start under load, short enough not to idle a test worker
+    done = torchrun("replay", out, "--collectives", "--collective-timeout", "4", cwd=tmp_path, timeout=240)
     assert done.returncode != 0
     assert "opwire replay: error: rank" in done.stderr
