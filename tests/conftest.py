@@ -20,12 +20,21 @@ from opwire.serde import FORMATS, framing, thrift
 REPLAY_MODES = typing.get_args(typing.get_type_hints(replay)["mode"])
 
 
-@pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Ungrouped `slow` tests first, so that a 30 s test never starts last while the other worker idles.
+
+    pytest-xdist hands out the xdist groups first (largest first), then single tests in collection order;
+    the sort is stable and the same on every worker.
+    """
+    items.sort(key=lambda item: not (item.get_closest_marker("slow") and not item.get_closest_marker("xdist_group")))
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker reports its collection
+def pytest_collection_finish(session: pytest.Session) -> None:
     """Fail loudly when `--dist loadgroup` would ignore `xdist_group` (each worker would rebuild the slow tables)."""
-    if not getattr(config.option, "loadgroup", False):
+    if not getattr(session.config.option, "loadgroup", False):
         return
-    lost = [item.nodeid for item in items if item.get_closest_marker("xdist_group") and "@" not in item.nodeid]
+    lost = [item.nodeid for item in session.items if item.get_closest_marker("xdist_group") and "@" not in item.nodeid]
     if lost:
         raise pytest.UsageError(
             f"pytest-xdist did not group {lost[0]} (and {len(lost) - 1} more): pin a pytest it supports"
