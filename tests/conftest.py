@@ -7,6 +7,7 @@ The axes are read from opwire itself, so a format added there is tested everywhe
 
 from __future__ import annotations
 
+import os
 import typing
 from pathlib import Path
 
@@ -75,6 +76,15 @@ def corpus_programs() -> list[corpus.CorpusProgram]:
 def corpus_program(request: pytest.FixtureRequest) -> corpus.CorpusProgram:
     """One corpus program per test instance (parametrized over every model and IR)."""
     return corpus.get_program(request.param)
+
+
+@pytest.fixture(scope="session")
+def aoti_package(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The suite's AOTInductor package (tests/support/aoti_model.py), compiled once per run for every worker."""
+    from support import aoti_model
+
+    base = tmp_path_factory.getbasetemp()
+    return aoti_model.package(base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base)
 
 
 @pytest.fixture

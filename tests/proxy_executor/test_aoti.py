@@ -9,49 +9,20 @@ from typing import Any
 
 import pytest
 import torch
+from support import aoti_model
 
 from opwire.cli import main
 from opwire.proxy_executor import ProxyExecutor
 from opwire.schema import models as m
 from opwire.serde.tensors import from_tensor
 
-LIB = torch.library.Library("opwire_aoti_test", "DEF")
-LIB.define(
-    'foo(Tensor x, int n=2, float alpha=1.5, bool flag=True, str mode="sum", int[] dims=[0], '
-    "Device? device=None, ScalarType? dtype=None, Tensor? bias=None, *, int k=3) -> Tensor"
-)
-
-
-def _foo(x, n=2, alpha=1.5, flag=True, mode="sum", dims=(0,), device=None, dtype=None, bias=None, *, k=3):  # type: ignore[no-untyped-def]
-    y = x * alpha + n + k + (2 if flag else 0) + len(mode) + sum(dims)
-    return (y + bias if bias is not None else y).clone()
-
-
-LIB.impl("foo", _foo, "CompositeExplicitAutograd")
-LIB.impl("foo", lambda x, *a, **kw: torch.empty_like(x), "Meta")
-LIB.define("multi(Tensor x, SymInt[] sizes) -> (Tensor, Tensor[], int)")
-LIB.impl("multi", lambda x, sizes: (x + 1, [x * s for s in sizes], len(sizes)), "CompositeExplicitAutograd")
-LIB.impl(
-    "multi",
-    lambda x, sizes: (torch.empty_like(x), [torch.empty_like(x) for _ in sizes], len(sizes)),
-    "Meta",
-)
-
-
-class _Model(torch.nn.Module):
-    def forward(self, x: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        y = torch.ops.opwire_aoti_test.foo(x, 3, 2.0, False, "mean", [1, 0], bias=b, k=4)
-        a, bs, _ = torch.ops.opwire_aoti_test.multi(y, [2, 3])
-        return torch.relu(a) + bs[0] + bs[1]
-
 
 @pytest.mark.slow
-def test_aoti_round_trip(tmp_path: Path) -> None:
-    x, b = torch.randn(2, 3), torch.randn(2, 3)
-    ep = torch.export.export(_Model(), (x, b))
-    package = torch._inductor.aoti_compile_and_package(ep, package_path=str(tmp_path / "model.pt2"))
+def test_aoti_round_trip(tmp_path: Path, aoti_package: Path) -> None:
+    x, b = aoti_model.inputs()
+    package = str(aoti_package)
     compiled = torch._inductor.aoti_load_package(package)
-    expected = _Model()(x, b)
+    expected = aoti_model.Model()(x, b)
     assert torch.allclose(compiled(x, b), expected)
 
     ex = ProxyExecutor(package)

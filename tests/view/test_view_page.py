@@ -248,30 +248,16 @@ def test_big_program_opens_collapsed(browser: Browser, tmp_path: Path, stack_jso
 
 
 @pytest.mark.slow
-def test_aotinductor_extern_node_file(browser: Browser, tmp_path: Path) -> None:
+def test_aotinductor_extern_node_file(browser: Browser, tmp_path: Path, aoti_package: Path) -> None:
     """A real AOTInductor package: its extern-kernel nodes (the custom-op calls) drawn as a graph."""
-    import torch
-
-    lib = torch.library.Library("opwire_view_test", "DEF")
-    lib.define("scale(Tensor x, float alpha=2.0, int[] dims=[0]) -> Tensor")
-    lib.impl("scale", lambda x, alpha=2.0, dims=(0,): (x * alpha).clone(), "CompositeExplicitAutograd")
-    lib.impl("scale", lambda x, alpha=2.0, dims=(0,): torch.empty_like(x), "Meta")
-
-    class Model(torch.nn.Module):
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            y = torch.ops.opwire_view_test.scale(x.relu(), 3.0, [1])
-            return torch.ops.opwire_view_test.scale(y + 1) * 2
-
-    ep = torch.export.export(Model(), (torch.randn(2, 3),))
-    package = torch._inductor.aoti_compile_and_package(ep, package_path=str(tmp_path / "model.pt2"))
     page = tmp_path / "aoti.html"
-    assert main(["view", package, "--out", str(page)]) == 0
+    assert main(["view", str(aoti_package), "--out", str(page)]) == 0
     _open(browser, page)
     data = browser.eval("JSON.parse(document.getElementById('opwire-data').textContent)")
     assert data["kind"] == "extern" and len(data["graph"]["nodes"]) == 2
     assert sorted(_drawn(browser)) == sorted(n["n"] for n in data["graph"]["nodes"])
     assert browser.eval("document.querySelectorAll('g.node.k-input').length") >= 1
-    assert browser.eval("document.querySelectorAll('g.edge').length") >= 2  # buf -> scale -> ... -> outputs
+    assert browser.eval("document.querySelectorAll('g.edge').length") >= 2  # inputs -> foo -> multi -> outputs
     browser.click("g.node[data-node]")
-    assert "opwire_view_test::scale" in browser.eval("document.getElementById('panel').innerText")
+    assert "opwire_aoti_test::" in browser.eval("document.getElementById('panel').innerText")
     _shot(browser, tmp_path, "aoti")
