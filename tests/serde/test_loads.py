@@ -6,17 +6,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from support import corpus
-from support.typed import MODEL_NAMES, assert_same_model, strategy_for
 
 import opwire
 from opwire.errors import DecodeError
 from opwire.schema import models as m
 from opwire.serde import thrift
 
-_SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 _SNAP = m.OpLibrarySnapshot(namespaces=["mylib"], ops=[], torch_version="2.13.0")
 _NODES = m.ExternKernelNodes(nodes=[])
 
@@ -129,19 +125,6 @@ def test_header_naming_an_unknown_type() -> None:
 
 
 # -- model_dump_json() and dumps() -------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("name", MODEL_NAMES)
-@_SETTINGS
-@given(data=st.data())
-def test_model_dump_json_is_the_same_document_as_dumps(name: str, data: st.DataObject) -> None:
-    """docs/wire-format.md: the same JSON document (keys, order, values); only dumps() has torch's bytes."""
-    obj = data.draw(strategy_for(name))
-    ours = json.loads(opwire.dumps(obj))
-    pydantics = json.loads(obj.model_dump_json())
-    assert pydantics == ours and json.dumps(pydantics) == json.dumps(ours)  # equal, keys in the same order
-    assert obj.model_dump(mode="json") == ours
-    assert_same_model(opwire.loads(obj.model_dump_json(), type(obj)), obj)
 
 
 def test_model_dump_json_spells_bytes_differently() -> None:
