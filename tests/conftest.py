@@ -8,6 +8,12 @@ The axes are read from opwire itself, so a format added there is tested everywhe
 from __future__ import annotations
 
 import os
+
+# One intra-op thread per process, before torch loads (inherited by every child a test starts): `make test`
+# runs two workers on two cores, and two OpenMP pools per core spin on each other's time (-11% wall on the
+# executor's tests). A test about threads sets its own count (tests/proxy_executor/test_isolate.py).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 import typing
 from pathlib import Path
 

@@ -95,7 +95,14 @@ def test_reading_threads_and_torch_still_work() -> None:
         a = torch.randn(256, 256)
         return {"sum": str(float((a @ a).abs().sum() > 0)).encode(), "host": read[0]}
 
-    out = run_in_child(_work(body), LIMITS).result()
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)  # the parent runs parallel work first (the suite's processes default to one thread)
+    try:
+        a = torch.randn(512, 512)
+        (a @ a).sum()
+        out = run_in_child(_work(body), LIMITS).result()
+    finally:
+        torch.set_num_threads(before)
     assert out["sum"] == b"1.0" and out["host"] == open("/etc/hostname", "rb").read()
 
 
