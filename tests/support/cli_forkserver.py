@@ -2,7 +2,8 @@
 
     python tests/cli_forkserver.py        (requests on stdin, one JSON line each; one JSON line back per request)
 
-The server imports the CLI and every command module, then forks one child per request: the child moves to
+The server imports torch (Dynamo too, which torch itself loads lazily on a command's first custom-op call),
+the CLI and every command module, then forks one child per request: the child moves to
 the request's directory (under the request's RLIMIT_AS, if any), reads stdin from /dev/null, points stdout/stderr at the request's files, sets
 `sys.argv` and calls `opwire.cli.main(argv)`, exactly what the `opwire` console script calls, then exits the
 way an interpreter does (a `SystemExit` code, or the traceback of an uncaught exception and 1, then the
@@ -81,8 +82,10 @@ def run_command(request: dict[str, object]) -> dict[str, object]:
 
 
 def prepare() -> None:
-    """Import torch, the CLI and every command module, once, before any fork."""
-    import torch  # noqa: F401  (imported once here, shared by every forked command)
+    """Import torch (with Dynamo), the CLI and every command module, once, before any fork."""
+    # torch once here for every forked command, with Dynamo, which torch loads on a custom op's first call or an
+    # optimizer's creation (2.5 s a command)
+    import torch._dynamo  # noqa: F401
 
     import opwire.cli
 
