@@ -36,15 +36,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: not (item.get_closest_marker("slow") and not item.get_closest_marker("xdist_group")))
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker reports its collection
+_UNGROUPED: list[str] = []
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Fail loudly when `--dist loadgroup` would ignore `xdist_group` (each worker would rebuild the slow tables)."""
-    if not getattr(session.config.option, "loadgroup", False):
-        return
-    lost = [item.nodeid for item in session.items if item.get_closest_marker("xdist_group") and "@" not in item.nodeid]
-    if lost:
-        raise pytest.UsageError(
-            f"pytest-xdist did not group {lost[0]} (and {len(lost) - 1} more): pin a pytest it supports"
+    """Note the tests `--dist loadgroup` would not group (each worker would rebuild the slow tables)."""
+    if getattr(session.config.option, "loadgroup", False):
+        _UNGROUPED.extend(
+            i.nodeid for i in session.items if i.get_closest_marker("xdist_group") and "@" not in i.nodeid
+        )
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Fail every grouped test, loudly, when pytest-xdist lost the groups (a worker's own error would not show)."""
+    if _UNGROUPED and item.get_closest_marker("xdist_group"):
+        pytest.fail(
+            f"pytest-xdist did not group {_UNGROUPED[0]} (and {len(_UNGROUPED) - 1} more): pin a pytest it supports",
+            pytrace=False,
         )
 
 
