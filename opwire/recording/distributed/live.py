@@ -10,6 +10,7 @@ so a failure never hangs. Reports travel to rank 0 as JSON over the group, and r
 
 from __future__ import annotations
 
+import gc
 import json as _stdlib_json
 import os
 import sys
@@ -94,6 +95,11 @@ def replay_live(
             sys.stdout.flush()
         else:
             print(merged, flush=True)
+    # a synchronized teardown: no rank destroys its groups while another still works (rank 0 prints the report),
+    # and what the replay held (tensors, async work) goes while the groups and the interpreter are alive; a
+    # gloo rank that tore down alone once aborted at exit ("terminate called without an active exception")
+    dist.barrier()
+    gc.collect()
     dist.destroy_process_group()
     return 0 if merged.ok else 1
 
