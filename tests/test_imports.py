@@ -14,12 +14,6 @@ pytestmark = pytest.mark.xdist_group("imports")  # one worker builds the lazily_
 _HEAVY = ("opwire.proxy_executor", "opwire.recording", "opwire.validation", "opwire.view", "opwire.cli")
 
 
-def _modules_after(statement: str) -> set[str]:
-    code = f"import sys; {statement}; print('\\n'.join(sorted(sys.modules)))"
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
-    return set(out.split())
-
-
 _FORKED = """
 import json, os, sys
 {preload}
@@ -42,12 +36,17 @@ print(json.dumps(found))
 
 
 def _modules_after_each(statements: dict[str, str], preload: str) -> dict[str, set[str]]:
-    """What `_modules_after` answers for each statement, each in a fork of one fresh process that ran `preload`."""
+    """sys.modules after each statement, each in a fork of one fresh process that ran `preload` first."""
     code = _FORKED.format(preload=preload)
     out = subprocess.run(
         [sys.executable, "-c", code, json.dumps(statements)], check=True, capture_output=True, text=True
     )
     return {key: set(names) for key, names in json.loads(out.stdout).items()}
+
+
+def _modules_after(statement: str) -> set[str]:
+    """sys.modules after `statement` in a fresh process (forked, as `_modules_after_each` runs it, from nothing)."""
+    return _modules_after_each({"": statement}, preload="")[""]
 
 
 @pytest.mark.parametrize(

@@ -259,7 +259,7 @@ def _gib_of_zeros_deflated() -> tuple[bytes, int]:
 
     A full flush ends each 16 MiB piece on a byte boundary with an empty dictionary, so every piece deflates
     to the same bytes: one piece is compressed and repeated (milliseconds instead of seconds), at a ratio
-    of about 1,027 (plain deflate reaches 1,029).
+    of about 1,028 (plain deflate reaches 1,029).
     """
     comp = zlib.compressobj(9, zlib.DEFLATED, -15)
     chunk = b"\0" * (16 << 20)

@@ -258,6 +258,7 @@ def test_aotinductor_extern_node_file(browser: Browser, tmp_path: Path, aoti_pac
     assert sorted(_drawn(browser)) == sorted(n["n"] for n in data["graph"]["nodes"])
     assert browser.eval("document.querySelectorAll('g.node.k-input').length") >= 1
     assert browser.eval("document.querySelectorAll('g.edge').length") >= 2  # inputs -> foo -> multi -> outputs
-    browser.click("g.node[data-node]")
-    assert "opwire_aoti_test::" in browser.eval("document.getElementById('panel').innerText")
+    first = data["graph"]["nodes"][0]["n"]  # the foo call; the second calls multi
+    browser.click(f"g.node[data-node={json.dumps(first)}]")
+    assert "opwire_aoti_test::foo" in browser.eval("document.getElementById('panel').innerText")
     _shot(browser, tmp_path, "aoti")
