@@ -14,12 +14,14 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import from_json
 
 from opwire.errors import DecodeError, EncodeError
 from opwire.schema.base import binary_out, float_out
 from opwire.schema.idl import TypeRef
 from opwire.schema.models import MODELS, SCHEMA
 from opwire.serde import budgets
+from opwire.serde._build import json_builders
 from opwire.serde._depth import check_depth
 from opwire.serde._gc import paused_gc
 from opwire.serde._paths import decode_error_from_validation, format_path
@@ -189,15 +191,31 @@ def decode(
         data = data.encode("utf-8", "surrogatepass")
     if not isinstance(data, bytes | bytearray | memoryview):
         raise DecodeError(f"Expected bytes or str to decode, got {type(data).__name__}")
-    check_elements(bytes(data) if not isinstance(data, bytes) else data, max_elements, source)
+    raw = data if isinstance(data, bytes) else bytes(data)
+    check_elements(raw, max_elements, source)
     with paused_gc():
-        try:
-            obj = cls.model_validate_json(data)
-        except ValidationError as exc:
-            raise _decode_failure(bytes(data), cls, exc, source, max_depth) from None
-        check_depth(obj, max_depth, source, bytes(data))
+        obj: M | None = _built(raw, name)
+        if obj is None:
+            obj = _validated(raw, cls, source, max_depth)
+        check_depth(obj, max_depth, source, raw)
     _check_version(obj, source)
     return obj
+
+
+def _built(data: bytes, name: str) -> Any:
+    """The model built by the plan compiled from the IDL (`_build`), or None when it does not take the input."""
+    try:
+        return json_builders()[name](from_json(data))
+    except Exception:  # invalid JSON, Fallback, or any input the plan does not take: pydantic decides
+        return None
+
+
+def _validated(data: bytes, cls: type[M], source: str, max_depth: int) -> M:
+    """pydantic's validation of the JSON: the reference the builders agree with, and every error's wording."""
+    try:
+        return cls.model_validate_json(data)
+    except ValidationError as exc:
+        raise _decode_failure(data, cls, exc, source, max_depth) from None
 
 
 _ESCAPE = re.compile(rb"\\.", re.DOTALL)

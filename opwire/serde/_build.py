@@ -1,0 +1,272 @@
+"""Model builders compiled once from the IDL: parsed values -> models, without pydantic's per-field work.
+
+For every struct and union of `SCHEMA` this module writes one small Python function (source generated from
+the IDL and the models' field defaults, compiled once on first use, as `dataclasses` writes `__init__`) that
+checks each value as strictly as the models' own schema does and builds the model directly: `__dict__`,
+`__pydantic_fields_set__` (the keys that were present, as pydantic records them), no extra, no private.
+The result is equal, field for field, to what pydantic's validation builds from the same input.
+
+Two flavours, one per input:
+- `json`: values parsed from JSON (`pydantic_core.from_json`). Ints, strings and bools are checked by exact
+  type (bools are no ints), ints in their IDL range, doubles as torch writes them ("Infinity", ...), binary as
+  base64, enums by value, lists and maps by type, unions hold exactly one non-null member.
+- `thrift`: keyword arguments from Apache Thrift's C codec, which has typed every value by the IDL already:
+  only enums are converted, required fields and single union members checked.
+
+A builder never reports an error: anything it does not accept raises `Fallback`, and the caller lets
+pydantic's own validation (or the checking Thrift decoder) decide and word the error, so messages and paths
+stay exactly what they were. Accepting less than pydantic is safe (slower); accepting more is a bug, which
+the tests guard by comparing both on the hostile tables and by fuzzing.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import copy
+import math
+import re
+from functools import cache
+from typing import Any
+
+from pydantic import BaseModel
+
+from opwire.schema import models
+from opwire.schema.idl import FieldDef, StructDef, TypeRef
+from opwire.schema.models import MODELS, SCHEMA
+from opwire.schema.symexpr import check_expr
+
+__all__ = ["Fallback", "json_builders", "thrift_builders"]
+
+_INT_BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64}
+_NONFINITE = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}  # the objects base.py returns
+_EXACT_FLOAT_INT = 2**53  # ints a double field takes as they are (pydantic's strict float takes JSON ints)
+_IMMUTABLE = (type(None), bool, int, float, str, bytes, tuple, frozenset)
+_SMALL_UNION = 4  # members up to which a union branches on its key (a display for __dict__)
+_CHECKED = {("SymExpr", "expr_str")}  # fields whose string goes through opwire's expression grammar
+
+
+_CALL = re.compile(r" *v\d+ = (\w+)\(v\d+\)")
+
+
+class Fallback(Exception):
+    """The builder does not take this input: let the validating path decide (and word the error)."""
+
+
+def _f64(v: Any) -> float:
+    c = v.__class__
+    if c is float:
+        return v  # type: ignore[no-any-return]
+    if c is int and -_EXACT_FLOAT_INT <= v <= _EXACT_FLOAT_INT:
+        return float(v)
+    if c is str and v in _NONFINITE:
+        return _NONFINITE[v]
+    raise Fallback
+
+
+def _binary(v: Any) -> bytes:
+    if v.__class__ is not str:
+        raise Fallback
+    try:
+        return base64.b64decode(v, validate=True)
+    except (binascii.Error, ValueError):
+        raise Fallback from None
+
+
+def _expr(v: Any) -> str:
+    if v.__class__ is not str:
+        raise Fallback
+    try:
+        return check_expr(v)
+    except ValueError:
+        raise Fallback from None
+
+
+_slots = BaseModel.__dict__
+_NAMESPACE: dict[str, Any] = {
+    "F": Fallback,
+    "M": object(),  # a key that is absent
+    "new": object.__new__,
+    "set_attr": object.__setattr__,
+    "set_fields": _slots["__pydantic_fields_set__"].__set__,
+    "set_extra": _slots["__pydantic_extra__"].__set__,
+    "set_private": _slots["__pydantic_private__"].__set__,
+    "f64": _f64,
+    "binary": _binary,
+    "expr": _expr,
+    "deepcopy": copy.deepcopy,
+}
+
+
+class _Compiler:
+    """Writes the source of every builder of one flavour ("json" or "thrift")."""
+
+    def __init__(self, flavour: str) -> None:
+        self.json = flavour == "json"
+        self.ns: dict[str, Any] = dict(_NAMESPACE)
+        self.lines: list[str] = []
+        self.types: dict[TypeRef, str] = {}
+
+    def builder(self, name: str) -> str:
+        """Name of the function building struct or union `name`."""
+        return f"b_{name}"
+
+    def check(self, t: TypeRef, var: str, ind: str, checked: bool = False) -> list[str]:
+        """Lines checking (and converting in place) `var`, a value of IDL type `t` that is not None."""
+        k = t.kind
+        if checked:
+            return [f"{ind}{var} = expr({var})"]
+        if k == "struct":  # the C codec built nested models already (its classes are these builders)
+            return [f"{ind}{var} = {self.builder(str(t.name))}({var})"] if self.json else []
+        if k == "enum":
+            values = f"E_{t.name}"
+            self.ns[values] = {int(e): e for e in getattr(models, str(t.name))}
+            if self.json:
+                return [
+                    f"{ind}if {var}.__class__ is not int:",
+                    f"{ind}    raise F",
+                    f"{ind}{var} = {values}.get({var})",
+                    f"{ind}if {var} is None:",
+                    f"{ind}    raise F",
+                ]
+            return [f"{ind}{var} = {values}[{var}]"]
+        if k in ("list", "set", "map"):
+            return [f"{ind}{var} = {self.container(t)}({var})"]
+        if not self.json:
+            return []  # the C codec typed it by the wire, whose widths are the IDL's
+        if k in _INT_BITS:
+            bits = _INT_BITS[k]
+            lo, hi = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+            return [f"{ind}if {var}.__class__ is not int or not {lo} <= {var} <= {hi}:", f"{ind}    raise F"]
+        if k in ("string", "bool"):
+            py = "str" if k == "string" else "bool"
+            return [f"{ind}if {var}.__class__ is not {py}:", f"{ind}    raise F"]
+        if k == "double":
+            return [f"{ind}{var} = f64({var})"]
+        if k == "binary":
+            return [f"{ind}{var} = binary({var})"]
+        raise AssertionError(f"unhandled IDL type {t}")
+
+    def container(self, t: TypeRef) -> str:
+        """Name of the function checking a list or map of type `t` (written once per type)."""
+        if t in self.types:
+            return self.types[t]
+        fn = self.types[t] = f"c_{len(self.types)}"
+        py = "dict" if t.kind == "map" else "list"
+        item = t.args[-1]
+        body = self.check(item, "x", "        ")
+        out = [f"def {fn}(v):", f"    if v.__class__ is not {py}:", "        raise F"]
+        if not body:
+            out.append("    return v")
+        elif t.kind == "map":
+            out += ["    r = {}", "    for k, x in v.items():", *body, "        r[k] = x", "    return r"]
+        elif len(body) == 1 and body[0].startswith("        x = "):
+            out.append(f"    return [{body[0].removeprefix('        x = ')} for x in v]")
+        else:
+            out += ["    r = []", "    for x in v:", *body, "        r.append(x)", "    return r"]
+        if t.kind == "map" and t.args[0].kind != "string":
+            out = [f"def {fn}(v):", "    raise F"]  # JSON keys are strings: other keys are pydantic's to judge
+        self.lines += [*out, ""]
+        return fn
+
+    def default(self, s: StructDef, f: FieldDef) -> str:
+        """An expression for the default of a field the input left out (what pydantic fills in)."""
+        info = MODELS[s.name].model_fields[f.name]
+        if info.default_factory is not None:
+            self.ns[f"D_{s.name}_{f.name}"] = info.default_factory
+            return f"D_{s.name}_{f.name}()"
+        self.ns[f"K_{s.name}_{f.name}"] = info.default
+        if isinstance(info.default, _IMMUTABLE) or info.default.__class__.__module__ == models.__name__:
+            return f"K_{s.name}_{f.name}"
+        return f"deepcopy(K_{s.name}_{f.name})"
+
+    def finish(self, name: str, dict_expr: str, fields_expr: str) -> list[str]:
+        self.ns[f"C_{name}"] = MODELS[name]
+        return [
+            f"    o = new(C_{name})",
+            f"    set_attr(o, '__dict__', {dict_expr})",
+            f"    set_fields(o, {fields_expr})",
+            "    set_extra(o, None)",
+            "    set_private(o, None)",
+            "    return o",
+            "",
+        ]
+
+    def struct(self, s: StructDef) -> None:
+        model = MODELS[s.name]
+        names = [f.name for f in s.fields]
+        self.ns[f"N_{s.name}"] = tuple(names)
+        self.ns[f"S_{s.name}"] = set(names)
+        out = [f"def {self.builder(s.name)}(d):"]
+        if self.json:
+            out += ["    if d.__class__ is not dict:", "        raise F"]
+        if not all(model.model_fields[n].is_required() for n in names):
+            out.append("    missing = False")
+        values = []
+        for i, f in enumerate(s.fields):
+            v = f"v{i}"
+            checks = self.check(f.type, v, "    ", (s.name, f.name) in _CHECKED)
+            if model.model_fields[f.name].is_required():  # absent: a KeyError, so pydantic decides
+                call = _CALL.fullmatch(checks[0]) if len(checks) == 1 else None
+                if call is not None:  # `v = fn(v)`: call fn in the dict display
+                    values.append(f"{call[1]}(d[{f.name!r}])")
+                    continue
+                out += [f"    {v} = d[{f.name!r}]", *checks]
+            else:  # checks refuse None (no value of a type is None): only optional fields take null
+                out += [f"    {v} = d.get({f.name!r}, M)", f"    if {v} is M:"]
+                out += ["        missing = True", f"        {v} = {self.default(s, f)}"]
+                if checks:
+                    out.append(f"    elif {v} is not None:" if f.optional else "    else:")
+                    out += ["    " + line for line in checks]
+            values.append(v)
+        items = ", ".join(f"{n!r}: {e}" for n, e in zip(names, values, strict=True))
+        fields = f"S_{s.name}.copy()"
+        if "    missing = False" in out:
+            fields += f" if not missing else {{k for k in N_{s.name} if k in d}}"
+        self.lines += out + self.finish(s.name, "{" + items + "}", fields)
+
+    def union(self, s: StructDef) -> None:
+        """A small union branches on its one key; a large one dispatches on it to a function per member. Either
+        way the member's value is checked and the model built (a constant fields set: the one member)."""
+        head = [f"def {self.builder(s.name)}(d):"]
+        if self.json:
+            head += ["    if d.__class__ is not dict:", "        raise F"]
+        head.append("    ((k, v),) = d.items()  # not exactly one member: a ValueError, so pydantic decides")
+        if len(s.fields) <= _SMALL_UNION:
+            for f in s.fields:
+                items = "{" + ", ".join(f"{g.name!r}: {'v' if g is f else 'None'}" for g in s.fields) + "}"
+                head += [f"    if k == {f.name!r}:", *self.check(f.type, "v", "        ")]
+                head += ["    " + line for line in self.finish(s.name, items, "{" + repr(f.name) + "}")[:-1]]
+            self.lines += [*head, "    raise F", ""]
+            return
+        members = f"U_{s.name}"
+        self.ns[members] = {}
+        self.ns[f"T_{s.name}"] = dict.fromkeys(f.name for f in s.fields)
+        for f in s.fields:  # copying a template is several times faster than a display of many keys
+            fn = self.ns[members][f.name] = f"m_{s.name}_{f.name}"
+            body = [f"def {fn}(v):", *self.check(f.type, "v", "    ")]
+            body += [f"    r = T_{s.name}.copy()", f"    r[{f.name!r}] = v"]
+            self.lines += body + self.finish(s.name, "r", "{" + repr(f.name) + "}")
+        self.lines += [*head, f"    return {members}[k](v)  # an unknown member: a KeyError", ""]
+
+    def compile(self) -> dict[str, Any]:
+        for s in SCHEMA.structs.values():
+            (self.union if s.kind == "union" else self.struct)(s)
+        ns = self.ns
+        exec(compile("\n".join(self.lines), f"<opwire builders: {'json' if self.json else 'thrift'}>", "exec"), ns)
+        for s in SCHEMA.structs.values():  # large unions dispatch to member functions by name
+            if f"U_{s.name}" in ns:
+                ns[f"U_{s.name}"] = {k: ns[fn] for k, fn in ns[f"U_{s.name}"].items()}
+        return {name: ns[self.builder(name)] for name in SCHEMA.structs}
+
+
+@cache
+def json_builders() -> dict[str, Any]:
+    """struct or union name -> function building its model from `pydantic_core.from_json` output (or Fallback)."""
+    return _Compiler("json").compile()
+
+
+@cache
+def thrift_builders() -> dict[str, Any]:
+    """struct or union name -> function building its model from the C codec's keyword arguments (or Fallback)."""
+    return _Compiler("thrift").compile()

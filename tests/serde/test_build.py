@@ -1,0 +1,190 @@
+"""The builders compiled from the IDL (serde/_build.py) agree with pydantic's validation, which they stand in for.
+
+Whatever a builder accepts, pydantic accepts too and builds the same model: the same values of the same types,
+the same `__pydantic_fields_set__`, no extra, no private. What a builder declines, pydantic decides (and words
+the error). Checked on the corpus, on a table of edge values, and on mutated documents of every root type.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel, ValidationError
+from pydantic_core import from_json
+from support import corpus
+from support.typed import MODEL_NAMES, strategy_for
+
+import opwire
+from opwire.schema import models as m
+from opwire.serde._build import json_builders
+
+
+def _same(a: Any, b: Any, path: str = "$") -> None:
+    """Identical structure, types, values and fields sets (NaN equal to NaN)."""
+    assert type(a) is type(b), f"{path}: {type(a).__name__} vs {type(b).__name__}"
+    if isinstance(a, BaseModel):
+        assert a.__pydantic_fields_set__ == b.__pydantic_fields_set__, path
+        assert a.__pydantic_extra__ is None and b.__pydantic_extra__ is None, path
+        assert a.__pydantic_private__ is None and b.__pydantic_private__ is None, path
+        assert list(a.__dict__) == list(b.__dict__), path
+        for k in a.__dict__:
+            _same(a.__dict__[k], b.__dict__[k], f"{path}.{k}")
+    elif isinstance(a, list):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _same(x, y, f"{path}[{i}]")
+    elif isinstance(a, dict):
+        assert list(a) == list(b), path
+        for k in a:
+            _same(a[k], b[k], f"{path}[{k!r}]")
+    elif isinstance(a, float) and math.isnan(a):
+        assert math.isnan(b), path
+    else:
+        assert a == b, f"{path}: {a!r} vs {b!r}"
+
+
+def _agree(name: str, data: bytes) -> bool:
+    """Assert the builder of `name` builds what pydantic validates from `data`, or declines; True if it built."""
+    cls = m.MODELS[name]
+    try:
+        built = json_builders()[name](from_json(data))
+    except Exception:
+        built = None
+    try:
+        reference = cls.model_validate_json(data)
+    except ValidationError:
+        assert built is None, f"the builder took what pydantic refuses: {data[:300]!r}"
+        return False
+    if built is not None:
+        _same(built, reference)
+    return built is not None
+
+
+@pytest.mark.parametrize("name", corpus.program_names())
+def test_corpus_programs_build_as_pydantic_validates(name: str) -> None:
+    assert _agree("ExportedProgram", corpus.get_program(name).json_bytes)
+
+
+def _tensor_meta(**changes: Any) -> bytes:
+    meta: dict[str, Any] = {
+        "dtype": 7,
+        "sizes": [{"as_int": 2}],
+        "requires_grad": False,
+        "device": {"type": "cpu", "index": None},
+        "strides": [{"as_int": 1}],
+        "storage_offset": {"as_int": 0},
+        "layout": 7,
+    }
+    for k, v in changes.items():
+        if v is _DROP:
+            del meta[k]
+        else:
+            meta[k] = v
+    return json.dumps(meta).encode()
+
+
+def _tensor_value(data: str) -> bytes:
+    value = {"dtype": 1, "sizes": [3], "strides": [1], "storage_offset": 0, "device": {"type": "cpu"}}
+    value |= {"requires_grad": False, "data": data}
+    return json.dumps(value).encode()
+
+
+_DROP = object()
+_EDGES = [
+    ("ComplexValue", b'{"real": 1, "imag": 2.5}', True),  # an int for a double: 1.0
+    ("ComplexValue", b'{"real": "Infinity", "imag": "NaN"}', True),
+    ("ComplexValue", b'{"real": "-Infinity", "imag": -0.0}', True),
+    ("ComplexValue", b'{"real": true, "imag": 2.5}', False),
+    ("ComplexValue", b'{"real": "inf", "imag": 2.5}', False),
+    ("ComplexValue", b'{"real": 1, "imag": 2, "extra": [1, {"a": null}]}', True),  # unknown keys ignored
+    ("SymInt", b'{"as_int": 9223372036854775807}', True),
+    ("SymInt", b'{"as_int": 9223372036854775808}', False),
+    ("SymInt", b'{"as_int": 1.0}', False),
+    ("SymInt", b'{"as_int": true}', False),
+    ("SymInt", b'{"as_int": null}', False),
+    ("SymInt", b'{"as_int": 1, "as_expr": null}', None),  # pydantic takes it (fields set: both)
+    ("SymInt", b'{"as_int": 1, "as_expr": {"expr_str": "s0"}}', False),
+    ("SymInt", b'{"as_nothing": 1}', False),
+    ("SymInt", b"{}", False),
+    ("SymInt", b"[]", False),
+    ("SymExpr", b'{"expr_str": "s0 + 1", "hint": null}', True),
+    ("SymExpr", b'{"expr_str": "__import__(\\"os\\")"}', False),
+    ("Device", b'{"type": "cpu"}', True),  # index defaults to None: fields set {type}
+    ("Device", b'{"type": "cpu", "index": null, "type": "cuda"}', True),  # the last duplicate wins
+    ("Device", b'{"type": 1}', False),
+    ("TensorMeta", _tensor_meta(), True),
+    ("TensorMeta", _tensor_meta(dtype=7.0), None),  # pydantic's JSON enum takes 7.0: the builder may decline
+    ("TensorMeta", _tensor_meta(dtype=True), None),
+    ("TensorMeta", _tensor_meta(dtype=999), False),
+    ("TensorMeta", _tensor_meta(sizes=None), False),
+    ("TensorMeta", _tensor_meta(sizes={"0": {"as_int": 1}}), False),
+    ("TensorMeta", _tensor_meta(layout=_DROP), False),
+    ("TensorMeta", _tensor_meta(requires_grad=0), False),
+    (
+        "Graph",
+        b'{"inputs": [], "outputs": [], "nodes": [], "tensor_values": {}, "sym_int_values": {}, "sym_bool_values": {}}',
+        True,
+    ),  # default factories: fresh dicts
+    ("TensorValue", _tensor_value("AAEC"), True),
+    ("TensorValue", _tensor_value("A=="), False),
+    ("TensorValue", _tensor_value("AA EC"), False),
+]
+
+
+@pytest.mark.parametrize(("name", "data", "builds"), _EDGES)
+def test_edge_values_build_as_pydantic_validates(name: str, data: bytes, builds: bool | None) -> None:
+    built = _agree(name, data)
+    if builds is not None:
+        assert built is builds
+
+
+def test_defaults_are_fresh_per_model() -> None:
+    doc = (
+        b'{"inputs": [], "outputs": [], "nodes": [], "tensor_values": {}, "sym_int_values": {}, "sym_bool_values": {}}'
+    )
+    a, b = (opwire.loads(doc, m.Graph) for _ in range(2))
+    assert a.custom_obj_values == {} and a.custom_obj_values is not b.custom_obj_values
+
+
+_ODD = [None, True, False, 0, -1, 1.5, 2**63, -(2**63) - 1, "", "x", "Infinity", [], {}, [None], {"a": 1}]
+
+
+def _mutate(value: Any, draw: st.DrawFn) -> Any:
+    """`value` (parsed JSON) with one leaf, key or element changed into something odd."""
+    if isinstance(value, dict) and value:
+        key = draw(st.sampled_from(sorted(value)))
+        what = draw(st.sampled_from(("deeper", "replace", "drop", "add")))
+        out = dict(value)
+        if what == "deeper":
+            out[key] = _mutate(value[key], draw)
+        elif what == "replace":
+            out[key] = draw(st.sampled_from(_ODD))
+        elif what == "drop":
+            del out[key]
+        else:
+            out[draw(st.sampled_from(("as_int", "as_none", "name", "zzz")))] = draw(st.sampled_from(_ODD))
+        return out
+    if isinstance(value, list) and value:
+        i = draw(st.integers(0, len(value) - 1))
+        return [*value[:i], _mutate(value[i], draw), *value[i + 1 :]]
+    return draw(st.sampled_from(_ODD))
+
+
+@st.composite
+def _documents(draw: st.DrawFn) -> tuple[str, bytes]:
+    name = draw(st.sampled_from(MODEL_NAMES))
+    doc = json.loads(opwire.dumps(draw(strategy_for(name))))
+    for _ in range(draw(st.integers(0, 3))):
+        doc = _mutate(doc, draw)
+    return name, json.dumps(doc).encode()
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(case=_documents())
+def test_mutated_documents_build_as_pydantic_validates(case: tuple[str, bytes]) -> None:
+    _agree(*case)
