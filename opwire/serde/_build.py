@@ -11,7 +11,8 @@ Two flavours, one per input:
   type (bools are no ints), ints in their IDL range, doubles as torch writes them ("Infinity", ...), binary as
   base64, enums by value, lists and maps by type, unions hold exactly one non-null member.
 - `thrift`: keyword arguments from Apache Thrift's C codec, which has typed every value by the IDL already:
-  only enums are converted, required fields and single union members checked.
+  only enums are converted, required fields and single union members checked, and the values counted against
+  the decode's budget (`COUNT`), so no separate counting pass is needed.
 
 A builder never reports an error: anything it does not accept raises `Fallback`, and the caller lets
 pydantic's own validation (or the checking Thrift decoder) decide and word the error, so messages and paths
@@ -26,6 +27,7 @@ import binascii
 import copy
 import math
 import re
+import threading
 from functools import cache
 from typing import Any
 
@@ -36,7 +38,7 @@ from opwire.schema.idl import FieldDef, StructDef, TypeRef
 from opwire.schema.models import MODELS, SCHEMA
 from opwire.schema.symexpr import check_expr
 
-__all__ = ["Fallback", "json_builders", "thrift_builders"]
+__all__ = ["COUNT", "Fallback", "TooMany", "json_builders", "thrift_builders"]
 
 _INT_BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64}
 _NONFINITE = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}  # the objects base.py returns
@@ -51,6 +53,14 @@ _CALL = re.compile(r" *v\d+ = (\w+)\(v\d+\)")
 
 class Fallback(Exception):
     """The builder does not take this input: let the validating path decide (and word the error)."""
+
+
+class TooMany(Exception):
+    """A thrift-flavour build passed the values budget of its decode (`COUNT.state` = [count, limit])."""
+
+
+COUNT = threading.local()
+"""Per thread, `state = [values built so far, limit]` while a thrift-flavour build runs (set by the caller)."""
 
 
 def _f64(v: Any) -> float:
@@ -85,6 +95,8 @@ def _expr(v: Any) -> str:
 _slots = BaseModel.__dict__
 _NAMESPACE: dict[str, Any] = {
     "F": Fallback,
+    "TooMany": TooMany,
+    "COUNT": COUNT,
     "M": object(),  # a key that is absent
     "new": object.__new__,
     "set_attr": object.__setattr__,
@@ -106,6 +118,11 @@ class _Compiler:
         self.ns: dict[str, Any] = dict(_NAMESPACE)
         self.lines: list[str] = []
         self.types: dict[TypeRef, str] = {}
+
+    def signature(self, name: str) -> str:
+        """The builder's def line: json builders take the parsed dict; thrift builders are the `__new__` of the
+        classes the C codec instantiates with the fields as keywords."""
+        return f"def {self.builder(name)}(d):" if self.json else f"def {self.builder(name)}(_cls, **d):"
 
     def builder(self, name: str) -> str:
         """Name of the function building struct or union `name`."""
@@ -180,6 +197,30 @@ class _Compiler:
             return f"K_{s.name}_{f.name}"
         return f"deepcopy(K_{s.name}_{f.name})"
 
+    def term(self, t: TypeRef, expr: str) -> str:
+        """What a present value of type `t` adds to the values count (as `fast.count_values` counts: a container
+        1 plus its items, a leaf 1, a struct 0 since it counts itself); thrift flavour only."""
+        if t.kind == "struct":
+            return "0"
+        if t.kind not in ("list", "set", "map"):
+            return "1"
+        item = t.args[-1]
+        inner = self.term(item, "x")
+        items = f"{expr}.values()" if t.kind == "map" else expr
+        if inner == "0":
+            return "1"
+        if inner == "1":
+            return f"(1 + len({expr}))"
+        return f"(1 + sum({inner} for x in {items}))"
+
+    def counted(self, ind: str, terms: list[str]) -> list[str]:
+        """Lines charging `terms` to the decode's values budget (thrift flavour; json counts before parsing)."""
+        if self.json:
+            return []
+        const = 1 + sum(int(t) for t in terms if t.isdigit())
+        expr = " + ".join([str(const), *(t for t in terms if not t.isdigit())])
+        return [f"{ind}st = COUNT.state", f"{ind}st[0] += {expr}", f"{ind}if st[0] > st[1]:", f"{ind}    raise TooMany"]
+
     def finish(self, name: str, dict_expr: str, fields_expr: str) -> list[str]:
         self.ns[f"C_{name}"] = MODELS[name]
         return [
@@ -197,16 +238,17 @@ class _Compiler:
         names = [f.name for f in s.fields]
         self.ns[f"N_{s.name}"] = tuple(names)
         self.ns[f"S_{s.name}"] = set(names)
-        out = [f"def {self.builder(s.name)}(d):"]
+        out = [self.signature(s.name)]
         if self.json:
             out += ["    if d.__class__ is not dict:", "        raise F"]
         if not all(model.model_fields[n].is_required() for n in names):
             out.append("    missing = False")
-        values = []
+        values, terms = [], []
         for i, f in enumerate(s.fields):
             v = f"v{i}"
             checks = self.check(f.type, v, "    ", (s.name, f.name) in _CHECKED)
             if model.model_fields[f.name].is_required():  # absent: a KeyError, so pydantic decides
+                terms.append(self.term(f.type, f"d[{f.name!r}]"))
                 call = _CALL.fullmatch(checks[0]) if len(checks) == 1 else None
                 if call is not None:  # `v = fn(v)`: call fn in the dict display
                     values.append(f"{call[1]}(d[{f.name!r}])")
@@ -215,10 +257,15 @@ class _Compiler:
             else:  # checks refuse None (no value of a type is None): only optional fields take null
                 out += [f"    {v} = d.get({f.name!r}, M)", f"    if {v} is M:"]
                 out += ["        missing = True", f"        {v} = {self.default(s, f)}"]
-                if checks:
+                if not self.json:
+                    out += ["    else:", f"        n += {self.term(f.type, v)}", *["    " + line for line in checks]]
+                elif checks:
                     out.append(f"    elif {v} is not None:" if f.optional else "    else:")
                     out += ["    " + line for line in checks]
             values.append(v)
+        if not self.json:
+            out.insert(1, "    n = 0")
+            out += self.counted("    ", [*terms, "n"])
         items = ", ".join(f"{n!r}: {e}" for n, e in zip(names, values, strict=True))
         fields = f"S_{s.name}.copy()"
         if "    missing = False" in out:
@@ -228,7 +275,7 @@ class _Compiler:
     def union(self, s: StructDef) -> None:
         """A small union branches on its one key; a large one dispatches on it to a function per member. Either
         way the member's value is checked and the model built (a constant fields set: the one member)."""
-        head = [f"def {self.builder(s.name)}(d):"]
+        head = [self.signature(s.name)]
         if self.json:
             head += ["    if d.__class__ is not dict:", "        raise F"]
         head.append("    ((k, v),) = d.items()  # not exactly one member: a ValueError, so pydantic decides")
@@ -236,6 +283,7 @@ class _Compiler:
             for f in s.fields:
                 items = "{" + ", ".join(f"{g.name!r}: {'v' if g is f else 'None'}" for g in s.fields) + "}"
                 head += [f"    if k == {f.name!r}:", *self.check(f.type, "v", "        ")]
+                head += self.counted("        ", [self.term(f.type, "v")])
                 head += ["    " + line for line in self.finish(s.name, items, "{" + repr(f.name) + "}")[:-1]]
             self.lines += [*head, "    raise F", ""]
             return
@@ -244,7 +292,7 @@ class _Compiler:
         self.ns[f"T_{s.name}"] = dict.fromkeys(f.name for f in s.fields)
         for f in s.fields:  # copying a template is several times faster than a display of many keys
             fn = self.ns[members][f.name] = f"m_{s.name}_{f.name}"
-            body = [f"def {fn}(v):", *self.check(f.type, "v", "    ")]
+            body = [f"def {fn}(v):", *self.counted("    ", [self.term(f.type, "v")]), *self.check(f.type, "v", "    ")]
             body += [f"    r = T_{s.name}.copy()", f"    r[{f.name!r}] = v"]
             self.lines += body + self.finish(s.name, "r", "{" + repr(f.name) + "}")
         self.lines += [*head, f"    return {members}[k](v)  # an unknown member: a KeyError", ""]
@@ -268,5 +316,6 @@ def json_builders() -> dict[str, Any]:
 
 @cache
 def thrift_builders() -> dict[str, Any]:
-    """struct or union name -> function building its model from the C codec's keyword arguments (or Fallback)."""
+    """struct or union name -> `__new__(cls, **fields)` building its model from the C codec's keyword arguments,
+    charging `COUNT.state` what it holds (raises on anything it does not take, TooMany past the limit)."""
     return _Compiler("thrift").compile()

@@ -126,8 +126,9 @@ def decode(
 ) -> M:
     """Read a `cls` model from Thrift `format` bytes: with opwire's header, or raw when framed=False (None: detect).
 
-    More than `max_elements` values (structs, unions, lists, maps and the leaves in them) is refused before
-    any is built; a `budgets.Budget` is charged what the value holds, across the decodes it is passed to.
+    More than `max_elements` values (structs, unions, lists, maps and the leaves in them) is refused: the fast
+    path stops as soon as it has built one more than the budget, the checking decoder counts before building;
+    a `budgets.Budget` is charged what the value holds, across the decodes it is passed to.
     `engine` reads with one engine only ("fastbinary" declines what is not canonical); None: both."""
     codec = _codec(format)
     engines = _engines(engine)
@@ -148,22 +149,33 @@ def decode(
         start = h.offset
         newer = f"a newer schema (the file says {h.version[0]}.{h.version[1]})"
     fast_ok = "fastbinary" in engines and max_depth >= container_depth_bound()
-    if isinstance(max_elements, budgets.Budget):
-        limit = max_elements.remaining
-        count = _count(data, start, name, codec, max_depth, limit, fast_ok)
-        max_elements.spend(count, f"{source or name}: values decoded so far", "")
-        max_elements = limit
-    elif len(data) - start > max_elements:  # every value takes a byte at least: only then can there be too many
-        if _count(data, start, name, codec, max_depth, max_elements, fast_ok) > max_elements:
-            raise DecodeError(f"{where}{name}: {budget_message(max_elements)}")
+    budget = max_elements if isinstance(max_elements, budgets.Budget) else None
+    limit = max_elements.remaining if isinstance(max_elements, budgets.Budget) else max_elements
+    spent = f"{source or name}: values decoded so far"
     with paused_gc():
-        obj: BaseModel | None = fast.decode(data, start, name, codec) if fast_ok else None
-        if obj is None and "python" in engines:
-            try:
-                obj = decode_payload(data, start, name, codec, max_depth, newer, max_elements)
-            except Located as exc:
-                path = format_path(exc.loc)
-                raise DecodeError(f"{where}{exc.message} - at `{path}` in {name}", path) from None
+        try:  # the builders count what they build and stop past the limit
+            built = fast.decode(data, start, name, codec, limit) if fast_ok else None
+        except fast.TooMany:
+            if budget is not None:
+                budget.spend(limit + 1, spent, "")
+            raise DecodeError(f"{where}{name}: {budget_message(limit)}") from None
+        if built is not None:
+            obj: BaseModel | None = built[0]
+            if budget is not None:
+                budget.spend(built[1], spent, "")
+        else:  # counted before anything is built, then read by the checking decoder
+            obj = None
+            if budget is not None:
+                budget.spend(_count(data, start, name, codec, max_depth, limit, fast_ok), spent, "")
+            elif len(data) - start > limit:  # every value takes a byte at least: only then can there be too many
+                if _count(data, start, name, codec, max_depth, limit, fast_ok) > limit:
+                    raise DecodeError(f"{where}{name}: {budget_message(limit)}")
+            if "python" in engines:
+                try:
+                    obj = decode_payload(data, start, name, codec, max_depth, newer, limit)
+                except Located as exc:
+                    path = format_path(exc.loc)
+                    raise DecodeError(f"{where}{exc.message} - at `{path}` in {name}", path) from None
     if obj is None:
         raise _declined(where, name, max_depth)
     _check_program_version(obj, where)

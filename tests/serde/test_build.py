@@ -22,6 +22,7 @@ from support.typed import MODEL_NAMES, strategy_for
 import opwire
 from opwire.schema import models as m
 from opwire.serde._build import json_builders
+from opwire.serde._thrift import fast
 
 
 def _same(a: Any, b: Any, path: str = "$") -> None:
@@ -188,3 +189,27 @@ def _documents(draw: st.DrawFn) -> tuple[str, bytes]:
 @given(case=_documents())
 def test_mutated_documents_build_as_pydantic_validates(case: tuple[str, bytes]) -> None:
     _agree(*case)
+
+
+def _thrift_count(obj: BaseModel, codec: str) -> tuple[int | None, int | None]:
+    """(values the building fast path counts, values fastbinary's counting pass counts) of `obj` in `codec`."""
+    payload = fast.encode(obj, codec)
+    name = type(obj).__name__
+    built = fast.decode(payload, 0, name, codec, 10**9)
+    return (None if built is None else built[1]), fast.count_values(payload, 0, name, codec, 10**9)
+
+
+@pytest.mark.parametrize("codec", ["binary", "compact"])
+def test_thrift_builders_count_as_the_counting_pass(codec: str) -> None:
+    program = opwire.loads(corpus.get_program(corpus.program_names()[0]).json_bytes, m.ExportedProgram)
+    built, counted = _thrift_count(program, codec)
+    assert built == counted and built is not None and built > 100
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(name=st.sampled_from(MODEL_NAMES), data=st.data())
+def test_thrift_builders_count_every_type_as_the_counting_pass(name: str, data: st.DataObject) -> None:
+    obj = data.draw(strategy_for(name))
+    built, counted = _thrift_count(obj, "compact")
+    if built is not None:  # None: fastbinary declines (deep nesting), the checking decoder counts then
+        assert built == counted

@@ -4,7 +4,7 @@ fastbinary is bounded (string/container limits, 64 nested structs) but lenient: 
 wrong wire type, replaces invalid UTF-8 with U+FFFD, reads any non-1 bool byte as false and ignores
 trailing bytes. So a fast decode is accepted only if it consumed every byte and re-encoding the result
 gives back exactly the input; anything else returns None and the checking decoder decides (and names
-the error). Models are built through pydantic (unions, required fields) with enums converted first.
+the error). Models are built by the builders compiled from the IDL (serde/_build.py).
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from thrift.protocol import fastbinary
 from thrift.protocol.TBase import TFrozenBase
 from thrift.transport.TTransport import TMemoryBuffer
 
+from opwire.serde._build import COUNT, TooMany, thrift_builders
 from opwire.serde._thrift.spec import build_specs, plan
 
-__all__ = ["count_values", "decode", "encode", "verify"]
+__all__ = ["TooMany", "count_values", "decode", "encode", "verify"]
 
 _DECODERS = {"binary": fastbinary.decode_binary, "compact": fastbinary.decode_compact}
 _ENCODERS = {"binary": fastbinary.encode_binary, "compact": fastbinary.encode_compact}
@@ -41,45 +42,11 @@ class _Invalid(Exception):
 def _builder(name: str) -> type:
     """A TFrozenBase subclass (so fastbinary passes fields as keywords) whose construction builds the model.
 
-    Structs go through pydantic validation. A union is assembled directly once it has exactly one member:
-    fastbinary has already typed every value by the IDL (ints in range, enums converted here)."""
-    p = plan(name)
-    model = p.model
-    validate = model.__pydantic_validator__.validate_python
-    enums = tuple((f, {int(e): e for e in cls}) for f, cls in p.enums)
-
-    def convert(kw: dict[str, Any]) -> None:
-        for field, members in enums:
-            v = kw.get(field)
-            if v is not None:
-                kw[field] = members[v]
-
-    if p.is_union:
-        template = dict.fromkeys(model.model_fields)
-        new_model = object.__new__
-        setattr_ = object.__setattr__
-
-        def new(_cls: type, **kw: Any) -> Any:
-            if len(kw) != 1:
-                raise _Invalid(name)
-            convert(kw)
-            ((member, value),) = kw.items()
-            d = template.copy()
-            d[member] = value
-            obj = new_model(model)
-            setattr_(obj, "__dict__", d)
-            setattr_(obj, "__pydantic_fields_set__", {member})
-            setattr_(obj, "__pydantic_extra__", None)
-            setattr_(obj, "__pydantic_private__", None)
-            return obj
-
-    else:
-
-        def new(_cls: type, **kw: Any) -> Any:
-            convert(kw)
-            return validate(kw)
-
-    return type(f"_Build{name}", (TFrozenBase,), {"__new__": new, "__slots__": ()})
+    fastbinary has typed every value by the IDL already (ints in range, nested models built by these classes):
+    the builder compiled from the IDL (serde/_build.py) converts enums, checks the union's one member, required
+    fields and expressions, and sets the model's fields directly. Anything it does not take raises, and the
+    checking decoder decides."""
+    return type(f"_Build{name}", (TFrozenBase,), {"__new__": thrift_builders()[name], "__slots__": ()})
 
 
 def _checker(name: str) -> type:
@@ -163,22 +130,27 @@ def encode(obj: Any, codec: str) -> bytes:
     return out
 
 
-def decode(data: bytes, start: int, root: str, codec: str) -> Any:
-    """The `root` model in `data[start:]` if fastbinary reads it and it is canonical; None when the checking
-    decoder must decide."""
+def decode(data: bytes, start: int, root: str, codec: str, limit: int) -> tuple[Any, int] | None:
+    """(the `root` model in `data[start:]`, the values it holds) if fastbinary reads it and it is canonical; None
+    when the checking decoder must decide. `TooMany` as soon as more than `limit` values are built."""
     trans = TMemoryBuffer(data)
     buf = trans.cstringio_buf
     buf.seek(start)
+    state = COUNT.state = [0, limit]
     try:
         obj = _DECODERS[codec](None, _Protocol(trans, len(data) - start), _build_specs()[root])
         if buf.tell() != len(data):
             return None
         again = encode(obj, codec)
-    except Exception:  # fastbinary and pydantic raise many types; the checking decoder names the problem
+    except TooMany:
+        raise
+    except Exception:  # fastbinary and the builders raise many types; the checking decoder names the problem
         return None
+    finally:
+        del COUNT.state
     if again != memoryview(data)[start:]:
         return None
-    return obj
+    return obj, state[0]
 
 
 def verify(payload: bytes, root: str, codec: str) -> bool:
