@@ -24,6 +24,7 @@ from opwire.serde import budgets
 from opwire.serde._build import json_builders
 from opwire.serde._depth import check_depth
 from opwire.serde._gc import paused_gc
+from opwire.serde._json_write import json_writers
 from opwire.serde._paths import decode_error_from_validation, format_path
 from opwire.serde.framing import MAX_DEPTH, schema_version_error
 
@@ -151,12 +152,28 @@ def to_jsonable(obj: BaseModel) -> Any:
 
 def encode(obj: BaseModel, *, indent: int | None = None) -> bytes:
     """Serialize a model to JSON bytes, byte-identical to torch's export JSON (`indent`: for people, as the CLI)."""
+    if indent is None:
+        text = _written(obj)
+        if text is not None:
+            return text.encode("ascii")
     with paused_gc():
         data = to_jsonable(obj)
         try:
             return _json.dumps(data, allow_nan=False, indent=indent).encode("utf-8")
         except (ValueError, TypeError) as exc:
             raise _locate_encode_error(obj, exc) from None
+
+
+def _written(obj: BaseModel) -> str | None:
+    """The model's JSON text from the writer compiled from the IDL (`_json_write`), or None when the writer does
+    not take it (an invalid model, or a value of an unexpected type): the reference path decides then."""
+    writer = json_writers().get(type(obj).__name__)
+    if writer is None or MODELS.get(type(obj).__name__) is not type(obj):
+        return None
+    try:
+        return writer(obj)  # type: ignore[no-any-return]
+    except Exception:  # anything unexpected: to_jsonable and json.dumps write it or word the error
+        return None
 
 
 def _locate_encode_error(obj: BaseModel, exc: Exception) -> EncodeError:
