@@ -28,7 +28,7 @@ import copy
 import math
 import re
 import threading
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from pydantic import BaseModel
@@ -83,13 +83,20 @@ def _binary(v: Any) -> bytes:
         raise Fallback from None
 
 
-def _expr(v: Any) -> str:
-    if v.__class__ is not str:
-        raise Fallback
+@lru_cache(maxsize=4096)
+def _grammatical(text: str) -> bool:
+    """Whether opwire's expression grammar takes `text` (programs repeat their few expressions many times)."""
     try:
-        return check_expr(v)
-    except ValueError:
-        raise Fallback from None
+        check_expr(text)
+    except ValueError:  # a refusal is not cached as such: the validating path checks again and words it
+        return False
+    return True
+
+
+def _expr(v: Any) -> str:
+    if v.__class__ is not str or not _grammatical(v):
+        raise Fallback
+    return v
 
 
 _slots = BaseModel.__dict__

@@ -83,31 +83,55 @@ def _recursive_members() -> frozenset[str]:
 
 
 @cache
+def _nonrecursive_depth(t: TypeRef) -> int:
+    """Static depth of a value of type `t` in which no recursive union member is set (RecursionError when a cycle
+    is not broken by a union member)."""
+    if t.kind == "struct":
+        sdef = SCHEMA.structs[str(t.name)]
+        skip = _recursive_members() if sdef.kind == "union" else frozenset()
+        return 1 + max((_nonrecursive_depth(f.type) for f in sdef.fields if f.name not in skip), default=0)
+    if t.kind in ("list", "set", "map"):
+        return 1 + _nonrecursive_depth(t.args[-1])
+    return 0
+
+
+@cache
 def _depth_without_recursion(root: str) -> int:
     """Static depth of `root` if no recursive union member is ever set."""
-    skip = _recursive_members()
-
-    @cache
-    def depth(t: TypeRef) -> int:
-        if t.kind == "struct":
-            sdef = SCHEMA.structs[str(t.name)]
-            fields = [f for f in sdef.fields if not (sdef.kind == "union" and f.name in skip)]
-            return 1 + max((depth(f.type) for f in fields), default=0)
-        if t.kind in ("list", "set", "map"):
-            return 1 + depth(t.args[-1])
-        return 0
-
     try:
-        return depth(TypeRef("struct", root))
+        return _nonrecursive_depth(TypeRef("struct", root))
     except RecursionError:  # a cycle not broken by a union member: always walk
         return _UNBOUNDED
 
 
+@cache
+def _depth_per_member() -> int:
+    """The most nesting one recursive member's value adds when no further recursive member is set in it (any
+    union member of a recursive member's name counts: the bytes cannot tell the unions apart)."""
+    names = _recursive_members()
+    try:
+        return max(
+            (
+                _nonrecursive_depth(f.type)
+                for sdef in SCHEMA.structs.values()
+                if sdef.kind == "union"
+                for f in sdef.fields
+                if f.name in names
+            ),
+            default=0,
+        )
+    except RecursionError:
+        return _UNBOUNDED
+
+
 def _cannot_recurse(json_bytes: bytes | None, root: str, max_depth: int) -> bool:
-    """True when JSON bytes set no recursive member (key absent, no escapes) and the rest fits."""
-    if json_bytes is None or b"\\u" in json_bytes or _depth_without_recursion(root) > max_depth:
+    """True when the JSON bytes cannot nest past `max_depth`: a path from the root passes each recursive member
+    at most once, and between two of them (or before the first) nests no deeper than their static bounds; the
+    members are counted by their quoted names in the bytes (no escapes), so a name used as a value only adds."""
+    if json_bytes is None or b"\\u" in json_bytes:
         return False
-    return not any(b'"' + name.encode() + b'"' in json_bytes for name in _recursive_members())
+    members = sum(json_bytes.count(b'"' + name.encode() + b'"') for name in _recursive_members())
+    return _depth_without_recursion(root) + members * _depth_per_member() <= max_depth
 
 
 def check_depth(obj: Any, max_depth: int, source: str = "", json_bytes: bytes | None = None) -> None:
