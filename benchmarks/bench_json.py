@@ -4,8 +4,9 @@ Per program and in total, in one process: typed decode (bytes -> models) and enc
 of opwire vs torch's Python `_bytes_to_dataclass` / `_to_json_bytes`, vs torch's C++
 `torch._C._export.deserialize_exported_program` / `serialize_exported_program`, and vs bare
 `json.loads` / `json.dumps`. The garbage collector runs as shipped on every side (`--gc-off` adds a
-second pass with it disabled on every side, for reference). Targets (issue 17): decode >= 25x torch's
-Python decoder and >= 1x its C++ decoder; encode >= 1x torch's C++ serializer; byte-identical output.
+second pass with it disabled on every side, for reference). Targets (issue 27): decode >= 10x torch's
+Python decoder and >= 1x its C++ decoder (aiming at 1.5x); encode >= 1x torch's C++ serializer;
+byte-identical output.
 
     python benchmarks/bench_json.py [--repeat N] [--gc-off]
 """
@@ -101,9 +102,13 @@ def main() -> int:
             size += len(data)
             print(_line(name, len(data), t))
         print(_line("TOTAL", size, totals))
-        dec_ok = totals["py_dec"] / totals["ours_dec"] >= 25 and totals["cpp_dec"] >= totals["ours_dec"]
+        dec_ok = totals["py_dec"] / totals["ours_dec"] >= 10 and totals["cpp_dec"] >= totals["ours_dec"]
         enc_ok = totals["cpp_enc"] >= totals["ours_enc"]
-        print(f"targets: decode {'met' if dec_ok else 'MISSED'}, encode {'met' if enc_ok else 'MISSED'}")
+        print(
+            f"targets: decode >= 10x torch's Python and >= 1x its C++ {'met' if dec_ok else 'MISSED'} "
+            f"(c++ x{totals['cpp_dec'] / totals['ours_dec']:.2f}), encode >= 1x its C++ "
+            f"{'met' if enc_ok else 'MISSED'} (c++ x{totals['cpp_enc'] / totals['ours_enc']:.2f})"
+        )
     return 0
 
 

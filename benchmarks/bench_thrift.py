@@ -2,8 +2,8 @@
 
 Per program and in total, in one process: typed decode (bytes -> validated models) and encode (models ->
 bytes) of binary and compact, opwire's JSON, and torch's `_bytes_to_dataclass` / `_to_json_bytes`; and
-the sizes. Targets: compact at most 0.65x torch's JSON bytes; binary and compact decode at most 2x opwire's
-typed JSON decode.
+the sizes. Targets: compact at most 0.65x torch's JSON bytes; binary and compact decode at most 0.7x opwire's
+typed JSON decode (issue 27).
 
     python benchmarks/bench_thrift.py [--repeat N]
 """
@@ -81,8 +81,12 @@ def main() -> int:
         f"torch dec {totals['dec_torch'] * 1e3:.1f} enc {totals['enc_torch'] * 1e3:.1f}"
     )
     size_ok = totals["size_compact"] / totals["size_torch"] <= 0.65
-    dec_ok = max(totals["dec_binary"], totals["dec_compact"]) / totals["dec_json"] <= 2
-    print(f"targets: compact size {'met' if size_ok else 'MISSED'}, decode vs JSON {'met' if dec_ok else 'MISSED'}")
+    worst = max(totals["dec_binary"], totals["dec_compact"]) / totals["dec_json"]
+    print(
+        f"targets: compact size {'met' if size_ok else 'MISSED'}, decode <= 0.7x JSON "
+        f"{'met' if worst <= 0.7 else 'MISSED'} (binary {totals['dec_binary'] / totals['dec_json']:.2f}x, "
+        f"compact {totals['dec_compact'] / totals['dec_json']:.2f}x)"
+    )
     return 0
 
 
