@@ -180,12 +180,15 @@ class _Compiler:
         item = t.args[-1]
         body = self.check(item, "x", "        ")
         out = [f"def {fn}(v):", f"    if v.__class__ is not {py}:", "        raise F"]
+        items, one = ("v.values()", "{k: %s for k, x in v.items()}") if t.kind == "map" else ("v", "[%s for x in v]")
         if not body:
             out.append("    return v")
+        elif len(body) == 1 and body[0].startswith("        x = "):  # one conversion: a comprehension
+            out.append("    return " + one % body[0].removeprefix("        x = "))
+        elif not any(line.lstrip().startswith("x = ") for line in body):  # checks only: the parsed value is ours
+            out += [f"    for x in {items}:", *body, "    return v"]
         elif t.kind == "map":
             out += ["    r = {}", "    for k, x in v.items():", *body, "        r[k] = x", "    return r"]
-        elif len(body) == 1 and body[0].startswith("        x = "):
-            out.append(f"    return [{body[0].removeprefix('        x = ')} for x in v]")
         else:
             out += ["    r = []", "    for x in v:", *body, "        r.append(x)", "    return r"]
         if t.kind == "map" and t.args[0].kind != "string":
