@@ -16,6 +16,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -50,7 +52,9 @@ def _deep_mlp() -> tuple[str, bytes]:
     return "deep_mlp_800/training", serialize(ep).exported_program
 
 
-def measure(name: str, data: bytes, repeat: int, gc_on: bool) -> dict[str, float]:
+def measure(
+    name: str, data: bytes, repeat: int, gc_on: bool, clock: Callable[[], float] = time.thread_time
+) -> dict[str, float]:
     """Times of every column for one program (the C++ decoder is given the text it takes)."""
     program = opwire.loads(data, m.ExportedProgram)
     if opwire.dumps(program) != data:
@@ -59,18 +63,18 @@ def measure(name: str, data: bytes, repeat: int, gc_on: bool) -> dict[str, float
     cpp_program = _cpp.deserialize_exported_program(data.decode())
     plain = json.loads(data)
 
-    def time(fn: object) -> float:
-        return best_of(fn, repeat, gc_on=gc_on)  # type: ignore[arg-type]
+    def timed(fn: object) -> float:
+        return best_of(fn, repeat, gc_on=gc_on, clock=clock)  # type: ignore[arg-type]
 
     return {
-        "ours_dec": time(lambda: opwire.loads(data, m.ExportedProgram)),
-        "py_dec": time(lambda: _bytes_to_dataclass(torch_schema.ExportedProgram, data)),
-        "cpp_dec": time(lambda: _cpp.deserialize_exported_program(data.decode())),
-        "json_loads": time(lambda: json.loads(data)),
-        "ours_enc": time(lambda: opwire.dumps(program)),
-        "py_enc": time(lambda: _to_json_bytes(theirs)),
-        "cpp_enc": time(lambda: _cpp.serialize_exported_program(cpp_program).encode()),
-        "json_dumps": time(lambda: json.dumps(plain)),
+        "ours_dec": timed(lambda: opwire.loads(data, m.ExportedProgram)),
+        "py_dec": timed(lambda: _bytes_to_dataclass(torch_schema.ExportedProgram, data)),
+        "cpp_dec": timed(lambda: _cpp.deserialize_exported_program(data.decode())),
+        "json_loads": timed(lambda: json.loads(data)),
+        "ours_enc": timed(lambda: opwire.dumps(program)),
+        "py_enc": timed(lambda: _to_json_bytes(theirs)),
+        "cpp_enc": timed(lambda: _cpp.serialize_exported_program(cpp_program).encode()),
+        "json_dumps": timed(lambda: json.dumps(plain)),
     }
 
 
@@ -88,7 +92,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--gc-off", action="store_true", help="add a pass with the collector disabled everywhere")
+    parser.add_argument("--wall", action="store_true", help="time by the wall clock instead of this thread's CPU")
     args = parser.parse_args()
+    clock = time.perf_counter if args.wall else time.thread_time
+    print(f"clock: {'wall' if args.wall else 'CPU time of this thread (--wall for the wall clock)'}")
     items = [(p.name, p.json_bytes) for p in corpus.programs()] + [_deep_mlp()]
     for gc_on in (True, False) if args.gc_off else (True,):
         print(f"\n== garbage collector {'running (as shipped)' if gc_on else 'disabled on every side'}")
@@ -96,7 +103,7 @@ def main() -> int:
         totals = dict.fromkeys(COLUMNS, 0.0)
         size = 0
         for name, data in items:
-            t = measure(name, data, args.repeat, gc_on)
+            t = measure(name, data, args.repeat, gc_on, clock)
             for k in COLUMNS:
                 totals[k] += t[k]
             size += len(data)

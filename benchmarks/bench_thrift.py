@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -28,15 +30,15 @@ from opwire.schema import models as m
 from opwire.serde import FORMATS
 
 
-def measure(name: str, data: bytes, repeat: int) -> dict[str, float]:
+def measure(name: str, data: bytes, repeat: int, clock: Callable[[], float] = time.thread_time) -> dict[str, float]:
     """Seconds (dec_*/enc_*) and bytes (size_*) for one program; checks every codec round-trips exactly."""
     program = opwire.loads(data, m.ExportedProgram)
     theirs = _bytes_to_dataclass(torch_schema.ExportedProgram, data)
     out: dict[str, float] = {
         "dec_torch": best_of(
-            lambda: _bytes_to_dataclass(torch_schema.ExportedProgram, data), repeat, collect_first=True
+            lambda: _bytes_to_dataclass(torch_schema.ExportedProgram, data), repeat, collect_first=True, clock=clock
         ),
-        "enc_torch": best_of(lambda: _to_json_bytes(theirs), repeat, collect_first=True),
+        "enc_torch": best_of(lambda: _to_json_bytes(theirs), repeat, collect_first=True, clock=clock),
         "size_torch": len(data),
     }
     for fmt in FORMATS:
@@ -44,9 +46,9 @@ def measure(name: str, data: bytes, repeat: int) -> dict[str, float]:
         if opwire.dumps(opwire.loads(raw, m.ExportedProgram, fmt), "json") != data:  # type: ignore[arg-type]
             raise SystemExit(f"{name}: {fmt} does not round-trip to torch's JSON bytes")
         out[f"dec_{fmt}"] = best_of(
-            lambda raw=raw, fmt=fmt: opwire.loads(raw, m.ExportedProgram, fmt), repeat, collect_first=True
+            lambda raw=raw, fmt=fmt: opwire.loads(raw, m.ExportedProgram, fmt), repeat, collect_first=True, clock=clock
         )
-        out[f"enc_{fmt}"] = best_of(lambda fmt=fmt: opwire.dumps(program, fmt), repeat, collect_first=True)
+        out[f"enc_{fmt}"] = best_of(lambda fmt=fmt: opwire.dumps(program, fmt), repeat, collect_first=True, clock=clock)
         out[f"size_{fmt}"] = len(raw)
     return out
 
@@ -66,12 +68,15 @@ def main() -> int:
     """Run the benchmark; print one line per program, totals, and whether the targets are met."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--wall", action="store_true", help="time by the wall clock instead of this thread's CPU")
     args = parser.parse_args()
+    clock = time.perf_counter if args.wall else time.thread_time
+    print(f"clock: {'wall' if args.wall else 'CPU time of this thread (--wall for the wall clock)'}")
     items = [(p.name, p.json_bytes) for p in corpus.programs()] + [_deep_mlp()]
     print("ratios: Nx size = bytes / torch's JSON bytes; Nx json = time / opwire's typed JSON; torch xN = torch / ours")
     totals: dict[str, float] = {}
     for name, data in items:
-        t = measure(name, data, args.repeat)
+        t = measure(name, data, args.repeat, clock)
         for k, v in t.items():
             totals[k] = totals.get(k, 0.0) + v
         print(_line(name, t))
