@@ -152,22 +152,22 @@ def _verify(obj: Any, path: Path) -> str:
 
 def _summarize_stream(path: Path) -> dict[str, Any]:
     """Summarize a streamed trace from its frame index (records are decoded, payloads are not read)."""
-    import opwire
+    from opwire.recording.stream import TraceReader  # the reader alone: `opwire.load_trace` imports torch
 
-    trace = opwire.load_trace(path)
-    h = trace.header
-    summary: dict[str, Any] = {
-        "kind": "streamed CallTrace",
-        "torch_version": h.torch_version,
-        "opwire_version": h.opwire_version,
-        "outputs_mode": h.outputs_mode,
-        "records": len(trace),
-        "tensors": len(trace.names()),
-        "bytes": path.stat().st_size,
-    }
-    if trace.cut is not None:
-        summary["cut"] = trace.cut
-    summary["ops"] = dict(Counter(r.target for r in trace).most_common())
+    with TraceReader(path) as trace:
+        h = trace.header
+        summary: dict[str, Any] = {
+            "kind": "streamed CallTrace",
+            "torch_version": h.torch_version,
+            "opwire_version": h.opwire_version,
+            "outputs_mode": h.outputs_mode,
+            "records": len(trace),
+            "tensors": len(trace.names()),
+            "bytes": path.stat().st_size,
+        }
+        if trace.cut is not None:
+            summary["cut"] = trace.cut
+        summary["ops"] = dict(Counter(r.target for r in trace.records()).most_common())
     return summary
 
 

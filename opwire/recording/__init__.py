@@ -11,9 +11,29 @@ trace forms), `sinks` (where the recorder writes), `locate` (source lines and mo
 
 from __future__ import annotations
 
-from opwire.recording.recorder import Trace, load_trace, record
-from opwire.recording.replayer import Mismatch, ReplayReport, SchemaDrift, replay
-from opwire.recording.trace_diff import TraceDiff, diff_traces
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from opwire._lazy import submodule_getattr
+
+# public name -> module that defines it, imported on first use: each imports torch, and reading a streamed
+# trace (`stream.TraceReader`, what `opwire inspect` does) needs none
+_LAZY = {
+    "Trace": "opwire.recording.recorder",
+    "load_trace": "opwire.recording.recorder",
+    "record": "opwire.recording.recorder",
+    "Mismatch": "opwire.recording.replayer",
+    "ReplayReport": "opwire.recording.replayer",
+    "SchemaDrift": "opwire.recording.replayer",
+    "replay": "opwire.recording.replayer",
+    "TraceDiff": "opwire.recording.trace_diff",
+    "diff_traces": "opwire.recording.trace_diff",
+}
+
+if TYPE_CHECKING:  # what mypy and IDEs see for the lazy names
+    from opwire.recording.recorder import Trace, load_trace, record
+    from opwire.recording.replayer import Mismatch, ReplayReport, SchemaDrift, replay
+    from opwire.recording.trace_diff import TraceDiff, diff_traces
 
 __all__ = [
     "Mismatch",
@@ -26,3 +46,15 @@ __all__ = [
     "record",
     "replay",
 ]
+
+_submodule = submodule_getattr(__name__, __path__)  # `opwire.recording.stream` without importing it first
+
+
+def __getattr__(name: str) -> Any:
+    """Load the public names, and the public submodules, on first use."""
+    module = _LAZY.get(name)
+    if module is None:
+        return _submodule(name)
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
