@@ -12,10 +12,9 @@ parsers read) imports no torch.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from opwire._lazy import submodule_getattr
+from opwire._lazy import lazy_getattr
 from opwire.errors import BindError, BudgetError, KernelError, UnknownTargetError
 from opwire.proxy_executor.default_policy import DefaultPolicy
 
@@ -46,14 +45,6 @@ __all__ = [
     "run_program",
 ]
 
-_submodule = submodule_getattr(__name__, __path__)  # `opwire.proxy_executor.plan` without importing it first
-
-
-def __getattr__(name: str) -> Any:
-    """Load the names that need torch, and the public submodules, on first use."""
-    module = _LAZY.get(name)
-    if module is None:
-        return _submodule(name)
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(
+    __name__, __path__, _LAZY
+)  # also `opwire.proxy_executor.<submodule>` without importing it first

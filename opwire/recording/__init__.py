@@ -11,10 +11,9 @@ trace forms), `sinks` (where the recorder writes), `locate` (source lines and mo
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from opwire._lazy import submodule_getattr
+from opwire._lazy import lazy_getattr
 
 # public name -> module that defines it, imported on first use: each imports torch, and reading a streamed
 # trace (`stream.TraceReader`, what `opwire inspect` does) needs none
@@ -47,14 +46,4 @@ __all__ = [
     "replay",
 ]
 
-_submodule = submodule_getattr(__name__, __path__)  # `opwire.recording.stream` without importing it first
-
-
-def __getattr__(name: str) -> Any:
-    """Load the public names, and the public submodules, on first use."""
-    module = _LAZY.get(name)
-    if module is None:
-        return _submodule(name)
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, __path__, _LAZY)  # also `opwire.recording.<submodule>` without importing it first

@@ -1,8 +1,8 @@
 """Commands that execute nothing never import torch, and print and write what they did with torch loaded.
 
-Each command runs as the `opwire` console script runs it (`opwire.cli.main(argv)` in a process that imported
-nothing else), in a fork of one fresh interpreter per test module, which then reports whether `torch` is in
-`sys.modules`. The same command run through the `cli` fork server (torch preloaded) must print the same and
+Each command runs as the `opwire` console script runs it (`opwire.cli.main(argv)`), in a fork of one fresh
+interpreter per test module (which imported the torch-free modules the commands share), and then reports whether
+`torch` is in `sys.modules`. The same command run through the `cli` fork server (torch preloaded) must print the same and
 write the same bytes: the committed tables that stand in for torch's name the same dtypes torch does.
 """
 
@@ -38,7 +38,7 @@ COMMANDS: dict[str, list[str]] = {
     "inspect-json-json": ["inspect", "{d}/model.json", "--json"],
     "inspect-pt2": ["inspect", "{d}/model.pt2"],
     "inspect-pt2-verify": ["inspect", "{d}/model.pt2", "--verify"],
-    "inspect-opw": ["inspect", "{d}/model.opw"],
+    "inspect-opw": ["inspect", "{d}/model.opw", "--verify"],
     "inspect-binary": ["inspect", "{d}/model.bin"],
     "inspect-compact": ["inspect", "{d}/model.compact", "--json"],
     "inspect-nodes": ["inspect", "{d}/abc.wrapper.json"],
@@ -53,6 +53,7 @@ COMMANDS: dict[str, list[str]] = {
     "convert-pt2-compact": ["convert", "{d}/model.pt2", "out.compact"],
     "convert-json-compact": ["convert", "{d}/model.json", "out.compact"],
     "convert-binary-json": ["convert", "{d}/model.bin", "out.json"],
+    "convert-opw-json": ["convert", "{d}/model.opw", "out.json"],
     "convert-compact-binary": ["convert", "{d}/model.compact", "out.bin", "--to", "binary"],
     "schema-diff": ["schema", "diff", str(_IDL), str(_IDL)],
     "view-pt2": ["view", "{d}/model.pt2", "--out", "page.html"],
@@ -60,9 +61,12 @@ COMMANDS: dict[str, list[str]] = {
     "view-nodes": ["view", "{d}/abc.wrapper.json", "--out", "page.html", "--json"],
 }
 
+# The parent imports what these commands share (none of it may import torch: it asserts so), so that each fork
+# pays for its command's work and not again for the models; whatever imports torch, parent or child, is caught.
 _FORKED = """
 import json, os, sys
 from opwire.cli import main
+import opwire.cli.inspect_cmd, opwire.cli.convert_cmd, opwire.cli.view_cmd, opwire.view, opwire.serde.thrift
 assert "torch" not in sys.modules
 found = {}
 for key, (argv, cwd) in json.loads(sys.argv[1]).items():
