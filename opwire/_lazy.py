@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable, Iterable
+import sys
+from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
 from typing import Any
 
@@ -26,9 +27,24 @@ def submodule_getattr(package: str, path: Iterable[str]) -> Callable[[str], Modu
     return __getattr__
 
 
+def lazy_getattr(package: str, path: Iterable[str], names: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module `__getattr__` that imports each of `names` (public name -> module defining it) on first access,
+    caching it in the package, and the package's public submodules as `submodule_getattr` does."""
+    submodule = submodule_getattr(package, path)
+
+    def __getattr__(name: str) -> Any:
+        module = names.get(name)
+        if module is None:
+            return submodule(name)
+        value = getattr(importlib.import_module(module), name)
+        setattr(sys.modules[package], name, value)
+        return value
+
+    return __getattr__
+
+
 def moved_module(old: str, new: str) -> None:
     """Make module `old` an alias of `new` (a renamed module), warning once that the old path is deprecated."""
-    import sys
     import warnings
 
     warnings.warn(f"{old} moved to {new}; import it from there", DeprecationWarning, stacklevel=3)

@@ -58,6 +58,13 @@ def test_light_imports_load_no_torch_and_no_executor(statement: str) -> None:
     assert not any(name.startswith(_HEAVY) for name in loaded)
 
 
+def test_the_face_and_the_command_line_load_no_pydantic() -> None:
+    """`opwire --help` and `--version` import the face and the CLI package only: pydantic loads with a codec."""
+    loaded = _modules_after("import opwire, opwire.cli; opwire.cli.build_parser(only='')")
+    assert not any(name.split(".")[0] in ("pydantic", "torch") for name in loaded)
+    assert not any(name.startswith(("opwire.schema", "opwire.serde.")) for name in loaded)
+
+
 def test_schema_loads_no_codec() -> None:
     loaded = _modules_after("import opwire.schema.models, opwire.schema.ops, opwire.schema.diff")
     # opwire/__init__ brings the light opwire.serde package (dumps/loads); no codec module loads

@@ -2,6 +2,10 @@
 
 Each command module defines `add_parser(subparsers)` and sets `func` to a function
 `(args) -> int`. Exit codes follow DESIGN.md; an opwire error is one line on stderr.
+
+The parser is built from `COMMANDS`, a table of each subcommand's module and one-line summary: `main` imports
+only the module of the command chosen on the command line (none for `opwire --help` or `--version`), and every
+other command is listed from its summary, so a command pays for its own imports and nobody else's.
 """
 
 from __future__ import annotations
@@ -10,46 +14,76 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from opwire.errors import OpwireError, UnknownTargetError, printable
 
-__all__ = ["COMMANDS", "build_parser", "main"]
+__all__ = ["COMMANDS", "Command", "build_parser", "main"]
 
-# subcommand -> module defining add_parser()
+
+class Command(NamedTuple):
+    """A subcommand: the module defining its `add_parser`, and its line in `opwire --help`."""
+
+    module: str
+    summary: str
+
+
 COMMANDS = {
-    "inspect": "opwire.cli.inspect_cmd",
-    "convert": "opwire.cli.convert_cmd",
-    "schema": "opwire.cli.schema_cmd",
-    "exec": "opwire.cli.exec_cmd",
-    "run": "opwire.cli.run_cmd",
-    "record": "opwire.cli.record_cmd",
-    "replay": "opwire.cli.replay_cmd",
-    "diff": "opwire.cli.diff_cmd",
-    "ranks": "opwire.cli.ranks_cmd",
-    "ops": "opwire.cli.ops_cmd",
-    "view": "opwire.cli.view_cmd",
+    "inspect": Command("opwire.cli.inspect_cmd", "summarize a program, extern-node file, trace or archive"),
+    "convert": Command(
+        "opwire.cli.convert_cmd", "convert programs and archives between JSON, Thrift binary/compact, .pt2 and .opw"
+    ),
+    "schema": Command("opwire.cli.schema_cmd", "work with the Thrift IDL (schema diff)"),
+    "exec": Command(
+        "opwire.cli.exec_cmd", "run the nodes of an extern-node file (AOTInductor's <hash>.wrapper.json or .pt2)"
+    ),
+    "run": Command("opwire.cli.run_cmd", "run a serialized program (archive, .pt2, or program JSON) node by node"),
+    "record": Command("opwire.cli.record_cmd", "run a Python script in-process and record its operator calls"),
+    "replay": Command("opwire.cli.replay_cmd", "replay a recorded trace and compare outputs (exit 1 on any mismatch)"),
+    "diff": Command("opwire.cli.diff_cmd", "compare two traces call by call (exit 1 when they differ)"),
+    "ranks": Command(
+        "opwire.cli.ranks_cmd", "check the ranks of a distributed run against each other (exit 1 on findings)"
+    ),
+    "ops": Command("opwire.cli.ops_cmd", "validate custom ops, snapshot op libraries, check backward compatibility"),
+    "view": Command("opwire.cli.view_cmd", "draw a program or extern-node file as an interactive HTML page"),
 }
+"""Subcommand -> its module and summary; a test checks each summary against the help its module registers."""
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argparse parser with every subcommand registered."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The argparse parser: every subcommand registered in full, or with `only`, that one alone in full.
+
+    The others are then listed by their summary, which is all `opwire --help` and a usage error show of them.
+    """
+    from opwire._version import __version__
+
     parser = argparse.ArgumentParser(
         prog="opwire", description="Put PyTorch operator calls and exported graphs on the wire."
     )
-    from opwire._version import __version__
-
     parser.add_argument("--version", action="version", version=f"opwire {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for module in COMMANDS.values():
-        importlib.import_module(module).add_parser(sub)
+    for name, command in COMMANDS.items():
+        if only is None or name == only:
+            importlib.import_module(command.module).add_parser(sub)
+        else:
+            sub.add_parser(name, help=command.summary)
     return parser
+
+
+def _chosen(argv: Sequence[str]) -> str:
+    """The subcommand named on the command line, or "" (the top-level parser takes no option with a value)."""
+    return next((arg for arg in argv if not arg.startswith("-")), "")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `opwire` console script."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    if argv is None:
+        argv = sys.argv[1:]
+    chosen = _chosen(argv)
+    args = build_parser(only=chosen).parse_args(argv)
+    if args.command != chosen:  # argparse read the command line otherwise than `_chosen`: parse it with that one
+        args = build_parser(only=args.command).parse_args(argv)
     try:
         from opwire.cli.options import prepare
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from opwire.cli.options import LOADING_HELP, add_budget_flags, add_loading
-from opwire.program.signature import extern_inputs, op_name, program_signature
+from opwire.program.signature import dtype_name, extern_inputs, op_name, program_signature
 from opwire.schema import models as m
 from opwire.serde.archive import is_zip
 
@@ -99,13 +99,10 @@ def _with_codec(summary: dict[str, Any], codec: str) -> dict[str, Any]:
 
 def _value_text(v: m.Value) -> str:
     """A Values entry as `float32[2, 8] on cpu`, `int 3`, `list of 2`."""
-    from opwire.serde.tensors import TORCH_DTYPES
-
     if v.type == "as_tensor":
         t = v.value
-        dtype = TORCH_DTYPES.get(m.ScalarType(t.dtype)) if t.dtype in m.ScalarType._value2member_map_ else t.dtype
         device = f"{t.device.type}:{t.device.index}" if t.device.index is not None else t.device.type
-        return f"{str(dtype).removeprefix('torch.')}[{', '.join(str(d) for d in t.sizes)}] on {device}"
+        return f"{dtype_name(t.dtype)}[{', '.join(str(d) for d in t.sizes)}] on {device}"
     if v.type in ("as_int", "as_float", "as_bool", "as_string", "as_complex"):
         return f"{v.type.removeprefix('as_')} {v.value!r}"
     if isinstance(v.value, list):
@@ -155,22 +152,22 @@ def _verify(obj: Any, path: Path) -> str:
 
 def _summarize_stream(path: Path) -> dict[str, Any]:
     """Summarize a streamed trace from its frame index (records are decoded, payloads are not read)."""
-    import opwire
+    from opwire.recording.stream import TraceReader  # the reader alone: `opwire.load_trace` imports torch
 
-    trace = opwire.load_trace(path)
-    h = trace.header
-    summary: dict[str, Any] = {
-        "kind": "streamed CallTrace",
-        "torch_version": h.torch_version,
-        "opwire_version": h.opwire_version,
-        "outputs_mode": h.outputs_mode,
-        "records": len(trace),
-        "tensors": len(trace.names()),
-        "bytes": path.stat().st_size,
-    }
-    if trace.cut is not None:
-        summary["cut"] = trace.cut
-    summary["ops"] = dict(Counter(r.target for r in trace).most_common())
+    with TraceReader(path) as trace:
+        h = trace.header
+        summary: dict[str, Any] = {
+            "kind": "streamed CallTrace",
+            "torch_version": h.torch_version,
+            "opwire_version": h.opwire_version,
+            "outputs_mode": h.outputs_mode,
+            "records": len(trace),
+            "tensors": len(trace.names()),
+            "bytes": path.stat().st_size,
+        }
+        if trace.cut is not None:
+            summary["cut"] = trace.cut
+        summary["ops"] = dict(Counter(r.target for r in trace.records()).most_common())
     return summary
 
 

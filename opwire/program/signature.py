@@ -19,6 +19,7 @@ from opwire.errors import BindError
 from opwire.schema import models as m
 from opwire.schema.refs import tensor_names
 from opwire.schema.spec_roles import spec_member
+from opwire.serde import torch_enums
 
 __all__ = [
     "Port",
@@ -50,12 +51,10 @@ def op_name(target: str) -> str:
 
 def dtype_name(st: int) -> str:
     """torch's name of a serialized ScalarType (`float32` for FLOAT), or the enum's own name."""
-    from opwire.serde.tensors import TORCH_DTYPES
-
-    try:
-        return str(TORCH_DTYPES[m.ScalarType(st)]).removeprefix("torch.")
-    except (KeyError, ValueError):
-        return m.ScalarType(st).name if st in m.ScalarType._value2member_map_ else f"ScalarType({st})"
+    name = torch_enums.names("ScalarType").get(st)
+    if name is not None:
+        return name
+    return m.ScalarType(st).name if st in m.ScalarType._value2member_map_ else f"ScalarType({st})"
 
 
 def _size(s: m.SymInt) -> int | str:

@@ -11,9 +11,28 @@ trace forms), `sinks` (where the recorder writes), `locate` (source lines and mo
 
 from __future__ import annotations
 
-from opwire.recording.recorder import Trace, load_trace, record
-from opwire.recording.replayer import Mismatch, ReplayReport, SchemaDrift, replay
-from opwire.recording.trace_diff import TraceDiff, diff_traces
+from typing import TYPE_CHECKING
+
+from opwire._lazy import lazy_getattr
+
+# public name -> module that defines it, imported on first use: each imports torch, and reading a streamed
+# trace (`stream.TraceReader`, what `opwire inspect` does) needs none
+_LAZY = {
+    "Trace": "opwire.recording.recorder",
+    "load_trace": "opwire.recording.recorder",
+    "record": "opwire.recording.recorder",
+    "Mismatch": "opwire.recording.replayer",
+    "ReplayReport": "opwire.recording.replayer",
+    "SchemaDrift": "opwire.recording.replayer",
+    "replay": "opwire.recording.replayer",
+    "TraceDiff": "opwire.recording.trace_diff",
+    "diff_traces": "opwire.recording.trace_diff",
+}
+
+if TYPE_CHECKING:  # what mypy and IDEs see for the lazy names
+    from opwire.recording.recorder import Trace, load_trace, record
+    from opwire.recording.replayer import Mismatch, ReplayReport, SchemaDrift, replay
+    from opwire.recording.trace_diff import TraceDiff, diff_traces
 
 __all__ = [
     "Mismatch",
@@ -26,3 +45,5 @@ __all__ = [
     "record",
     "replay",
 ]
+
+__getattr__ = lazy_getattr(__name__, __path__, _LAZY)  # also `opwire.recording.<submodule>` without importing it first

@@ -27,15 +27,17 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
-
-import torch
+from typing import IO, TYPE_CHECKING, Any
 
 from opwire.errors import DecodeError, EncodeError
-from opwire.recording.payloads import Span, digest_of, rebuild_span, span_of
 from opwire.schema import models as m
 from opwire.serde import budgets, framing, thrift
 from opwire.serde.outfiles import open_output
+
+if TYPE_CHECKING:
+    import torch
+
+    from opwire.recording.payloads import Span
 
 __all__ = ["ROOT", "TraceReader", "TraceWriter", "is_stream"]
 
@@ -207,6 +209,8 @@ class TraceWriter:
         version share the payload without hashing again. The layout is checked now (EncodeError here); the
         bytes are hashed and written by the writer thread.
         """
+        from opwire.recording.payloads import digest_of, span_of  # deferred: torch; reading a trace needs none
+
         span = span_of(t, name)
         meta = span.meta
         if not full:
@@ -512,6 +516,8 @@ class TraceReader:
 
     def load(self, name: str, device: Any = None) -> torch.Tensor:
         """Rebuild tensor `name` from its payload (the payload's SHA-256 checked on first read)."""
+        from opwire.recording.payloads import rebuild_span  # deferred: torch; reading records needs none
+
         where = f"{self.source}: tensors[{name!r}]"
         entry = self._index.tensors.get(name)
         if entry is None:

@@ -19,7 +19,7 @@ import math
 from collections.abc import Iterator, Mapping
 from enum import IntEnum
 from functools import cache
-from typing import Annotated, Any, ClassVar, Self, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Self, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -39,6 +39,9 @@ from pydantic_core import core_schema as cs
 
 from opwire.schema.symexpr import check_expr
 
+if TYPE_CHECKING:
+    from opwire.schema.idl import Schema
+
 __all__ = [
     "F64",
     "I8",
@@ -54,6 +57,7 @@ __all__ = [
     "ThriftUnion",
     "binary_out",
     "count_edit",
+    "describe_fields",
     "edit_count",
     "float_out",
 ]
@@ -163,7 +167,6 @@ _COMMON = ConfigDict(
     strict=True,
     revalidate_instances="never",
     validate_assignment=True,
-    use_attribute_docstrings=True,
     protected_namespaces=(),
 )
 
@@ -177,6 +180,20 @@ _EDITS = [0]
 def edit_count() -> int:
     """A number that changes whenever a model is edited in place (see `opwire.schema.edits`)."""
     return _EDITS[0]
+
+
+def describe_fields(models: Mapping[str, type[BaseModel]], schema: Schema) -> None:
+    """Give every field of `models` its IDL doc as its description (what `Field(description=...)` sets).
+
+    The generated models carry the same text as attribute docstrings; pydantic's `use_attribute_docstrings`
+    would read them back by parsing each class's source at import, a third of the time `import
+    opwire.schema.models` takes (and of every command that reads a file), so they come from the IDL table.
+    """
+    for name, cls in models.items():
+        docs = {f.name: f.doc for f in schema.structs[name].fields if f.doc}
+        for field, info in cls.model_fields.items():
+            if field in docs:
+                info.description = docs[field]
 
 
 def count_edit() -> None:

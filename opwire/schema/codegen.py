@@ -112,6 +112,7 @@ def generate(schema: Schema | None = None, checksum: str | None = None) -> str:
         "    ThriftEnum,",
         "    ThriftStruct,",
         "    ThriftUnion,",
+        "    describe_fields,",
         ")",
         "from opwire.schema.idl import EnumDef, FieldDef, Schema, StructDef, TypeRef",
         "",
@@ -149,6 +150,7 @@ def generate(schema: Schema | None = None, checksum: str | None = None) -> str:
     out += [f"        {n!r}: {d!r}," for n, d in schema.structs.items()]
     out += ["    },", f"    consts={schema.consts!r},", ")"]
     out += _doc("The frozen IDL description every codec reads.", "")
+    out += ["", "describe_fields(MODELS, SCHEMA)  # each field's doc above, as its description"]
     return "\n".join(out) + "\n"
 
 

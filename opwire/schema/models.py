@@ -19,6 +19,7 @@ from opwire.schema.base import (
     ThriftEnum,
     ThriftStruct,
     ThriftUnion,
+    describe_fields,
 )
 from opwire.schema.idl import EnumDef, FieldDef, Schema, StructDef, TypeRef
 
@@ -1929,3 +1930,5 @@ SCHEMA = Schema(
     consts={'SCHEMA_VERSION_MAJOR': 8, 'SCHEMA_VERSION_MINOR': 20, 'RECORDS_VERSION_MAJOR': 1, 'RECORDS_VERSION_MINOR': 4},
 )
 """The frozen IDL description every codec reads."""
+
+describe_fields(MODELS, SCHEMA)  # each field's doc above, as its description

@@ -5,13 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
-from pydantic import BaseModel
-
 from opwire._lazy import submodule_getattr
 from opwire.errors import DecodeError, EncodeError
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # pydantic loads with the first codec, so `import opwire` (and `opwire --help`) stays light
     import torch.export
+    from pydantic import BaseModel
 
 __all__ = [
     "FORMATS",
@@ -25,7 +24,7 @@ __all__ = [
     "values",
 ]
 
-M = TypeVar("M", bound=BaseModel)
+M = TypeVar("M", bound="BaseModel")
 Format = Literal["json", "binary", "compact"]
 FORMATS: tuple[str, ...] = ("json", "binary", "compact")
 

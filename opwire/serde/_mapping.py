@@ -16,12 +16,13 @@ import stat
 import sys
 import warnings
 from pathlib import Path
-
-import torch
+from typing import TYPE_CHECKING
 
 from opwire.errors import DecodeError
 from opwire.schema import models as m
-from opwire.serde import tensors
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["MAPPABLE", "Buffer", "MappedFile", "TensorLayout", "view_tensor"]
 
@@ -103,6 +104,10 @@ def view_tensor(
     device: str | torch.device | None = None,
 ) -> torch.Tensor:
     """A tensor viewing `length` bytes at `start` of `buffer` as `layout`, after every check; see the module doc."""
+    import torch  # deferred: opening an archive maps it without torch (inspect, convert); only a view needs it
+
+    from opwire.serde import tensors
+
     dtype = tensors.torch_dtype(layout.dtype, f"{where}.dtype")
     sizes, strides, offset = layout.sizes, layout.strides, layout.storage_offset
     if len(strides) != len(sizes):

@@ -12,6 +12,7 @@ from typing import Any
 
 from opwire.errors import DecodeError
 from opwire.schema import models as m
+from opwire.serde import tensor_layout
 from opwire.serde._mapping import TensorLayout
 
 __all__ = ["payload_layout", "pickle_refused", "raw_tensor_value", "unpickle"]
@@ -73,12 +74,10 @@ def payload_layout(meta: m.PayloadMeta, where: str) -> TensorLayout:
 
 def raw_tensor_value(meta: m.PayloadMeta, storage: bytes, where: str) -> m.TensorValue:
     """The TensorValue of a raw payload: `storage` holds the whole storage the tensor views."""
-    from opwire.serde import tensors
-
     tm = meta.tensor_meta
     if tm is None:
         raise DecodeError(f"Expected tensor_meta for a raw (unpickled) payload, got none - at `{where}`", where)
-    dtype = tensors.torch_dtype(tm.dtype, f"{where}.tensor_meta.dtype")
+    dtype = tensor_layout.dtype_of(tm.dtype, f"{where}.tensor_meta.dtype")
     sizes = _as_ints(tm.sizes, f"{where}.tensor_meta.sizes")
     strides = _as_ints(tm.strides, f"{where}.tensor_meta.strides")
     offset = _as_ints([tm.storage_offset], f"{where}.tensor_meta.storage_offset")[0]
@@ -93,8 +92,8 @@ def raw_tensor_value(meta: m.PayloadMeta, storage: bytes, where: str) -> m.Tenso
             where,
         )
     es = dtype.itemsize
-    numel = tensors.check_numel(sizes, strides, offset, es, where)
-    extent = tensors.storage_extent(sizes, strides, offset)
+    numel = tensor_layout.check_numel(sizes, strides, offset, es, where)
+    extent = tensor_layout.storage_extent(sizes, strides, offset)
     if len(storage) % es or extent * es > len(storage):
         raise DecodeError(
             f"Expected a storage of at least {extent * es} bytes (a multiple of {es}) for {dtype}{sizes}, "
@@ -105,7 +104,7 @@ def raw_tensor_value(meta: m.PayloadMeta, storage: bytes, where: str) -> m.Tenso
         raise DecodeError(f"Expected element bytes, got an empty entry (a fake tensor?) - at `{where}`", where)
     # Zero or overlapping strides make a view read storage bytes many times; opwire materializes the view,
     # so the elements may exceed the storage only within the slack that restoring a layout allows too.
-    if numel * es > tensors.MAX_STORAGE_SLACK * len(storage) + tensors.SLACK_BYTES:
+    if numel * es > tensor_layout.MAX_STORAGE_SLACK * len(storage) + tensor_layout.SLACK_BYTES:
         raise DecodeError(
             f"Expected a view its storage covers, got {dtype}{sizes} with strides {strides}: it materializes "
             f"{numel * es} bytes from a storage of {len(storage)} - at `{where}`; refusing to allocate it",
@@ -123,18 +122,18 @@ def raw_tensor_value(meta: m.PayloadMeta, storage: bytes, where: str) -> m.Tenso
     )
 
 
-def _gather(storage: bytes, dtype: Any, sizes: list[int], strides: list[int], offset: int, numel: int) -> bytes:
+def _gather(
+    storage: bytes, dtype: tensor_layout.Dtype, sizes: list[int], strides: list[int], offset: int, numel: int
+) -> bytes:
     """Row-major element bytes of the view (sizes, strides, offset) into `storage`."""
     es = dtype.itemsize
     if numel == 0:
         return b""
-    from opwire.serde import tensors
-
-    if strides == tensors.contiguous_strides(sizes):
+    if strides == tensor_layout.contiguous_strides(sizes):
         return storage[offset * es : (offset + numel) * es]
     import ctypes
 
-    import torch
+    import torch  # deferred: torch gathers a strided view; contiguous ones (what torch saves) need no torch
 
     u8 = torch.frombuffer(bytearray(storage), dtype=torch.uint8)
     picked = u8.as_strided((*sizes, es), (*(s * es for s in strides), 1), offset * es).contiguous()

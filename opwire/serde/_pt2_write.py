@@ -26,10 +26,12 @@ def _sym_ints(values: list[int]) -> list[m.SymInt]:
 def storage_bytes(tv: m.TensorValue, where: str) -> bytes:
     """The bytes of a storage in which (sizes, strides, storage_offset) views the elements."""
     from opwire.errors import DecodeError
-    from opwire.serde import tensors
+    from opwire.serde.tensor_layout import contiguous_strides
 
-    if tv.storage_offset == 0 and list(tv.strides) == tensors.contiguous_strides(list(tv.sizes)):
+    if tv.storage_offset == 0 and list(tv.strides) == contiguous_strides(list(tv.sizes)):
         return tv.data
+    from opwire.serde import tensors  # deferred: torch lays out a strided storage; contiguous ones need no torch
+
     try:
         t = tensors.to_tensor(tv, "cpu", where).detach()
     except DecodeError as exc:
@@ -57,11 +59,10 @@ def _payload(tv: m.TensorValue, path_name: str, is_param: bool) -> m.PayloadMeta
 
 def _check_tensor(tv: m.TensorValue, where: str) -> None:
     from opwire.errors import DecodeError
-    from opwire.serde import tensors
+    from opwire.serde.tensor_layout import check_layout, dtype_of
 
     try:
-        dtype = tensors.torch_dtype(tv.dtype, f"{where}.dtype")
-        tensors.check_layout(tv, dtype, where)
+        check_layout(tv, dtype_of(tv.dtype, f"{where}.dtype"), where)
     except DecodeError as exc:
         raise EncodeError(f"cannot write {where}: {exc}", where) from None
 

@@ -17,12 +17,16 @@ import enum
 import json
 import sys
 from collections.abc import Iterator
-from typing import Any
-
-import torch.utils._pytree as pytree
+from typing import TYPE_CHECKING, Any
 
 from opwire.errors import DecodeError
 from opwire.schema import models as m
+
+if TYPE_CHECKING:
+    import torch.utils._pytree as pytree
+
+# torch.utils._pytree is imported only where a TreeSpec is built: checking a spec, as `opwire convert` does,
+# needs no torch
 
 __all__ = ["DEFAULT_FACTORIES", "MAX_SPEC_NODES", "check_spec", "loads_spec", "program_specs"]
 
@@ -127,6 +131,10 @@ class _Builder:
         if name is None:
             if context is not None or children:
                 raise _SpecError("a leaf (type null) with a context or children", loc)
+            if not self.build:
+                return None
+            import torch.utils._pytree as pytree  # deferred: building a spec (see the imports)
+
             return pytree.treespec_leaf()
         if not isinstance(name, str):
             raise _SpecError(f"Expected a type name, got {type(name).__name__}", f"{loc}.type")
@@ -134,11 +142,15 @@ class _Builder:
         if not self.build:
             _check_context(name, context, f"{loc}.context")
             return None
+        import torch.utils._pytree as pytree  # deferred: building a spec (see the imports)
+
         typ = _registered(name, loc)
         return pytree.TreeSpec(typ, _context(name, typ, context, f"{loc}.context"), specs)
 
 
 def _registered(name: str, loc: str) -> type:
+    import torch.utils._pytree as pytree  # deferred: building a spec (see the imports)
+
     typ = pytree.SERIALIZED_TYPE_TO_PYTHON_TYPE.get(name)
     if typ is None or typ not in pytree.SUPPORTED_NODES:
         module = name.rpartition(".")[0] or name
@@ -155,6 +167,8 @@ def _context(name: str, typ: type, context: Any, loc: str) -> Any:
         return _namedtuple(context, loc)
     if name == "collections.defaultdict":
         return _defaultdict(context, loc)
+    import torch.utils._pytree as pytree  # deferred: building a spec (see the imports)
+
     node = pytree.SUPPORTED_SERIALIZED_TYPES.get(typ)
     if node is not None and node.from_dumpable_context is not None:
         # a custom serializer registered by the user's own library (trusted, like its op kernels)
@@ -186,6 +200,8 @@ def _check_context(name: str, context: Any, loc: str) -> None:
 
 
 def _namedtuple(context: Any, loc: str) -> type:
+    import torch.utils._pytree as pytree  # deferred: building a spec (see the imports)
+
     typ = pytree.SERIALIZED_TYPE_TO_PYTHON_TYPE.get(context) if isinstance(context, str) else None
     if typ is None or not (isinstance(typ, type) and issubclass(typ, tuple) and hasattr(typ, "_fields")):
         raise _SpecError(

@@ -17,6 +17,17 @@ import torch
 from opwire.errors import DecodeError, EncodeError
 from opwire.schema import models as m
 from opwire.serde import torch_enums
+from opwire.serde.tensor_layout import (
+    KNOWN,
+    MAX_STORAGE_SLACK,
+    SLACK_BYTES,
+    check_layout,
+    check_numel,
+    check_shape,
+    contiguous_strides,
+    dtype_of,
+    storage_extent,
+)
 
 __all__ = [
     "MAX_STORAGE_SLACK",
@@ -39,11 +50,6 @@ __all__ = [
     "torch_dtype",
 ]
 
-# Restoring strides/storage_offset may need a storage larger than the elements; beyond this factor
-# (plus 64 MiB) the layout is refused rather than allocated from a hostile offset or stride.
-MAX_STORAGE_SLACK = 16
-SLACK_BYTES = 64 << 20
-_I64_MAX = (1 << 63) - 1
 _DATALESS = frozenset({"meta"})  # devices whose tensors have no elements to fill
 _AVAILABLE: dict[str, bool] = {}
 
@@ -52,20 +58,19 @@ TORCH_DTYPES: dict[m.ScalarType, torch.dtype] = {
     m.ScalarType(v): dtype for v, dtype in torch_enums.to_torch("ScalarType").items()
 }
 _SCALAR_TYPES: dict[torch.dtype, m.ScalarType] = {v: k for k, v in TORCH_DTYPES.items()}
-_KNOWN = ", ".join(st.name for st in TORCH_DTYPES)
 
 
 def torch_dtype(st: int, where: str = "dtype") -> torch.dtype:
     """The torch dtype of an export-schema ScalarType value; DecodeError when torch has none."""
-    try:
-        return TORCH_DTYPES[m.ScalarType(st)]
-    except (ValueError, KeyError):
-        name = m.ScalarType(st).name if st in m.ScalarType._value2member_map_ else str(st)
+    name = dtype_of(st, where).name  # the DecodeError for a ScalarType no torch holds
+    found = TORCH_DTYPES.get(m.ScalarType(st))
+    if found is None:
         raise DecodeError(
-            f"Expected a ScalarType torch can hold ({_KNOWN}), got {name} - at `{where}`; "
-            f"the file may come from a newer schema or be corrupt",
+            f"Expected a dtype this torch ({torch.__version__}) has, got {name} - at `{where}`; "
+            "load the file with the torch that wrote it",
             where,
-        ) from None
+        )
+    return found
 
 
 def scalar_type_of(dtype: torch.dtype, where: str = "dtype") -> m.ScalarType:
@@ -74,7 +79,7 @@ def scalar_type_of(dtype: torch.dtype, where: str = "dtype") -> m.ScalarType:
         return _SCALAR_TYPES[dtype]
     except KeyError:
         raise EncodeError(
-            f"Expected a tensor of a dtype the export schema names ({_KNOWN}), got {dtype} - at `{where}`; "
+            f"Expected a tensor of a dtype the export schema names ({KNOWN}), got {dtype} - at `{where}`; "
             f"convert it (e.g. `.to(torch.float32)`) before writing",
             where,
         ) from None
@@ -82,7 +87,7 @@ def scalar_type_of(dtype: torch.dtype, where: str = "dtype") -> m.ScalarType:
 
 def element_size(st: int, where: str = "dtype") -> int:
     """Bytes per element of a ScalarType."""
-    return torch_dtype(st, where).itemsize
+    return dtype_of(st, where).itemsize
 
 
 def _swap_unit(dtype: torch.dtype) -> int:
@@ -132,76 +137,6 @@ def _element_bytes(t: torch.Tensor) -> bytes:
         flat = flat.as_strided((flat.numel(),), (1,))
     u8 = _to_little_endian(flat.view(torch.uint8), t.dtype).contiguous()
     return ctypes.string_at(u8.data_ptr(), u8.numel())
-
-
-def storage_extent(sizes: list[int], strides: list[int], storage_offset: int) -> int:
-    """Elements a storage needs to hold a tensor of this layout (0 for an empty tensor)."""
-    if any(s == 0 for s in sizes):
-        return 0
-    return storage_offset + sum((n - 1) * s for n, s in zip(sizes, strides)) + 1
-
-
-def check_numel(sizes: list[int], strides: list[int], offset: int, itemsize: int, where: str) -> int:
-    """numel of a layout, after checking every size, stride, the offset, numel and byte count fit torch's i64."""
-    bad = [x for x in (*sizes, *strides, offset) if x < 0]
-    if bad:
-        raise DecodeError(
-            f"Expected non-negative sizes, strides and storage_offset, got {bad[0]} - at `{where}`", where
-        )
-    numel = 1
-    for n in sizes:
-        numel *= n
-    extent = storage_extent(sizes, strides, offset)
-    if max((*sizes, *strides, offset, numel * itemsize, extent * itemsize), default=0) > _I64_MAX:
-        raise DecodeError(
-            f"Expected sizes whose numel and byte span fit in 64 bits, got sizes {sizes} strides {strides} "
-            f"({numel} elements) - at `{where}`; the file is corrupt or hostile",
-            where,
-        )
-    return numel
-
-
-def check_shape(tv: m.TensorValue, dtype: torch.dtype, where: str = "tensor") -> int:
-    """Validate a payload's sizes, strides, offset and layout (counts, signs, i64 fit, strided); return numel.
-
-    The part of the checks every payload shares, whether its bytes come inline (`check_layout`) or from a
-    streamed trace's payload frame (`recording.payloads.check_span`)."""
-    sizes, strides, offset = list(tv.sizes), list(tv.strides), tv.storage_offset
-    if len(strides) != len(sizes):
-        raise DecodeError(
-            f"Expected as many strides as sizes ({len(sizes)}), got {len(strides)} - at `{where}.strides`",
-            f"{where}.strides",
-        )
-    numel = check_numel(sizes, strides, offset, dtype.itemsize, where)
-    if tv.layout is not None and tv.layout != m.Layout.Strided:
-        raise DecodeError(f"Expected a strided tensor, got layout {m.Layout(tv.layout).name} - at `{where}`", where)
-    return numel
-
-
-def check_layout(tv: m.TensorValue, dtype: torch.dtype, where: str = "tensor") -> int:
-    """Validate sizes/strides/offset/data length; return the storage extent in elements."""
-    sizes, strides, offset = list(tv.sizes), list(tv.strides), tv.storage_offset
-    numel = check_shape(tv, dtype, where)
-    nbytes = numel * dtype.itemsize
-    if len(tv.data) != nbytes:
-        if not tv.data and tv.digest is not None and numel:
-            raise DecodeError(
-                f"Expected element bytes, got only a digest (recorded with outputs='digest') - at `{where}.data`; "
-                f"a digest-only tensor cannot be rebuilt",
-                f"{where}.data",
-            )
-        raise DecodeError(
-            f"Expected {nbytes} bytes of data ({numel} elements of {dtype}), got {len(tv.data)} - at `{where}.data`",
-            f"{where}.data",
-        )
-    extent = storage_extent(sizes, strides, offset)
-    if extent * dtype.itemsize > MAX_STORAGE_SLACK * nbytes + SLACK_BYTES:
-        raise DecodeError(
-            f"Expected strides/storage_offset that fit the data, got a layout needing a storage of "
-            f"{extent * dtype.itemsize} bytes for {nbytes} bytes of elements - at `{where}`; refusing to allocate it",
-            where,
-        )
-    return extent
 
 
 def to_tensor(tv: m.TensorValue, device: str | torch.device | None = None, where: str = "tensor") -> torch.Tensor:
@@ -256,15 +191,6 @@ def _flat_from_bytes(data: bytes, dtype: torch.dtype, *, share: bool = False) ->
             return torch.frombuffer(data, dtype=dtype)
     u8 = torch.frombuffer(bytearray(data), dtype=torch.uint8)
     return _to_little_endian(u8, dtype).view(dtype)
-
-
-def contiguous_strides(sizes: list[int]) -> list[int]:
-    """Row-major strides (in elements) of a tensor of these sizes."""
-    strides, acc = [], 1
-    for n in reversed(sizes):
-        strides.append(acc)
-        acc *= max(n, 1)
-    return strides[::-1]
 
 
 def _restrided(

@@ -15,10 +15,17 @@ from opwire.schema import models as m
 from opwire.serde.torch_serializer_gen import SOURCES
 from opwire.serde.torch_serializer_tables import TORCH_ATTRIBUTES
 
-__all__ = ["ENUMS", "from_torch", "to_torch"]
+__all__ = ["ENUMS", "from_torch", "names", "to_torch"]
 
 ENUMS: dict[str, str] = SOURCES
 """IDL enum -> suffix of torch's `_TORCH_TO_SERIALIZE_<suffix>` map in torch/_export/serde/serialize.py."""
+
+
+@cache
+def names(enum: str) -> dict[int, str]:
+    """Serialized value of the IDL enum `enum` -> the name of its torch object (7 -> "float32"), without torch."""
+    ours: type[IntEnum] = getattr(m, enum)
+    return {int(ours[name]): attr for name, attr in TORCH_ATTRIBUTES[enum].items() if name in ours.__members__}
 
 
 @cache

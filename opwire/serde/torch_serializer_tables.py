@@ -5,7 +5,7 @@ The tables torch's serializer keeps, as names, derived from torch (see torch_ser
 
 from __future__ import annotations
 
-__all__ = ["SYM_OPS", "TORCH_ATTRIBUTES"]
+__all__ = ["ITEMSIZES", "SYM_OPS", "TORCH_ATTRIBUTES"]
 
 TORCH_ATTRIBUTES: dict[str, dict[str, str]] = {
     "Layout": {
@@ -79,3 +79,28 @@ SYM_OPS: tuple[tuple[str, str], ...] = (
     ("torch", "sym_not"),
 )
 """(module, name) of each function an exported graph may call outside the dispatcher."""
+
+ITEMSIZES: dict[str, int] = {
+    "bfloat16": 2,
+    "bool": 1,
+    "complex128": 16,
+    "complex32": 4,
+    "complex64": 8,
+    "float16": 2,
+    "float32": 4,
+    "float64": 8,
+    "float8_e4m3fn": 1,
+    "float8_e4m3fnuz": 1,
+    "float8_e5m2": 1,
+    "float8_e5m2fnuz": 1,
+    "float8_e8m0fnu": 1,
+    "int16": 2,
+    "int32": 4,
+    "int64": 8,
+    "int8": 1,
+    "uint16": 2,
+    "uint32": 4,
+    "uint64": 8,
+    "uint8": 1,
+}
+"""dtype (attribute of `torch`) -> bytes per element (`torch.float32.itemsize`)."""

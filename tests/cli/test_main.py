@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import pytest
@@ -40,3 +41,23 @@ def test_a_fresh_process_prints_what_the_forked_one_does(argv: list[str], tmp_pa
     fresh, forked = run_cli_fresh(*argv, cwd=tmp_path), run_cli(*argv, cwd=tmp_path)
     assert (fresh.returncode, fresh.stdout, fresh.stderr) == (forked.returncode, forked.stdout, forked.stderr)
     assert fresh.stdout or fresh.stderr
+
+
+def test_each_summary_in_the_table_is_the_help_its_module_registers() -> None:
+    """`opwire --help` lists every command from `COMMANDS` without importing its module: the lines must agree."""
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    registered = {choice.dest: choice.help for choice in sub._choices_actions}
+    assert registered == {name: command.summary for name, command in COMMANDS.items()}
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["inspect", "--help"], ["schema", "diff", "--help"], ["nope"], []])
+def test_the_parser_of_one_command_reads_the_command_line_as_the_full_one(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`main` registers only the chosen command in full: help, usage errors and the command list stay the same."""
+    outputs = []
+    for parser in (build_parser(), build_parser(only=argv[0] if argv else "")):
+        with pytest.raises(SystemExit) as info:
+            parser.parse_args(argv)
+        outputs.append((info.value.code, capsys.readouterr()))
+    assert outputs[0] == outputs[1]

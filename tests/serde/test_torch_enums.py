@@ -10,6 +10,7 @@ import pytest
 import torch
 from torch._export.serde import serialize
 
+from opwire.errors import DecodeError
 from opwire.schema import models as m
 from opwire.serde import torch_enums, torch_serializer_gen
 
@@ -62,3 +63,16 @@ def test_reading_a_tensor_does_not_import_torchs_serializer() -> None:
     code = "import sys, opwire.serde.tensors, opwire.serde.python_carriers; print('torch._export.serde.serialize' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_torch_free_dtypes_name_and_size_what_torch_does() -> None:
+    """What inspect, convert and view read instead of torch (tensor_layout.DTYPES) agrees with torch's dtypes."""
+    from opwire.serde import tensor_layout, tensors
+
+    assert set(tensor_layout.DTYPES) == {int(st) for st in tensors.TORCH_DTYPES}
+    for st, dtype in tensors.TORCH_DTYPES.items():
+        ours = tensor_layout.DTYPES[int(st)]
+        assert (str(ours), ours.itemsize) == (str(dtype), dtype.itemsize), st
+        assert tensors.element_size(st) == dtype.itemsize
+    with pytest.raises(DecodeError, match=r"Expected a ScalarType torch can hold .*, got UNKNOWN - at `w\.dtype`"):
+        tensor_layout.dtype_of(0, "w.dtype")

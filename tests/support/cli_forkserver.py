@@ -89,8 +89,8 @@ def prepare() -> None:
 
     import opwire.cli
 
-    for module in opwire.cli.COMMANDS.values():
-        __import__(module)
+    for command in opwire.cli.COMMANDS.values():
+        __import__(command.module)
 
 
 def main() -> int:
