@@ -24,7 +24,7 @@ import signal
 import struct
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from opwire.errors import (
@@ -38,7 +38,8 @@ from opwire.errors import (
     describe_exception,
     printable,
 )
-from opwire.proxy_executor.sandbox import Limits, enter
+from opwire.proxy_executor.child_stderr import ChildStderr
+from opwire.proxy_executor.sandbox import Limits, confine, enter
 
 __all__ = ["Child", "Outcome", "run_in_child"]
 
@@ -110,27 +111,38 @@ def in_process(work: Callable[[Child], dict[str, bytes]]) -> dict[str, bytes]:
     return work(Child(None, None))
 
 
-def run_in_child(work: Callable[[Child], dict[str, bytes]], limits: Limits) -> Outcome:
-    """Fork, run `work(child)` in the child under `limits`, and return what it sent (or the one error)."""
+def run_in_child(work: Callable[[Child], dict[str, bytes]], limits: Limits, keep: Iterable[int] = ()) -> Outcome:
+    """Fork, run `work(child)` in the child under `limits`, and return what it sent (or the one error).
+
+    `keep`: descriptors the child keeps (files the parent opened for it); every other one is closed there."""
     page = mmap.mmap(-1, _PAGE)  # MAP_SHARED | MAP_ANONYMOUS: written by the child, read by the parent
     r, w = os.pipe()
+    er, ew = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:  # the child: never returns into the caller's code
-        os.close(r)
         faulthandler.disable()  # a crash is reported once, by the parent, as one line
+        try:
+            confine(limits, {w, *keep}, ew)
+        except BaseException as exc:
+            os.write(2, f"opwire: the isolated child cannot confine itself: {exc!r}\n".encode())
+            os._exit(4)
         _child(work, Child(page, limits), w)
     os.close(w)
+    os.close(ew)
     data, timed_out, finished = b"", False, False
+    stderr = ChildStderr()
     try:
-        data, timed_out = _read_all(r, limits, page)
+        data, timed_out = _read_all(r, er, limits, page, stderr)
         finished = not timed_out and bool(data)
     finally:
         os.close(r)
         if not finished:  # out of time, too much output, or interrupted: the child goes now
             _kill(pid)
     _, status = os.waitpid(pid, 0)
+    stderr.drain(er)
+    os.close(er)
     running = page[0] == 1
     (n,) = struct.unpack("<I", page[1:5])
     label = page[5 : 5 + min(n, _PAGE - 8)].decode("utf-8", "replace") or "loading the inputs"
@@ -139,6 +151,8 @@ def run_in_child(work: Callable[[Child], dict[str, bytes]], limits: Limits) -> O
         return Outcome({}, _timeout_error(label, limits), running)
     if os.WIFSIGNALED(status):
         return Outcome({}, _signal_error(os.WTERMSIG(status), label, limits), running)
+    if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 4 and not data:
+        return Outcome({}, KernelError("the isolated child could not enter its sandbox (see its stderr above)"), False)
     try:
         return _decode(data, running)
     except (ValueError, KeyError, TypeError, struct.error, UnicodeDecodeError):
@@ -152,8 +166,9 @@ def _kill(pid: int) -> None:
         pass
 
 
-def _read_all(fd: int, limits: Limits, page: mmap.mmap) -> tuple[bytes, bool]:
+def _read_all(fd: int, err: int, limits: Limits, page: mmap.mmap, stderr: ChildStderr) -> tuple[bytes, bool]:
     """Everything the child writes until it closes the pipe; (data, True) when the wall time ran out first.
+    Its stderr is printed (bounded) on the way.
 
     Loading gets at least a minute (its decode budgets bound it), running `limits.timeout` plus a second's
     grace from the moment the child enters the sandbox, so a slow load does not eat the file's time."""
@@ -162,15 +177,20 @@ def _read_all(fd: int, limits: Limits, page: mmap.mmap) -> tuple[bytes, bool]:
     started = False
     chunks: list[bytes] = []
     size = 0
+    watch = [fd, err]
     while True:
         if not started and page[0] == 1:
             started = True
             deadline = None if grace is None else time.monotonic() + grace
         wait = 0.05 if not started else None if deadline is None else max(0.0, deadline - time.monotonic())
-        ready, _, _ = select.select([fd], [], [], wait)
+        ready, _, _ = select.select(watch, [], [], wait)
         if not ready:
             if deadline is not None and time.monotonic() >= deadline:
                 return b"", True
+            continue
+        if err in ready and not stderr.feed(os.read(err, 1 << 16)):
+            watch.remove(err)
+        if fd not in ready:
             continue
         chunk = os.read(fd, 1 << 20)
         if not chunk:
