@@ -14,7 +14,14 @@ from pathlib import Path
 import pytest
 import torch
 from support.clirun import one_line, run_cli
-from support.isolation_files import nodes_calling, program_calling, trace_calling, write_isolib, write_values
+from support.isolation_files import (
+    nodes_calling,
+    program_calling,
+    trace_calling,
+    write_isolib,
+    write_run_calling,
+    write_values,
+)
 
 import opwire
 
@@ -31,6 +38,7 @@ def d(tmp_path_factory: pytest.TempPathFactory) -> Path:
         (root / f"{op}.json").write_bytes(opwire.dumps(nodes_calling(op)))
     for op in ("segv", "ok"):
         (root / f"{op}.trace").write_bytes(opwire.dumps(trace_calling(op), "compact"))
+        write_run_calling(op, root / f"{op}.run")
     write_values(root / "in.json", x=torch.randn(2, 4))
     return root
 
@@ -60,6 +68,15 @@ def test_a_crash_in_replay_names_the_call(d: Path) -> None:
     line = one_line(proc, "replay")
     assert proc.returncode == 2
     assert re.search(r"SIGSEGV\) while running call 1 \(opwire_iso::segv", line), line
+
+
+def test_a_crash_in_a_run_directory_names_the_rank_and_the_call(d: Path) -> None:
+    proc = opw(d, "replay", "segv.run")
+    line = one_line(proc, "replay")
+    assert proc.returncode == 2
+    assert re.search(r"rank 0: .*SIGSEGV\) while running call 1 \(opwire_iso::segv", line), line
+    ok = opw(d, "replay", "ok.run")
+    assert ok.returncode == 0 and "1 ranks replayed" in ok.stdout, ok.stderr
 
 
 def test_a_user_op_may_not_write_a_file_from_the_child(d: Path) -> None:

@@ -135,3 +135,13 @@ def trace_calling(op: str) -> m.CallTrace:
             schemas[name.replace("ok", op)] = schemas.pop(name).replace("ok", op)
     model.header.op_schemas = schemas
     return model
+
+
+def write_run_calling(op: str, d: Path) -> Path:
+    """A one-rank run directory `d` whose rank 0 traces `relu` then `opwire_iso::<op>` (what `opwire replay RUN`
+    reads; torchrun is not needed to write one)."""
+    model = trace_calling(op)
+    model.header.distributed = m.TraceDistributed(rank=0, world_size=1, run_id="isolation", groups=[])
+    d.mkdir(exist_ok=True)
+    (d / "rank0.trace").write_bytes(opwire.dumps(model, "compact"))
+    return d
