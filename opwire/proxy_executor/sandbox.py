@@ -102,7 +102,9 @@ def confine(limits: Limits, keep: Iterable[int], err: int) -> int:
     os.dup2(err, 1)
     os.dup2(err, 2)
     _close_all_but({0, 1, 2, *keep})
-    tempfile.gettempdir()  # torch._dynamo's cache probes the temp directory by creating a file: resolve it now
+    # torch imports Dynamo lazily (a custom op's first call), which creates its cache directory: point it at the
+    # temp directory, which exists (os.makedirs then creates nothing); gettempdir() probes by creating a file: now
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.gettempdir())
     if not limits.seccomp:
         return 0
     import pyseccomp  # noqa: F401  (deferred: load libseccomp.so now, before Landlock confines reads)

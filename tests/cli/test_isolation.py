@@ -7,6 +7,8 @@ that crashes or misbehaves on what a hostile file feeds it.
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -14,6 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 from support.clirun import one_line, run_cli
+from support.isolation_escapes import refused
 from support.isolation_files import (
     nodes_calling,
     program_calling,
@@ -33,7 +36,7 @@ def d(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A directory with isolib.py, a program / extern-node file / trace per op, and their inputs."""
     root = tmp_path_factory.mktemp("iso")
     write_isolib(root)
-    for op in ("segv", "abort", "write", "alloc", "nap", "ok"):
+    for op in ("segv", "abort", "write", "alloc", "nap", "ok", "escape"):
         (root / f"{op}.opw").write_bytes(opwire.dumps(program_calling(op), "compact"))
         (root / f"{op}.json").write_bytes(opwire.dumps(nodes_calling(op)))
     for op in ("segv", "ok"):
@@ -85,6 +88,28 @@ def test_a_user_op_may_not_write_a_file_from_the_child(d: Path) -> None:
     assert proc.returncode == 1
     assert "sandbox refused" in line and "Operation not permitted" in line and "opwire_iso::write" in line, line
     assert not (d / "pwned.txt").exists()
+
+
+def test_every_escape_is_refused_from_the_main_thread_and_an_openmp_worker(d: Path, tmp_path: Path) -> None:
+    """The compromised kernel (opwire_iso::escape) tries each way out after a parallel kernel ran; one line."""
+    for name in ("isolib.py", "escape.opw", "in.json"):
+        (tmp_path / name).write_bytes((d / name).read_bytes())
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    victim.chmod(0o600)
+    before = victim.stat()
+    proc = opw(tmp_path, "run", "escape.opw", "--inputs", "in.json")
+    line = one_line(proc, "run")
+    assert proc.returncode == 1 and "graph node 'escape'" in line, line
+    tables, _ = json.JSONDecoder().raw_decode(line.split("escape table ", 1)[1])
+    assert set(tables) == {"main", "openmp", "seccomp"}
+    assert len(tables["seccomp"]) >= 2 and set(tables["seccomp"].values()) == {"2"}, tables["seccomp"]
+    for where in ("main", "openmp"):
+        for name, got in tables[where].items():
+            assert got in refused(name), f"{where}: {name}: {got}"
+    assert victim.read_text() == "keep" and victim.stat().st_mode == before.st_mode
+    assert victim.stat().st_mtime == before.st_mtime and os.listxattr(victim) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["escape.opw", "in.json", "isolib.py", "victim"]
 
 
 def test_no_isolate_runs_trusted_files_in_process(d: Path, tmp_path: Path) -> None:

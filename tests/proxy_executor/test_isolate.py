@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import torch
+from support.isolation_escapes import refused
 from support.isolation_files import program_calling, trace_calling, write_isolib
 
 import opwire
@@ -113,6 +116,47 @@ def test_threads_and_torch_work_but_reading_outside_the_installation_does_not() 
     assert out["sum"] == b"1.0"
     # Landlock confines reads to the Python and torch installation (a kernel without it: only writes are refused)
     assert out["host"] == (b"Permission denied" if landlock.abi_version() else open("/etc/hostname", "rb").read())
+
+
+_BEFORE_THE_FILTER = """
+import json, sys, threading
+import torch
+sys.path.insert(0, sys.argv[1])
+import isolib
+from opwire.proxy_executor.isolate import run_in_child
+from opwire.proxy_executor.sandbox import Limits
+
+def work(child):
+    torch.set_num_threads(2)
+    (torch.randn(1 << 20) * 2).sum()  # OpenMP's pool starts before the filter, as a copy of an input would start it
+    go, out = threading.Event(), {}
+    waiting = threading.Thread(target=lambda: (go.wait(), out.update(isolib._escapes("thread"))))
+    waiting.start()  # a Python thread that exists before the filter, too
+    child.ready()
+    go.set()
+    waiting.join()
+    tables = isolib.attack("api")
+    tables["thread"] = out
+    return {"tables": json.dumps(tables).encode()}
+
+print(run_in_child(work, Limits(max_memory=1 << 30, timeout=60)).result()["tables"].decode())
+"""
+
+
+def test_threads_started_before_the_filter_are_under_it(isolib: Path, tmp_path: Path) -> None:
+    """TSYNC: OpenMP workers and a Python thread that exist when the child enters the sandbox are filtered too."""
+    (tmp_path / "victim").write_text("keep")
+    proc = subprocess.run(
+        [sys.executable, "-c", _BEFORE_THE_FILTER, str(isolib)], cwd=tmp_path, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    tables = json.loads(proc.stdout)
+    assert len(tables["seccomp"]) >= 3 and set(tables["seccomp"].values()) == {"2"}, tables["seccomp"]
+    for where in ("main", "openmp", "thread"):
+        for name, got in tables[where].items():
+            assert got in refused(name), f"{where}: {name}: {got}"
+    assert (tmp_path / "victim").read_text() == "keep" and sorted(p.name for p in tmp_path.iterdir()) == ["victim"]
 
 
 def test_memory_and_wall_time_are_budgets() -> None:
