@@ -157,8 +157,9 @@ def _run_dir(args: argparse.Namespace) -> int:
         from opwire.validation.replay_findings import replay_findings
 
         return replay_live(
-            args.trace, args.rtol, args.atol, args.collective_timeout, args.allow_op, args.json, replay_findings
-        )
+            args.trace, args.rtol, args.atol, args.collective_timeout, args.allow_op, args.json, replay_findings,
+            isolate=args.isolate, max_memory=args.max_memory,
+        )  # fmt: skip
     if args.chained or args.workers > 1:
         print(
             "opwire replay: error: a run directory replays isolated in one process, or chained with real "

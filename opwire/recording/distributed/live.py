@@ -6,6 +6,12 @@ ranks (groups the run created are created again with the same members), with `ti
 The execution policy admits the trace's c10d ops in this mode only, through its caller allowlist. A rank that
 fails prints its error and exits: torchrun then stops the other ranks and the group's timeout bounds any wait,
 so a failure never hangs. Reports travel to rank 0 as JSON over the group, and rank 0 prints the merged one.
+
+Each rank sandboxes itself once its groups are connected: only the groups some recorded call uses are created
+(at most `MAX_GROUPS`, each member a rank of the run, none twice), then the seccomp allowlist with the
+collectives rules goes on every thread (gloo's included): the connected sockets stay usable, a new socket,
+bind, connect or accept is refused, and so is everything `opwire replay TRACE` refuses. The rank is a process
+torchrun started for this command, so the sandbox is its own (the `--no-isolate` flag turns it off).
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from typing import Any
 
 import torch
 
-from opwire.errors import OpwireError
+from opwire.errors import DecodeError, OpwireError, printable
 from opwire.proxy_executor.default_policy import DefaultPolicy
 from opwire.proxy_executor.exec_policy import ExecPolicy
 from opwire.proxy_executor.executor import ProxyExecutor
@@ -41,7 +47,9 @@ from opwire.schema import models as m
 from opwire.serde import json
 from opwire.serde.json import to_jsonable
 
-__all__ = ["replay_live"]
+__all__ = ["MAX_GROUPS", "replay_live"]
+
+MAX_GROUPS = 64  # process groups a run may ask every rank to create (each holds a connection per member)
 
 
 def replay_live(
@@ -52,6 +60,8 @@ def replay_live(
     allow_ops: Iterable[str],
     as_json: bool,
     findings: Callable[[ReplayReport], Sequence[m.Finding]] | None = None,
+    isolate: bool = True,
+    max_memory: int | None = None,
 ) -> int:
     """Replay this rank of run `path` with real collectives; rank 0 prints the merged report. Exit 0/1/2.
 
@@ -81,6 +91,8 @@ def replay_live(
     dist.init_process_group("gloo", timeout=timedelta(seconds=timeout))
     try:
         groups, ranks = _groups(run, timeout)
+        if isolate:
+            _sandbox(max_memory)
         report = _replay_rank(run, info.rank, groups, ranks, rtol, atol, allow_ops)
         reports = _gather(to_jsonable(worker_report(report)))
     except Exception as exc:  # this rank cannot go on: say so, and let torchrun stop the others
@@ -105,18 +117,52 @@ def replay_live(
 
 
 def _groups(run: Run, timeout: float) -> tuple[dict[str, Any], dict[str, list[int]]]:
-    """Recorded group name -> a fresh group with the same members (every rank creates them in the same order)."""
+    """Recorded group name -> a fresh group with the same members (every rank creates them in the same order);
+    only the groups a recorded call uses, at most `MAX_GROUPS`, members checked against the world size."""
     import torch.distributed as dist
 
     world = list(range(run.world_size))
+    used = _used_groups(run)
+    found = sorted((g for g in run.groups if g.name in used), key=lambda g: g.name)
+    if len(found) > MAX_GROUPS:
+        raise DecodeError(
+            f"{run.path}: the run's calls use {len(found)} process groups, at most {MAX_GROUPS} are created for a "
+            "replay (each holds a connection per member); replay it without --collectives"
+        )
     groups: dict[str, Any] = {}
     ranks: dict[str, list[int]] = {}
-    for g in sorted(run.groups, key=lambda g: g.name):
+    for g in found:
         members = [int(r) for r in g.ranks]
+        if not members or len(set(members)) != len(members) or any(not 0 <= r < run.world_size for r in members):
+            raise DecodeError(
+                f"{run.path}: process group {printable(g.name)!r} lists ranks {members[:16]}; expected distinct "
+                f"ranks of the run (0..{run.world_size - 1})"
+            )
         ranks[g.name] = members
         same = members == world
         groups[g.name] = dist.group.WORLD if same else dist.new_group(members, timeout=timedelta(seconds=timeout))
     return groups, ranks
+
+
+def _used_groups(run: Run) -> set[str]:
+    """The names of the process groups some recorded collective of some rank uses."""
+    used: set[str] = set()
+    for r in range(run.world_size):
+        with run.open(r) as src:
+            used |= {c.group for c in collective_calls(src, r)}
+    return used
+
+
+def _sandbox(max_memory: int | None) -> None:
+    """Sandbox this rank: the connected group stays usable, nothing else reaches out (`syscalls.COLLECTIVES`)."""
+    from opwire.proxy_executor.sandbox import Limits, default_max_memory, enter
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)  # no terminal input
+    os.close(null)
+    enter(Limits(max_memory=default_max_memory() if max_memory is None else max_memory, collectives=True))
 
 
 def _replay_rank(
