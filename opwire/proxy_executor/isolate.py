@@ -16,6 +16,7 @@ on `Limits.threads` threads (1); the CLI forks before any parallel work and keep
 from __future__ import annotations
 
 import faulthandler
+import gc
 import json
 import mmap
 import os
@@ -41,7 +42,10 @@ from opwire.errors import (
 from opwire.proxy_executor.child_stderr import ChildStderr
 from opwire.proxy_executor.sandbox import Limits, confine, enter
 
-__all__ = ["Child", "Outcome", "run_in_child"]
+__all__ = [
+    "Child", "Outcome", "Spawned", "error_record", "kill", "rebuild", "run_in_child", "signal_error", "spawn",
+    "timeout_error",
+]  # fmt: skip
 
 _ERRORS: dict[str, type[OpwireError]] = {
     c.__name__: c
@@ -82,7 +86,7 @@ class Child:
         a refused system call as the sandbox's refusal); unchanged outside a sandbox."""
         if self._page is None:
             return exc if isinstance(exc, OpwireError) else KernelError(describe_exception(exc))
-        return _rebuild(_error_record(exc, self))
+        return rebuild(error_record(exc, self))
 
     def ready(self) -> None:
         """Inputs are loaded and bound: apply the limits and the filter; from here on it is the file's work."""
@@ -115,22 +119,8 @@ def run_in_child(work: Callable[[Child], dict[str, bytes]], limits: Limits, keep
     """Fork, run `work(child)` in the child under `limits`, and return what it sent (or the one error).
 
     `keep`: descriptors the child keeps (files the parent opened for it); every other one is closed there."""
-    page = mmap.mmap(-1, _PAGE)  # MAP_SHARED | MAP_ANONYMOUS: written by the child, read by the parent
-    r, w = os.pipe()
-    er, ew = os.pipe()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns into the caller's code
-        faulthandler.disable()  # a crash is reported once, by the parent, as one line
-        try:
-            confine(limits, {w, *keep}, ew)
-        except BaseException as exc:
-            os.write(2, f"opwire: the isolated child cannot confine itself: {exc!r}\n".encode())
-            os._exit(4)
-        _child(work, Child(page, limits), w)
-    os.close(w)
-    os.close(ew)
+    spawned = spawn(work, limits, keep)
+    pid, page, r, er = spawned.pid, spawned.page, spawned.result, spawned.stderr
     data, timed_out, finished = b"", False, False
     stderr = ChildStderr()
     try:
@@ -139,18 +129,16 @@ def run_in_child(work: Callable[[Child], dict[str, bytes]], limits: Limits, keep
     finally:
         os.close(r)
         if not finished:  # out of time, too much output, or interrupted: the child goes now
-            _kill(pid)
+            kill(pid)
     _, status = os.waitpid(pid, 0)
     stderr.drain(er)
     os.close(er)
-    running = page[0] == 1
-    (n,) = struct.unpack("<I", page[1:5])
-    label = page[5 : 5 + min(n, _PAGE - 8)].decode("utf-8", "replace") or "loading the inputs"
+    running, label = spawned.running(), spawned.label()
     page.close()
     if timed_out:
-        return Outcome({}, _timeout_error(label, limits), running)
+        return Outcome({}, timeout_error(label, limits), running)
     if os.WIFSIGNALED(status):
-        return Outcome({}, _signal_error(os.WTERMSIG(status), label, limits), running)
+        return Outcome({}, signal_error(os.WTERMSIG(status), label, limits), running)
     if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 4 and not data:
         return Outcome({}, KernelError("the isolated child could not enter its sandbox (see its stderr above)"), False)
     try:
@@ -159,7 +147,60 @@ def run_in_child(work: Callable[[Child], dict[str, bytes]], limits: Limits, keep
         return Outcome({}, KernelError(f"the isolated child sent a malformed result while running {label}"), running)
 
 
-def _kill(pid: int) -> None:
+@dataclass
+class Spawned:
+    """A forked, confined child: its pid, the shared page (entered flag, running label), the result and stderr pipes."""
+
+    pid: int
+    page: mmap.mmap
+    result: int
+    stderr: int
+
+    def running(self) -> bool:
+        """Whether the child has entered the sandbox."""
+        return self.page[0] == 1
+
+    def label(self) -> str:
+        """What the child said runs now."""
+        (n,) = struct.unpack("<I", self.page[1:5])
+        return self.page[5 : 5 + min(n, _PAGE - 8)].decode("utf-8", "replace") or "loading the inputs"
+
+
+def spawn(work: Callable[[Child], dict[str, bytes]], limits: Limits, keep: Iterable[int] = ()) -> Spawned:
+    """Fork a child that confines itself (`sandbox.confine`), runs `work` and sends its blobs on the result pipe."""
+    page = mmap.mmap(-1, _PAGE)  # MAP_SHARED | MAP_ANONYMOUS: written by the child, read by the parent
+    r, w = os.pipe()
+    er, ew = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into the caller's code
+        faulthandler.disable()  # a crash is reported once, by the parent, as one line
+        # what the parent held is never collected here: a finalizer (a file object's, a persistent child's) would
+        # close a descriptor number the confinement closed and the child has since reused
+        gc.freeze()
+        try:
+            confine(limits, {w, *keep, *_held_by_opwire()}, ew)
+        except BaseException as exc:
+            os.write(2, f"opwire: the isolated child cannot confine itself: {exc!r}\n".encode())
+            os._exit(4)
+        _child(work, Child(page, limits), w)
+    os.close(w)
+    os.close(ew)
+    return Spawned(pid, page, r, er)
+
+
+def _held_by_opwire() -> list[int]:
+    """Descriptors opwire itself holds process-wide and uses in the child: the run guard's stderr capture (a
+    memfd it keeps; closed, its number could be reused by another descriptor that the guard would then write)."""
+    from opwire.proxy_executor import guard  # deferred: guard imports torch modes this module does not need
+
+    mem = getattr(getattr(guard, "_STDERR", None), "mem", -1)
+    return [mem] if isinstance(mem, int) and mem >= 0 else []
+
+
+def kill(pid: int) -> None:
+    """SIGKILL the child (gone already: nothing to do)."""
     try:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
@@ -207,7 +248,7 @@ def _child(work: Callable[[Child], dict[str, bytes]], child: Child, fd: int) -> 
         try:
             payload = b"OK" + _encode(work(child))
         except BaseException as exc:
-            payload = b"ER" + json.dumps(_error_record(exc, child)).encode()
+            payload = b"ER" + json.dumps(error_record(exc, child)).encode()
         view = memoryview(payload)
         while view:
             view = view[os.write(fd, view) :]
@@ -221,7 +262,7 @@ def _child(work: Callable[[Child], dict[str, bytes]], child: Child, fd: int) -> 
             os._exit(code)
 
 
-def _error_record(exc: BaseException, child: Child) -> dict[str, str]:
+def error_record(exc: BaseException, child: Child) -> dict[str, str]:
     """The class, message and budget of what the child raised (memory exhaustion as the memory budget)."""
     text = f"{exc} {exc.__cause__ or ''}".lower()
     refused = isinstance(exc, OSError) and exc.errno == 1
@@ -247,7 +288,7 @@ def _error_record(exc: BaseException, child: Child) -> dict[str, str]:
     return {"class": "KernelError", "message": f"{child.label} failed in the isolated child: {describe_exception(exc)}"}
 
 
-def _rebuild(rec: dict[str, str]) -> OpwireError:
+def rebuild(rec: dict[str, str]) -> OpwireError:
     """The opwire error an error record describes (only opwire's own classes; anything else a KernelError)."""
     cls = _ERRORS.get(str(rec.get("class")), KernelError)
     message = printable(str(rec.get("message", "")))
@@ -264,7 +305,7 @@ def _encode(blobs: dict[str, bytes]) -> bytes:
 
 def _decode(data: bytes, running: bool) -> Outcome:
     if data[:2] == b"ER":
-        return Outcome({}, _rebuild(json.loads(data[2:])), running)
+        return Outcome({}, rebuild(json.loads(data[2:])), running)
     if data[:2] != b"OK":
         raise ValueError("no result")
     (count,) = struct.unpack_from("<I", data, 2)
@@ -281,7 +322,8 @@ def _decode(data: bytes, running: bool) -> Outcome:
     return Outcome(blobs, None, running)
 
 
-def _signal_error(sig: int, label: str, limits: Limits) -> OpwireError:
+def signal_error(sig: int, label: str, limits: Limits) -> OpwireError:
+    """The error of a child killed by `sig` while running `label`."""
     if sig == signal.SIGXCPU:
         return BudgetError(
             f"{label} used up the CPU-time budget of the isolated run ({limits.cpu_seconds:g} s); pass a larger "
@@ -295,7 +337,8 @@ def _signal_error(sig: int, label: str, limits: Limits) -> OpwireError:
     )
 
 
-def _timeout_error(label: str, limits: Limits) -> OpwireError:
+def timeout_error(label: str, limits: Limits) -> OpwireError:
+    """The error of a child stopped past its wall time while running `label`."""
     return BudgetError(
         f"{label} ran past the wall-time budget of {limits.timeout:g} s and the isolated child was stopped; pass a "
         "larger timeout= (CLI: --timeout) if the file is trusted",

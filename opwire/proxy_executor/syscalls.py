@@ -67,6 +67,12 @@ TABLE: tuple[Rule, ...] = (
     Rule("dup2", "duplicate a held descriptor"),
     Rule("dup3", "duplicate a held descriptor"),
     Rule("fstat", "size of a held descriptor"),
+    Rule(
+        "ftruncate",
+        "the run guard resets its stderr memfd (the persistent runner's memfds are sealed against "
+        "shrinking; a pipe or a read-only file cannot be truncated)",
+    ),
+    Rule("memfd_create", "the run guard's stderr capture (anonymous memory, no path)"),
     Rule("newfstatat", 'stat (metadata only; glibc\'s fstat is newfstatat(fd, "", AT_EMPTY_PATH))'),
     Rule("statx", "stat (metadata only)"),
     Rule("stat", "stat (metadata only)"),

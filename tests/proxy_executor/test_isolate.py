@@ -47,6 +47,19 @@ def test_blobs_come_back_intact() -> None:
     assert run_in_child(_work(lambda: {"a": data, "b": b""}), LIMITS).result() == {"a": data, "b": b""}
 
 
+def test_the_childs_stderr_reaches_the_hosts_escaped_and_bounded(capfd: pytest.CaptureFixture[str]) -> None:
+    said = b"a kernel warning \x1b[2J from the child\n" + b"x" * (100 << 10)
+
+    def loud() -> dict[str, bytes]:
+        os.write(2, said)
+        return {}
+
+    run_in_child(_work(loud), LIMITS).result()
+    err = capfd.readouterr().err
+    assert "a kernel warning \\x1b[2J from the child" in err and "\x1b" not in err
+    assert f"wrote {len(said) - (64 << 10)} more bytes on stderr, not shown" in err, err[-300:]
+
+
 def test_a_signal_is_one_error_naming_the_label() -> None:
     with pytest.raises(KernelError, match=r"SIGSEGV\) while running node 'n' \(test\)"):
         run_in_child(_work(lambda: os.kill(os.getpid(), signal.SIGSEGV)), LIMITS).result()
@@ -207,3 +220,32 @@ def test_replay_isolated_matches_in_process(isolib: Path) -> None:
     assert a.ok and b.ok and a.replayed == b.replayed == 2
     with pytest.raises(KernelError, match=r"SIGSEGV\) while running call 1 \(opwire_iso::segv"):
         opwire.replay(Trace(trace_calling("segv")), isolate=True)
+
+
+def test_the_persistent_runner_serves_a_thousand_calls_from_one_child(isolib: Path) -> None:
+    archive = program_calling("ok")
+    inside, outside = ProgramRunner(archive, isolate=True), ProgramRunner(archive)
+    torch.manual_seed(1)
+    try:
+        for _ in range(1000):
+            x = torch.randn(2, 4)
+            assert torch.equal(inside(x), outside(x))
+        child = inside.__dict__["_isolated_children"]
+        assert [c.started for c in child.values()] == [1]  # one child served every call
+    finally:
+        inside.close()
+
+
+def test_the_persistent_runner_survives_errors_and_restarts_after_a_crash(isolib: Path) -> None:
+    runner = ProgramRunner(program_calling("moody"), isolate=True)
+    (child,) = [runner._isolated_child()]
+    big, ok = torch.ones(2, 4) * 1e4, torch.randn(2, 4) * 0.1  # the op sees relu(linear(x)): big x, a big sum
+    try:
+        with pytest.raises(KernelError, match=r"graph node 'moody' .*the sandbox refused a system call"):
+            runner(big)
+        assert torch.equal(runner(ok), ProgramRunner(program_calling("moody"))(ok)) and child.started == 1
+        with pytest.raises(KernelError, match=r"SIGSEGV\) while running graph node 'moody' \(torch\.ops\.opwire_iso"):
+            runner(big * 1e4)
+        assert torch.equal(runner(ok), ProgramRunner(program_calling("moody"))(ok)) and child.started == 2
+    finally:
+        runner.close()

@@ -195,16 +195,25 @@ def nap(x: torch.Tensor) -> torch.Tensor:
     return x.clone()
 
 
+@torch.library.custom_op("opwire_iso::moody", mutates_args=())
+def moody(x: torch.Tensor) -> torch.Tensor:
+    if float(x.sum()) > 1e6:
+        ctypes.string_at(0)  # a crash on very big inputs
+    if float(x.sum()) > 1e3:
+        open("pwned.txt", "w")  # a refused write on big ones
+    return x * 2
+
+
 @torch.library.custom_op("opwire_iso::ok", mutates_args=())
 def ok(x: torch.Tensor) -> torch.Tensor:
     return x * 2
 
 
-for op in (segv, abort, write, alloc, nap, ok, escape):
+for op in (segv, abort, write, alloc, nap, ok, escape, moody):
     op.register_fake(lambda x: torch.empty_like(x))
 """
 
-OPS = ("segv", "abort", "write", "alloc", "nap", "ok", "escape")
+OPS = ("segv", "abort", "write", "alloc", "nap", "ok", "escape", "moody")
 
 
 def write_isolib(d: Path) -> None:
