@@ -66,6 +66,7 @@ class IsolatedChild:
         self._lock = threading.Lock()
         self._inputs, self._outputs = Region("opwire-inputs"), Region("opwire-outputs")
         self._live: _Live | None = None
+        self._spec: tuple[Any, str] | None = None  # the last input structure and its serialized form
         self.started = 0  # children started so far (a crash starts a new one)
         self._holder: list[_Live] = []  # what the finalizer ends (it must not hold self)
         weakref.finalize(self, _shut, os.getpid(), self._holder, self._inputs, self._outputs)
@@ -80,7 +81,9 @@ class IsolatedChild:
             self._inputs.ensure(size)
             assert self._inputs.buf is not None
             store(self._inputs.buf, leaves, entries)
-            request = {"fresh": fresh, "spec": pytree.treespec_dumps(spec), "entries": entries,
+            if self._spec is None or self._spec[0] != spec:
+                self._spec = (spec, pytree.treespec_dumps(spec))
+            request = {"fresh": fresh, "spec": self._spec[1], "entries": entries,
                        "in_cap": self._inputs.cap, "out_cap": self._outputs.cap}  # fmt: skip
             reply = self._ask(live, request)
             if "need" in reply:
@@ -217,6 +220,7 @@ def _serve(runner: ProgramRunner, child: Child, requests: int, replies: int, inp
     runner.isolate = False  # the child's own copy of the runner runs in-process
     runner.observer = progress_observer(runner.graph, child, runner.observer)
     mutated = mutated_names(runner)
+    specs: dict[str, Any] = {}
     child.ready()
     while (request := _recv(requests)) is not None:
         try:
@@ -225,8 +229,10 @@ def _serve(runner: ProgramRunner, child: Child, requests: int, replies: int, inp
             if request["out_cap"] != outputs.cap and request["out_cap"]:
                 outputs.map(request["out_cap"])
             child.at(node_label(runner.graph.nodes[0], 0) if runner.graph.nodes else "the program's outputs")
-            leaves = read(inputs.buf, request["entries"], inputs.cap, "the inputs")
-            args, kwargs = pytree.tree_unflatten(leaves, pytree.treespec_loads(request["spec"]))
+            leaves = read(inputs.buf, request["entries"], inputs.cap, "the inputs", copy=False)
+            if request["spec"] not in specs:
+                specs[request["spec"]] = pytree.treespec_loads(request["spec"])
+            args, kwargs = pytree.tree_unflatten(leaves, specs[request["spec"]])
             state, constants = runner.fresh_tables() if request["fresh"] else (runner.state, runner.constants)
             result = runner.run_with(state, constants, args, kwargs)
             values = [v.detach() if isinstance(v, torch.Tensor) else v for v in pytree.tree_leaves(result)]

@@ -95,16 +95,17 @@ def store(buf: mmap.mmap, values: Sequence[Any], entries: Sequence[Entry]) -> No
             dst.copy_(v.detach().contiguous().reshape(-1).view(torch.uint8))
 
 
-def read(buf: mmap.mmap | None, entries: Any, cap: int, where: str) -> list[Any]:
-    """The values `entries` describe, copied out of `buf` (every entry checked: a malformed one is a KernelError)."""
+def read(buf: mmap.mmap | None, entries: Any, cap: int, where: str, copy: bool = True) -> list[Any]:
+    """The values `entries` describe, copied out of `buf` (every entry checked: a malformed one is a KernelError);
+    `copy=False` (the child reading its parent's inputs) gives views of `buf` instead."""
     if not isinstance(entries, list) or len(entries) > _MAX_VALUES:
         raise KernelError(
             f"{where}: expected a list of at most {_MAX_VALUES} value layouts, got {type(entries).__name__}"
         )
-    return [_value(buf, e, cap, f"{where}[{i}]") for i, e in enumerate(entries)]
+    return [_value(buf, e, cap, f"{where}[{i}]", copy) for i, e in enumerate(entries)]
 
 
-def _value(buf: mmap.mmap | None, e: Any, cap: int, where: str) -> Any:
+def _value(buf: mmap.mmap | None, e: Any, cap: int, where: str, copy: bool) -> Any:
     if not isinstance(e, dict) or e.get("k") not in ("t", "v"):
         raise KernelError(f"{where}: expected a value layout {{'k': 't' | 'v', ...}}, got {str(e)[:80]!r}")
     if e["k"] == "v":
@@ -126,5 +127,5 @@ def _value(buf: mmap.mmap | None, e: Any, cap: int, where: str) -> Any:
                           f"offset {off} of a {cap}-byte region")  # fmt: skip
     if n == 0 or buf is None:
         return torch.empty(shape, dtype=dtype)
-    raw = torch.frombuffer(buf, dtype=torch.uint8, count=n, offset=off).clone()
-    return raw.view(dtype).reshape(shape)
+    raw = torch.frombuffer(buf, dtype=torch.uint8, count=n, offset=off)
+    return (raw.clone() if copy else raw).view(dtype).reshape(shape)
