@@ -17,7 +17,7 @@ from support.isolation_files import program_calling, trace_calling, write_isolib
 
 import opwire
 from opwire.errors import BudgetError, KernelError
-from opwire.proxy_executor import ProgramRunner, landlock, run_program
+from opwire.proxy_executor import ProgramRunner, landlock, run_program, syscalls
 from opwire.proxy_executor.isolate import Child, run_in_child
 from opwire.proxy_executor.sandbox import Limits, parse_size
 from opwire.recording import Trace
@@ -249,3 +249,13 @@ def test_the_persistent_runner_survives_errors_and_restarts_after_a_crash(isolib
         assert torch.equal(runner(ok), ProgramRunner(program_calling("moody"))(ok)) and child.started == 2
     finally:
         runner.close()
+
+
+def test_security_md_renders_the_allowlist() -> None:
+    text = (Path(__file__).parents[2] / "SECURITY.md").read_text()
+    begin, end = "<!-- syscalls.markdown() begin -->\n", "\n<!-- syscalls.markdown() end -->"
+    shown = text[text.index(begin) + len(begin) : text.index(end)]
+    assert shown == syscalls.markdown(), (
+        "SECURITY.md's syscall table differs from opwire/proxy_executor/syscalls.py: paste the output of "
+        "python -c 'from opwire.proxy_executor.syscalls import markdown; print(markdown())' between its markers"
+    )
