@@ -69,7 +69,8 @@ class IsolatedChild:
         self._spec: tuple[Any, str] | None = None  # the last input structure and its serialized form
         self.started = 0  # children started so far (a crash starts a new one)
         self._holder: list[_Live] = []  # what the finalizer ends (it must not hold self)
-        weakref.finalize(self, _shut, os.getpid(), self._holder, self._inputs, self._outputs)
+        self._owner = os.getpid()
+        weakref.finalize(self, _shut, self._owner, self._holder, self._inputs, self._outputs)
 
     def call(self, fresh: bool, args: Any, kwargs: Any) -> Any:
         """Run the program on `args`/`kwargs` in the child; `fresh`: on fresh buffers (else the runner's own, which
@@ -77,6 +78,10 @@ class IsolatedChild:
         leaves, spec = pytree.tree_flatten((tuple(args), dict(kwargs)))
         entries, size = layout(leaves, "input")
         with self._lock:
+            if os.getpid() != self._owner:  # a fork of the process that started the child: start its own
+                self._owner, self._live, self._holder = os.getpid(), None, []
+                self._inputs, self._outputs = Region("opwire-inputs"), Region("opwire-outputs")
+                weakref.finalize(self, _shut, self._owner, self._holder, self._inputs, self._outputs)
             live = self._live or self._start()
             self._inputs.ensure(size)
             assert self._inputs.buf is not None

@@ -7,7 +7,7 @@ constants, each spec read through `opwire.schema.spec_roles`. The graph is bound
 runs dispatcher ops, `operator.getitem`, symbolic-size helpers and the higher-order ops of the fixed table,
 whose subgraphs this module binds and runs. Output specs pick the user outputs and write buffer and
 parameter mutations back. Every run restores the state it found (`guard.RunGuard`) within the run's
-budgets (`run_budgets`); `isolate=True` runs it in a sandboxed child (`isolate_program`).
+budgets (`run_budgets`); `isolate=True` runs it in a sandboxed child kept between calls (`persistent`).
 """
 
 from __future__ import annotations
