@@ -265,8 +265,9 @@ def _child(work: Callable[[Child], dict[str, bytes]], child: Child, fd: int) -> 
 def error_record(exc: BaseException, child: Child) -> dict[str, str]:
     """The class, message and budget of what the child raised (memory exhaustion as the memory budget)."""
     text = f"{exc} {exc.__cause__ or ''}".lower()
-    refused = isinstance(exc, OSError) and exc.errno == 1
-    refused = refused or (isinstance(exc, KernelError) and "[errno 1] operation not permitted" in text)
+    refused = isinstance(exc, OSError) and exc.errno in (1, 13)  # EPERM: seccomp; EACCES: Landlock
+    said = ("[errno 1] operation not permitted", "[errno 13] permission denied")
+    refused = refused or (isinstance(exc, KernelError) and any(s in text for s in said))
     if isinstance(exc, MemoryError) or (not isinstance(exc, BudgetError) and any(s in text for s in _OUT_OF_MEMORY)):
         limits = child._limits
         budget = f"{limits.max_memory / (1 << 30):.3g} GiB" if limits is not None else "the memory"
@@ -280,8 +281,8 @@ def error_record(exc: BaseException, child: Child) -> dict[str, str]:
         return {
             "class": "KernelError",
             "message": f"{child.label}: the sandbox refused a system call ({describe_exception(exc)}): an isolated "
-            "run may not write files, start programs or open sockets (run a trusted file with --no-isolate / "
-            "isolate=False)",
+            "run may not write files, read files outside the Python and torch installation, start programs or "
+            "open sockets (run a trusted file with --no-isolate / isolate=False)",
         }
     if isinstance(exc, OpwireError):
         return {"class": type(exc).__name__, "message": str(exc), "budget": getattr(exc, "budget", "")}

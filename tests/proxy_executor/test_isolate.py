@@ -100,6 +100,12 @@ def test_the_filter_refuses(what: str, tmp_path: Path) -> None:
     assert victim.read_text() == "keep" and not (tmp_path / "new").exists()
 
 
+@pytest.mark.skipif(not landlock.abi_version(), reason="the kernel has no Landlock (reads are not confined)")
+def test_a_read_outside_the_installation_is_the_sandboxs_refusal() -> None:
+    with pytest.raises(KernelError, match=r"node 'n' \(test\): the sandbox refused a system call .*Permission denied"):
+        run_in_child(_work(lambda: open("/etc/passwd", "rb").read()), LIMITS).result()
+
+
 def test_threads_and_torch_work_but_reading_outside_the_installation_does_not() -> None:
     def body() -> dict[str, bytes]:
         import threading
