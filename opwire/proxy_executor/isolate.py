@@ -1,12 +1,14 @@
 """Run a file's work in a sandboxed child process and bring its results back as bytes.
 
-`run_in_child(work, limits)` forks. The child (torch already imported, the parent's loaded libraries and
-registered ops inherited) calls `work(child)`: the work loads what it needs, calls `child.ready()` (which
-applies `sandbox.enter(limits)`: address space, CPU time, seccomp) once its inputs are loaded, says which
-node runs with `child.at(label)` before each, and returns named byte strings. The parent reads them
-through a pipe, never unpickling: callers encode with opwire's own codecs and decode with its checking
-decoders. What the child says it is running sits in a shared page, so a crash (SIGSEGV, SIGABRT, SIGBUS),
-a limit (CPU time, wall time) or a failure the child reports comes back as one opwire error naming it.
+`run_in_child(work, limits)` forks (`spawn`). The child (torch already imported, the parent's loaded libraries
+and registered ops inherited) first confines itself (`sandbox.confine`: no terminal, only the descriptors it
+is given, stdout/stderr into a pipe, Landlock), then calls `work(child)`: the work loads what it needs, calls
+`child.ready()` (which applies `sandbox.enter(limits)`: address space, CPU time, the seccomp allowlist on every
+thread) once its inputs are loaded, says which node runs with `child.at(label)` before each, and returns named
+byte strings. The parent reads them through a pipe, never unpickling: callers encode with opwire's own codecs
+and decode with its checking decoders; it prints the child's stderr, escaped and bounded (`child_stderr`). What
+the child says it is running sits in a shared page, so a crash (SIGSEGV, SIGABRT, SIGBUS), a limit (CPU time,
+wall time) or a failure the child reports comes back as one opwire error naming it.
 
 Forking is cheap (no second interpreter, no second torch import). OpenMP's thread pool does not survive a
 fork once it has run parallel work, so a child whose parent may have (the Python API's) runs its kernels

@@ -149,7 +149,14 @@ class IsolatedChild:
             if live.spawned.stderr in ready and not live.err.feed(os.read(live.spawned.stderr, 1 << 16)):
                 live.err_open = False
             if live.replies in ready:
-                reply = _recv(live.replies)
+                try:
+                    reply = _recv(live.replies)
+                except (ValueError, UnicodeDecodeError) as exc:  # a child that talks nonsense is not trusted again
+                    label = live.spawned.label()
+                    self._end(live)
+                    raise KernelError(
+                        f"the isolated child sent a malformed reply ({exc}) while running {label}"
+                    ) from None
                 if reply is None:
                     raise self._died(live)
                 return reply
@@ -266,21 +273,19 @@ def _send(fd: int, message: dict[str, Any]) -> None:
 
 
 def _recv(fd: int) -> dict[str, Any] | None:
+    """The next message (None: the pipe closed); ValueError for anything but a JSON object of a bounded size."""
     head = _read_exactly(fd, _HEAD.size)
     if head is None:
         return None
     (n,) = _HEAD.unpack(head)
     if n > _MAX_MESSAGE:
-        return {"error": {"class": "KernelError", "message": f"the isolated child sent a {n}-byte message"}}
+        raise ValueError(f"a {n}-byte message (at most {_MAX_MESSAGE})")
     body = _read_exactly(fd, n)
     if body is None:
         return None
-    try:
-        message = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        message = None
+    message = json.loads(body)
     if not isinstance(message, dict):
-        return {"error": {"class": "KernelError", "message": "the isolated child sent a malformed message"}}
+        raise ValueError(f"a JSON {type(message).__name__}, not an object")
     return message
 
 

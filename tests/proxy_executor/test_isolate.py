@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -17,7 +18,7 @@ from support.isolation_files import program_calling, trace_calling, write_isolib
 
 import opwire
 from opwire.errors import BudgetError, KernelError
-from opwire.proxy_executor import ProgramRunner, landlock, run_program, syscalls
+from opwire.proxy_executor import ProgramRunner, landlock, run_program, shared_values, syscalls
 from opwire.proxy_executor.isolate import Child, run_in_child
 from opwire.proxy_executor.sandbox import Limits, parse_size
 from opwire.recording import Trace
@@ -265,3 +266,29 @@ def test_security_md_renders_the_allowlist() -> None:
         "SECURITY.md's syscall table differs from opwire/proxy_executor/syscalls.py: paste the output of "
         "python -c 'from opwire.proxy_executor.syscalls import markdown; print(markdown())' between its markers"
     )
+
+
+@pytest.mark.parametrize(
+    ("layout", "says"),
+    [
+        ("not a list", "expected a list"),
+        ([{"k": "x"}], "expected a value layout"),
+        ([{"k": "v", "v": [1]}], "expected a number, a bool or None"),
+        ([{"k": "t", "dtype": "object", "shape": [1], "off": 0, "n": 4}], "expected a dtype of"),
+        ([{"k": "t", "dtype": "float32", "shape": [-1], "off": 0, "n": 4}], "expected a shape"),
+        ([{"k": "t", "dtype": "float32", "shape": [2], "off": 0, "n": 4}], "takes 8 bytes; the layout says 4"),
+        ([{"k": "t", "dtype": "float32", "shape": [1 << 20], "off": 0, "n": 4 << 20}], "of a 65536-byte region"),
+        ([{"k": "t", "dtype": "float32", "shape": [1], "off": 65534, "n": 4}], "at offset 65534"),
+    ],
+)
+def test_a_hostile_output_layout_is_a_kernel_error(layout: object, says: str) -> None:
+    """The persistent child's outputs are data from a process assumed compromised: each layout entry is checked."""
+    region = shared_values.Region("test")
+    try:
+        region.ensure(1)
+        with pytest.raises(KernelError, match=re.escape(says)):
+            shared_values.read(region.buf, layout, region.cap, "the isolated child's outputs")
+        with pytest.raises(OSError):  # sealed: not even the parent's own descriptor can shrink it
+            os.ftruncate(region.fd, 0)
+    finally:
+        region.close()
