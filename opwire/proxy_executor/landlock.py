@@ -59,13 +59,15 @@ def install_paths() -> list[str]:
     return sorted(p for p in paths if p and os.path.exists(p))
 
 
-def restrict(reads: Iterable[str]) -> int:
-    """Confine this thread (and the threads it starts) to reading `reads`; the ABI version enforced (0: none)."""
+def restrict(reads: Iterable[str], network: bool = False) -> int:
+    """Confine this thread (and the threads it starts) to reading `reads`; the ABI version enforced (0: none).
+    `network`: leave TCP bind and connect alone (a rank connecting its process group)."""
     abi = abi_version()
     if abi < 1:
         return 0
     fs = _ABI_FS[max(k for k in _ABI_FS if k <= abi)]
-    attr = _Ruleset(fs, 0b11 if abi >= 4 else 0, 0b11 if abi >= 6 else 0)  # TCP bind+connect; abstract unix, signal
+    net = 0b11 if abi >= 4 and not network else 0  # TCP bind + connect
+    attr = _Ruleset(fs, net, 0b11 if abi >= 6 else 0)  # scoped: abstract unix sockets, signals
     size = 24 if abi >= 6 else 16 if abi >= 4 else 8
     fd = _libc.syscall(_CREATE, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
     if fd < 0:

@@ -109,7 +109,7 @@ def confine(limits: Limits, keep: Iterable[int], err: int) -> int:
         return 0
     import pyseccomp  # noqa: F401  (deferred: load libseccomp.so now, before Landlock confines reads)
 
-    return landlock.restrict([*landlock.install_paths(), *limits.reads])
+    return landlock.restrict([*landlock.install_paths(), *limits.reads], network=limits.collectives)
 
 
 def _close_all_but(keep: set[int]) -> None:

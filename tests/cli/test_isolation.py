@@ -11,6 +11,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -80,6 +81,20 @@ def test_a_crash_in_a_run_directory_names_the_rank_and_the_call(d: Path) -> None
     assert re.search(r"rank 0: .*SIGSEGV\) while running call 1 \(opwire_iso::segv", line), line
     ok = opw(d, "replay", "ok.run")
     assert ok.returncode == 0 and "1 ranks replayed" in ok.stdout, ok.stderr
+
+
+@pytest.mark.slow
+def test_a_crash_under_collectives_is_one_line_naming_the_rank_and_the_call(d: Path) -> None:
+    """`replay RUN --collectives` replays each rank in a sandboxed fork: a crash there is the rank's one error line."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "1", "-m", "opwire"]
+    args = ["replay", "segv.run", "--collectives", "--collective-timeout", "30", "--import", "isolib"]
+    done = subprocess.run([*cmd, *args], cwd=d, capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode != 0
+    lines = [ln for ln in done.stderr.splitlines() if ln.startswith("opwire replay: error:")]
+    assert len(lines) == 1 and re.search(r"rank 0: .*SIGSEGV\) while running call 1 \(opwire_iso::segv", lines[0]), (
+        done.stderr[-2000:]
+    )
 
 
 def test_a_user_op_may_not_write_a_file_from_the_child(d: Path) -> None:
