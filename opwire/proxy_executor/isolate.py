@@ -175,6 +175,7 @@ def spawn(work: Callable[[Child], dict[str, bytes]], limits: Limits, keep: Itera
     er, ew = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # the child: never returns into the caller's code
         faulthandler.disable()  # a crash is reported once, by the parent, as one line
@@ -182,7 +183,7 @@ def spawn(work: Callable[[Child], dict[str, bytes]], limits: Limits, keep: Itera
         # close a descriptor number the confinement closed and the child has since reused
         gc.freeze()
         try:
-            confine(limits, {w, *keep, *_held_by_opwire()}, ew)
+            confine(limits, {w, *keep, *_held_by_opwire()}, ew, parent)
         except BaseException as exc:
             os.write(2, f"opwire: the isolated child cannot confine itself: {exc!r}\n".encode())
             os._exit(4)

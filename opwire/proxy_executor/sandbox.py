@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from opwire.proxy_executor import landlock, syscalls
 
-__all__ = ["DEFAULT_TIMEOUT", "Limits", "confine", "default_max_memory", "enter", "parse_size"]
+__all__ = ["DEFAULT_TIMEOUT", "Limits", "confine", "default_max_memory", "enter", "lock_reads", "parse_size"]
 
 DEFAULT_TIMEOUT = 600.0  # seconds of wall time the CLI gives an isolated run unless --timeout says otherwise
 
@@ -85,11 +85,10 @@ def _lower(which: int, soft: int, slack: int) -> None:
         resource.setrlimit(which, (soft, soft + slack))
 
 
-def confine(limits: Limits, keep: Iterable[int], err: int) -> int:
-    """In a freshly forked child: no terminal, descriptors `keep` only (stdout/stderr to `err`), Landlock.
+def confine(limits: Limits, keep: Iterable[int], err: int, parent: int) -> int:
+    """In a child freshly forked by `parent`: no terminal, descriptors `keep` only (stdout/stderr to `err`), Landlock.
 
     Returns the Landlock ABI version enforced (0: the kernel has none)."""
-    parent = os.getppid()
     os.setsid()  # a new session: no controlling terminal, /dev/tty cannot be opened, TIOCSTI has no target
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
@@ -102,14 +101,20 @@ def confine(limits: Limits, keep: Iterable[int], err: int) -> int:
     os.dup2(err, 1)
     os.dup2(err, 2)
     _close_all_but({0, 1, 2, *keep})
+    if not limits.seccomp:
+        return 0
+    return lock_reads(limits.reads, network=limits.collectives)
+
+
+def lock_reads(reads: Iterable[str], network: bool = False) -> int:
+    """Landlock this (one-threaded) process: reads under the installation and `reads` only, nothing written; what
+    torch would create or load lazily is resolved first. The ABI version enforced (0: the kernel has none)."""
     # torch imports Dynamo lazily (a custom op's first call), which creates its cache directory: point it at the
     # temp directory, which exists (os.makedirs then creates nothing); gettempdir() probes by creating a file: now
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.gettempdir())
-    if not limits.seccomp:
-        return 0
     import pyseccomp  # noqa: F401  (deferred: load libseccomp.so now, before Landlock confines reads)
 
-    return landlock.restrict([*landlock.install_paths(), *limits.reads], network=limits.collectives)
+    return landlock.restrict([*landlock.install_paths(), *reads], network=network)
 
 
 def _close_all_but(keep: set[int]) -> None:
