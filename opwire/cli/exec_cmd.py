@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     from opwire.proxy_executor.isolate import in_process, run_in_child
 
     if args.isolate:
-        outcome = run_in_child(lambda child: _work(args, child), limits(args))
+        outcome = run_in_child(lambda child: _work(args, child), limits(args, (args.nodes, args.inputs)))
         if outcome.error is not None and not outcome.running:
             raise outcome.error
         if outcome.error is not None:

@@ -30,8 +30,9 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a size such as 4G, 512M or 1000000, got {text!r}") from None
 
 
-def limits(args: argparse.Namespace) -> Any:
-    """The sandbox limits of an isolated run from `--max-memory` and `--timeout` (CPU time: timeout x cores)."""
+def limits(args: argparse.Namespace, reads: Any = ()) -> Any:
+    """The sandbox limits of an isolated run from `--max-memory` and `--timeout` (CPU time: timeout x cores);
+    `reads`: the files the child opens itself (the program, the inputs), the only ones outside the installation."""
     import os
 
     from opwire.proxy_executor.sandbox import Limits
@@ -45,7 +46,10 @@ def limits(args: argparse.Namespace) -> Any:
 
     argv0 = sys.argv[0] if sys.argv else ""
     fresh = argv0.endswith(("/opwire", "opwire/cli/__main__.py")) or argv0 == "opwire"
-    return Limits(max_memory=args.max_memory, cpu_seconds=cpu, timeout=timeout, threads=None if fresh else 1)
+    files = tuple(str(f) for f in reads if f)
+    return Limits(
+        max_memory=args.max_memory, cpu_seconds=cpu, timeout=timeout, threads=None if fresh else 1, reads=files
+    )
 
 
 def add_exec_flags(p: argparse.ArgumentParser, timeout: bool = True, loops: bool = True) -> None:

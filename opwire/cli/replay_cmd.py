@@ -151,14 +151,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_dir(args: argparse.Namespace) -> int:
-    """Replay a run directory: isolated in this process, or chained with real collectives under torchrun."""
+    """Replay a run directory: every rank in a sandboxed child, or chained with real collectives under torchrun."""
     if args.collectives:
         from opwire.recording.distributed.live import replay_live
         from opwire.validation.replay_findings import replay_findings
 
         return replay_live(
-            args.trace, args.rtol, args.atol, args.collective_timeout, args.allow_op, args.json, replay_findings
-        )
+            args.trace, args.rtol, args.atol, args.collective_timeout, args.allow_op, args.json, replay_findings,
+            isolate=args.isolate, max_memory=args.max_memory,
+        )  # fmt: skip
     if args.chained or args.workers > 1:
         print(
             "opwire replay: error: a run directory replays isolated in one process, or chained with real "
@@ -175,6 +176,8 @@ def _run_dir(args: argparse.Namespace) -> int:
         allow_ops=args.allow_op,
         timeout=args.timeout,
         max_mismatches=args.max_mismatches,
+        isolate=args.isolate,
+        max_memory=args.max_memory,
     )
     if args.json:
         from opwire.cli.output import print_record

@@ -131,7 +131,8 @@ def run(args: argparse.Namespace) -> int:
     if args.save_nodes and args.compare_nodes:
         raise DecodeError("--save-nodes and --compare-nodes are two runs: pass one of them")
     if args.isolate:
-        outcome = run_in_child(lambda child: _work(args, child), limits(args))
+        reads = (args.program, args.inputs, args.compare_nodes)
+        outcome = run_in_child(lambda child: _work(args, child), limits(args, reads))
         if outcome.error is not None:
             if not outcome.running:
                 raise outcome.error

@@ -1,12 +1,14 @@
 """Run a file's work in a sandboxed child process and bring its results back as bytes.
 
-`run_in_child(work, limits)` forks. The child (torch already imported, the parent's loaded libraries and
-registered ops inherited) calls `work(child)`: the work loads what it needs, calls `child.ready()` (which
-applies `sandbox.enter(limits)`: address space, CPU time, seccomp) once its inputs are loaded, says which
-node runs with `child.at(label)` before each, and returns named byte strings. The parent reads them
-through a pipe, never unpickling: callers encode with opwire's own codecs and decode with its checking
-decoders. What the child says it is running sits in a shared page, so a crash (SIGSEGV, SIGABRT, SIGBUS),
-a limit (CPU time, wall time) or a failure the child reports comes back as one opwire error naming it.
+`run_in_child(work, limits)` forks (`spawn`). The child (torch already imported, the parent's loaded libraries
+and registered ops inherited) first confines itself (`sandbox.confine`: no terminal, only the descriptors it
+is given, stdout/stderr into a pipe, Landlock), then calls `work(child)`: the work loads what it needs, calls
+`child.ready()` (which applies `sandbox.enter(limits)`: address space, CPU time, the seccomp allowlist on every
+thread) once its inputs are loaded, says which node runs with `child.at(label)` before each, and returns named
+byte strings. The parent reads them through a pipe, never unpickling: callers encode with opwire's own codecs
+and decode with its checking decoders; it prints the child's stderr, escaped and bounded (`child_stderr`). What
+the child says it is running sits in a shared page, so a crash (SIGSEGV, SIGABRT, SIGBUS), a limit (CPU time,
+wall time) or a failure the child reports comes back as one opwire error naming it.
 
 Forking is cheap (no second interpreter, no second torch import). OpenMP's thread pool does not survive a
 fork once it has run parallel work, so a child whose parent may have (the Python API's) runs its kernels
@@ -16,6 +18,7 @@ on `Limits.threads` threads (1); the CLI forks before any parallel work and keep
 from __future__ import annotations
 
 import faulthandler
+import gc
 import json
 import mmap
 import os
@@ -24,7 +27,7 @@ import signal
 import struct
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from opwire.errors import (
@@ -38,9 +41,13 @@ from opwire.errors import (
     describe_exception,
     printable,
 )
-from opwire.proxy_executor.sandbox import Limits, enter
+from opwire.proxy_executor.child_stderr import ChildStderr
+from opwire.proxy_executor.sandbox import Limits, confine, enter
 
-__all__ = ["Child", "Outcome", "run_in_child"]
+__all__ = [
+    "Child", "Outcome", "Spawned", "error_record", "kill", "rebuild", "run_in_child", "signal_error", "spawn",
+    "timeout_error",
+]  # fmt: skip
 
 _ERRORS: dict[str, type[OpwireError]] = {
     c.__name__: c
@@ -81,7 +88,7 @@ class Child:
         a refused system call as the sandbox's refusal); unchanged outside a sandbox."""
         if self._page is None:
             return exc if isinstance(exc, OpwireError) else KernelError(describe_exception(exc))
-        return _rebuild(_error_record(exc, self))
+        return rebuild(error_record(exc, self))
 
     def ready(self) -> None:
         """Inputs are loaded and bound: apply the limits and the filter; from here on it is the file's work."""
@@ -110,50 +117,102 @@ def in_process(work: Callable[[Child], dict[str, bytes]]) -> dict[str, bytes]:
     return work(Child(None, None))
 
 
-def run_in_child(work: Callable[[Child], dict[str, bytes]], limits: Limits) -> Outcome:
-    """Fork, run `work(child)` in the child under `limits`, and return what it sent (or the one error)."""
-    page = mmap.mmap(-1, _PAGE)  # MAP_SHARED | MAP_ANONYMOUS: written by the child, read by the parent
-    r, w = os.pipe()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns into the caller's code
-        os.close(r)
-        faulthandler.disable()  # a crash is reported once, by the parent, as one line
-        _child(work, Child(page, limits), w)
-    os.close(w)
+def run_in_child(work: Callable[[Child], dict[str, bytes]], limits: Limits, keep: Iterable[int] = ()) -> Outcome:
+    """Fork, run `work(child)` in the child under `limits`, and return what it sent (or the one error).
+
+    `keep`: descriptors the child keeps (files the parent opened for it); every other one is closed there."""
+    spawned = spawn(work, limits, keep)
+    pid, page, r, er = spawned.pid, spawned.page, spawned.result, spawned.stderr
     data, timed_out, finished = b"", False, False
+    stderr = ChildStderr()
     try:
-        data, timed_out = _read_all(r, limits, page)
+        data, timed_out = _read_all(r, er, limits, page, stderr)
         finished = not timed_out and bool(data)
     finally:
         os.close(r)
         if not finished:  # out of time, too much output, or interrupted: the child goes now
-            _kill(pid)
+            kill(pid)
     _, status = os.waitpid(pid, 0)
-    running = page[0] == 1
-    (n,) = struct.unpack("<I", page[1:5])
-    label = page[5 : 5 + min(n, _PAGE - 8)].decode("utf-8", "replace") or "loading the inputs"
+    stderr.drain(er)
+    os.close(er)
+    running, label = spawned.running(), spawned.label()
     page.close()
     if timed_out:
-        return Outcome({}, _timeout_error(label, limits), running)
+        return Outcome({}, timeout_error(label, limits), running)
     if os.WIFSIGNALED(status):
-        return Outcome({}, _signal_error(os.WTERMSIG(status), label, limits), running)
+        return Outcome({}, signal_error(os.WTERMSIG(status), label, limits), running)
+    if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 4 and not data:
+        return Outcome({}, KernelError("the isolated child could not enter its sandbox (see its stderr above)"), False)
     try:
         return _decode(data, running)
     except (ValueError, KeyError, TypeError, struct.error, UnicodeDecodeError):
         return Outcome({}, KernelError(f"the isolated child sent a malformed result while running {label}"), running)
 
 
-def _kill(pid: int) -> None:
+@dataclass
+class Spawned:
+    """A forked, confined child: its pid, the shared page (entered flag, running label), the result and stderr pipes."""
+
+    pid: int
+    page: mmap.mmap
+    result: int
+    stderr: int
+
+    def running(self) -> bool:
+        """Whether the child has entered the sandbox."""
+        return self.page[0] == 1
+
+    def label(self) -> str:
+        """What the child said runs now."""
+        (n,) = struct.unpack("<I", self.page[1:5])
+        return self.page[5 : 5 + min(n, _PAGE - 8)].decode("utf-8", "replace") or "loading the inputs"
+
+
+def spawn(work: Callable[[Child], dict[str, bytes]], limits: Limits, keep: Iterable[int] = ()) -> Spawned:
+    """Fork a child that confines itself (`sandbox.confine`), runs `work` and sends its blobs on the result pipe."""
+    page = mmap.mmap(-1, _PAGE)  # MAP_SHARED | MAP_ANONYMOUS: written by the child, read by the parent
+    r, w = os.pipe()
+    er, ew = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into the caller's code
+        faulthandler.disable()  # a crash is reported once, by the parent, as one line
+        # what the parent held is never collected here: a finalizer (a file object's, a persistent child's) would
+        # close a descriptor number the confinement closed and the child has since reused
+        gc.freeze()
+        try:
+            confine(limits, {w, *keep, *_held_by_opwire()}, ew, parent)
+        except BaseException as exc:
+            os.write(2, f"opwire: the isolated child cannot confine itself: {exc!r}\n".encode())
+            os._exit(4)
+        _child(work, Child(page, limits), w)
+    os.close(w)
+    os.close(ew)
+    return Spawned(pid, page, r, er)
+
+
+def _held_by_opwire() -> list[int]:
+    """Descriptors opwire itself holds process-wide and uses in the child: the run guard's stderr capture (a
+    memfd it keeps; closed, its number could be reused by another descriptor that the guard would then write)."""
+    from opwire.proxy_executor import guard  # deferred: guard imports torch modes this module does not need
+
+    mem = getattr(getattr(guard, "_STDERR", None), "mem", -1)
+    return [mem] if isinstance(mem, int) and mem >= 0 else []
+
+
+def kill(pid: int) -> None:
+    """SIGKILL the child (gone already: nothing to do)."""
     try:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
 
 
-def _read_all(fd: int, limits: Limits, page: mmap.mmap) -> tuple[bytes, bool]:
+def _read_all(fd: int, err: int, limits: Limits, page: mmap.mmap, stderr: ChildStderr) -> tuple[bytes, bool]:
     """Everything the child writes until it closes the pipe; (data, True) when the wall time ran out first.
+    Its stderr is printed (bounded) on the way.
 
     Loading gets at least a minute (its decode budgets bound it), running `limits.timeout` plus a second's
     grace from the moment the child enters the sandbox, so a slow load does not eat the file's time."""
@@ -162,15 +221,20 @@ def _read_all(fd: int, limits: Limits, page: mmap.mmap) -> tuple[bytes, bool]:
     started = False
     chunks: list[bytes] = []
     size = 0
+    watch = [fd, err]
     while True:
         if not started and page[0] == 1:
             started = True
             deadline = None if grace is None else time.monotonic() + grace
         wait = 0.05 if not started else None if deadline is None else max(0.0, deadline - time.monotonic())
-        ready, _, _ = select.select([fd], [], [], wait)
+        ready, _, _ = select.select(watch, [], [], wait)
         if not ready:
             if deadline is not None and time.monotonic() >= deadline:
                 return b"", True
+            continue
+        if err in ready and not stderr.feed(os.read(err, 1 << 16)):
+            watch.remove(err)
+        if fd not in ready:
             continue
         chunk = os.read(fd, 1 << 20)
         if not chunk:
@@ -187,7 +251,7 @@ def _child(work: Callable[[Child], dict[str, bytes]], child: Child, fd: int) -> 
         try:
             payload = b"OK" + _encode(work(child))
         except BaseException as exc:
-            payload = b"ER" + json.dumps(_error_record(exc, child)).encode()
+            payload = b"ER" + json.dumps(error_record(exc, child)).encode()
         view = memoryview(payload)
         while view:
             view = view[os.write(fd, view) :]
@@ -201,11 +265,12 @@ def _child(work: Callable[[Child], dict[str, bytes]], child: Child, fd: int) -> 
             os._exit(code)
 
 
-def _error_record(exc: BaseException, child: Child) -> dict[str, str]:
+def error_record(exc: BaseException, child: Child) -> dict[str, str]:
     """The class, message and budget of what the child raised (memory exhaustion as the memory budget)."""
     text = f"{exc} {exc.__cause__ or ''}".lower()
-    refused = isinstance(exc, OSError) and exc.errno == 1
-    refused = refused or (isinstance(exc, KernelError) and "[errno 1] operation not permitted" in text)
+    refused = isinstance(exc, OSError) and exc.errno in (1, 13)  # EPERM: seccomp; EACCES: Landlock
+    said = ("[errno 1] operation not permitted", "[errno 13] permission denied")
+    refused = refused or (isinstance(exc, KernelError) and any(s in text for s in said))
     if isinstance(exc, MemoryError) or (not isinstance(exc, BudgetError) and any(s in text for s in _OUT_OF_MEMORY)):
         limits = child._limits
         budget = f"{limits.max_memory / (1 << 30):.3g} GiB" if limits is not None else "the memory"
@@ -219,15 +284,15 @@ def _error_record(exc: BaseException, child: Child) -> dict[str, str]:
         return {
             "class": "KernelError",
             "message": f"{child.label}: the sandbox refused a system call ({describe_exception(exc)}): an isolated "
-            "run may not write files, start programs or open sockets (run a trusted file with --no-isolate / "
-            "isolate=False)",
+            "run may not write files, read files outside the Python and torch installation, start programs or "
+            "open sockets (run a trusted file with --no-isolate / isolate=False)",
         }
     if isinstance(exc, OpwireError):
         return {"class": type(exc).__name__, "message": str(exc), "budget": getattr(exc, "budget", "")}
     return {"class": "KernelError", "message": f"{child.label} failed in the isolated child: {describe_exception(exc)}"}
 
 
-def _rebuild(rec: dict[str, str]) -> OpwireError:
+def rebuild(rec: dict[str, str]) -> OpwireError:
     """The opwire error an error record describes (only opwire's own classes; anything else a KernelError)."""
     cls = _ERRORS.get(str(rec.get("class")), KernelError)
     message = printable(str(rec.get("message", "")))
@@ -244,7 +309,7 @@ def _encode(blobs: dict[str, bytes]) -> bytes:
 
 def _decode(data: bytes, running: bool) -> Outcome:
     if data[:2] == b"ER":
-        return Outcome({}, _rebuild(json.loads(data[2:])), running)
+        return Outcome({}, rebuild(json.loads(data[2:])), running)
     if data[:2] != b"OK":
         raise ValueError("no result")
     (count,) = struct.unpack_from("<I", data, 2)
@@ -261,7 +326,8 @@ def _decode(data: bytes, running: bool) -> Outcome:
     return Outcome(blobs, None, running)
 
 
-def _signal_error(sig: int, label: str, limits: Limits) -> OpwireError:
+def signal_error(sig: int, label: str, limits: Limits) -> OpwireError:
+    """The error of a child killed by `sig` while running `label`."""
     if sig == signal.SIGXCPU:
         return BudgetError(
             f"{label} used up the CPU-time budget of the isolated run ({limits.cpu_seconds:g} s); pass a larger "
@@ -275,7 +341,8 @@ def _signal_error(sig: int, label: str, limits: Limits) -> OpwireError:
     )
 
 
-def _timeout_error(label: str, limits: Limits) -> OpwireError:
+def timeout_error(label: str, limits: Limits) -> OpwireError:
+    """The error of a child stopped past its wall time while running `label`."""
     return BudgetError(
         f"{label} ran past the wall-time budget of {limits.timeout:g} s and the isolated child was stopped; pass a "
         "larger timeout= (CLI: --timeout) if the file is trusted",

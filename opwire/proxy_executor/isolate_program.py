@@ -25,7 +25,15 @@ from opwire.serde.objects import from_python, to_python
 if TYPE_CHECKING:
     from opwire.proxy_executor.runner import ProgramRunner
 
-__all__ = ["api_limits", "node_label", "progress_observer", "run_isolated"]
+__all__ = [
+    "api_limits",
+    "mutated_names",
+    "node_label",
+    "progress_observer",
+    "run_isolated",
+    "shape_outputs",
+    "write_back",
+]
 
 Observer = Callable[[m.Node, Mapping[str, Any]], None]
 
@@ -62,7 +70,7 @@ def progress_observer(graph: m.Graph, child: Child, inner: Observer | None) -> O
     return observe
 
 
-def _mutated(runner: ProgramRunner) -> list[str]:
+def mutated_names(runner: ProgramRunner) -> list[str]:
     """Buffers (a graph may write them in place) and the parameters the program declares it mutates."""
     names = [s.value.buffer_name for s in runner.signature.input_specs if s.type == "buffer"]
     for spec in runner.signature.output_specs:
@@ -80,7 +88,7 @@ def run_isolated(
     limits: Limits,
 ) -> Any:
     """Run `runner` on the inputs in a sandboxed child; outputs (and mutated buffers, written back) as in-process."""
-    mutated = _mutated(runner)
+    mutated = mutated_names(runner)
 
     def work(child: Child) -> dict[str, bytes]:
         runner.isolate = False  # this is the child's own copy of the runner
@@ -105,11 +113,12 @@ def run_isolated(
     for name in mutated:
         value = record.values.get(f"state[{name}]")
         if value is not None:
-            _write_back(state if name in state else constants, name, to_python(value, None, name))
-    return _shape(runner, leaves)
+            write_back(state if name in state else constants, name, to_python(value, None, name))
+    return shape_outputs(runner, leaves)
 
 
-def _shape(runner: ProgramRunner, leaves: list[Any]) -> Any:
+def shape_outputs(runner: ProgramRunner, leaves: list[Any]) -> Any:
+    """The output leaves shaped by the program's output spec."""
     if runner.out_spec is None:
         return leaves[0] if len(leaves) == 1 else tuple(leaves)
     if runner.out_spec.num_leaves != len(leaves):
@@ -124,7 +133,8 @@ def _plain(v: Any) -> Any:
     return v.detach() if isinstance(v, torch.Tensor) else v
 
 
-def _write_back(table: dict[str, torch.Tensor], name: str, value: Any) -> None:
+def write_back(table: dict[str, torch.Tensor], name: str, value: Any) -> None:
+    """Put a mutated buffer the child sent back into `table` (in place when the shape is the same)."""
     old = table.get(name)
     if isinstance(old, torch.Tensor) and isinstance(value, torch.Tensor) and old.shape == value.shape:
         with torch.no_grad():

@@ -7,7 +7,7 @@ constants, each spec read through `opwire.schema.spec_roles`. The graph is bound
 runs dispatcher ops, `operator.getitem`, symbolic-size helpers and the higher-order ops of the fixed table,
 whose subgraphs this module binds and runs. Output specs pick the user outputs and write buffer and
 parameter mutations back. Every run restores the state it found (`guard.RunGuard`) within the run's
-budgets (`run_budgets`); `isolate=True` runs it in a sandboxed child (`isolate_program`).
+budgets (`run_budgets`); `isolate=True` runs it in a sandboxed child kept between calls (`persistent`).
 """
 
 from __future__ import annotations
@@ -110,13 +110,32 @@ class ProgramRunner:
 
     def run_fresh(self, args: Sequence[Any], kwargs: Mapping[str, Any] | None = None) -> Any:
         """Run once with fresh copies of the buffers (`self.state` untouched): what `run_program` does."""
-        state, constants = _fresh(self._base_state, self._base_constants, self.program)
+        if self.isolate:
+            return self._isolated_child().call(True, args, kwargs or {})
+        state, constants = self.fresh_tables()
         return self.run_with(state, constants, args, kwargs or {})
+
+    def fresh_tables(self) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+        """Fresh copies of the parameter/buffer tables (the ones a run may write)."""
+        return _fresh(self._base_state, self._base_constants, self.program)
+
+    def close(self) -> None:
+        """End the persistent isolated children of this runner (`isolate=True`); the next call starts one again."""
+        for child in self.__dict__.get("_isolated_children", {}).values():
+            child.close()
+
+    def _isolated_child(self) -> Any:
+        from opwire.proxy_executor.isolate_program import api_limits  # deferred: a cycle (isolate_program -> runner)
+        from opwire.proxy_executor.persistent import child_for
+
+        return child_for(self, api_limits(self.max_memory, self.exec_policy.timeout))
 
     def run_with(
         self, state: dict[str, torch.Tensor], constants: dict[str, torch.Tensor], args: Sequence[Any], kwargs: Any
     ) -> Any:
         """Run the program on `args`/`kwargs` reading and updating the given parameter/buffer tables."""
+        if self.isolate and state is self.state and constants is self.constants:
+            return self._isolated_child().call(False, args, kwargs)  # the persistent child (its copy of the tables)
         if self.isolate:
             from opwire.proxy_executor.isolate_program import api_limits, run_isolated
 
@@ -328,11 +347,11 @@ def run_program(
     """
     exec_policy = ExecPolicy(allow_ops, max_while_iterations, timeout, max_memory)
     runner = _runner_for(program_or_archive, device, exec_policy)
-    if isolate:
-        from opwire.proxy_executor.isolate_program import api_limits, run_isolated
+    if isolate:  # the opened program's persistent sandboxed child, on fresh buffers each call
+        from opwire.proxy_executor.isolate_program import api_limits
+        from opwire.proxy_executor.persistent import child_for
 
-        state, constants = _fresh(runner._base_state, runner._base_constants, runner.program)
-        return run_isolated(runner, state, constants, args, kwargs or {}, api_limits(max_memory, timeout))
+        return child_for(runner, api_limits(max_memory, timeout)).call(True, args, kwargs or {})
     return runner.run_fresh(args, kwargs)
 
 

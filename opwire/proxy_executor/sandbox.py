@@ -1,42 +1,33 @@
-"""The limits an isolated child runs under: address space, CPU time, and a seccomp filter.
+"""The isolated child's confinement: descriptors, terminal, Landlock, rlimits and the seccomp allowlist.
 
-`enter(limits)` is called in the child once its inputs are loaded and bound, right before the file's work
-runs. It sets `RLIMIT_AS` to what the child already maps plus the execution-memory budget (and 1 GiB of
-headroom for reserved arenas and stacks), `RLIMIT_CPU` to
-the CPU time used so far plus the CPU budget, and loads a seccomp filter (libseccomp through `pyseccomp`, a
-ctypes binding with the API of libseccomp's own Python module) that answers EPERM to: opening a file for
-writing (write/read-write access, `O_CREAT`, `O_TRUNC`), `creat`, `openat2`, changing the filesystem
-(unlink, rename, mkdir, rmdir, link, symlink, chmod, chown, truncate, mknod), running programs (`execve`,
-`execveat`), sockets, new processes (`fork`, `vfork`, `clone` without `CLONE_THREAD`; `clone3` gets ENOSYS
-so libc falls back to `clone`), signals to other processes, tracing, io_uring, `bpf` and
-`perf_event_open`. Threads, memory mappings (including executable ones: oneDNN's JIT) and reading files
-stay allowed, so torch runs as usual.
+Two steps, both in the child only (the host process's own settings are never touched):
+- `confine(limits, keep, err)` right after the fork, while the child has one thread: a new session (no
+  controlling terminal), a parent-death signal, not dumpable, no new privileges, stdin from /dev/null,
+  stdout and stderr into the pipe the parent reads, every other descriptor closed but `keep` (the result
+  channel and what the caller passes on purpose), and Landlock (read-only: the Python and torch installation
+  and `limits.reads`; no TCP, no signals out) where the kernel has it.
+- `enter(limits)` once the inputs are loaded, right before the file's work: `RLIMIT_AS` (what the child maps
+  plus the execution-memory budget and 1 GiB of headroom for reserved arenas and stacks), `RLIMIT_CPU`, no core
+  file, then the seccomp allowlist (`syscalls.TABLE`) on every thread (TSYNC), checked per task.
 """
 
 from __future__ import annotations
 
-import errno
+import ctypes
 import os
 import resource
+import signal
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["DEFAULT_TIMEOUT", "DENIED", "Limits", "default_max_memory", "enter", "parse_size"]
+from opwire.proxy_executor import landlock, syscalls
+
+__all__ = ["DEFAULT_TIMEOUT", "Limits", "confine", "default_max_memory", "enter", "lock_reads", "parse_size"]
 
 DEFAULT_TIMEOUT = 600.0  # seconds of wall time the CLI gives an isolated run unless --timeout says otherwise
 
-# syscalls answered EPERM unconditionally
-DENIED = (
-    "creat", "openat2", "execve", "execveat", "socket", "socketpair", "fork", "vfork", "tkill",
-    "unlink", "unlinkat", "rename", "renameat", "renameat2", "mkdir", "mkdirat", "rmdir", "link", "linkat",
-    "symlink", "symlinkat", "chmod", "fchmod", "fchmodat", "chown", "fchown", "lchown", "fchownat", "truncate",
-    "ftruncate", "mknod", "mknodat", "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_open",
-    "pidfd_send_signal", "pidfd_getfd", "io_uring_setup", "io_uring_enter", "io_uring_register", "bpf",
-    "perf_event_open", "name_to_handle_at", "open_by_handle_at", "unshare", "setns", "userfaultfd", "mount",
-    "umount2", "chroot", "pivot_root", "keyctl", "add_key", "request_key", "kexec_load", "reboot",
-)  # fmt: skip
-_WRITE_FLAGS = (os.O_WRONLY, os.O_RDWR, os.O_CREAT, os.O_TRUNC)
-_CLONE_THREAD = 0x00010000
+_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_SET_NO_NEW_PRIVS = 1, 4, 38
 
 
 @dataclass(frozen=True)
@@ -48,6 +39,8 @@ class Limits:
     timeout: float | None = None
     threads: int | None = None  # intra-op threads in the child (None: torch's default)
     seccomp: bool = True
+    reads: tuple[str, ...] = ()  # files the child may still open read-only after `confine` (Landlock)
+    collectives: bool = False  # the rank's connected process group may be used (never a new socket)
 
 
 ADDRESS_HEADROOM = 1 << 30
@@ -92,8 +85,49 @@ def _lower(which: int, soft: int, slack: int) -> None:
         resource.setrlimit(which, (soft, soft + slack))
 
 
+def confine(limits: Limits, keep: Iterable[int], err: int, parent: int) -> int:
+    """In a child freshly forked by `parent`: no terminal, descriptors `keep` only (stdout/stderr to `err`), Landlock.
+
+    Returns the Landlock ABI version enforced (0: the kernel has none)."""
+    os.setsid()  # a new session: no controlling terminal, /dev/tty cannot be opened, TIOCSTI has no target
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before the death signal was armed
+        os._exit(1)
+    libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+    libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(err, 1)
+    os.dup2(err, 2)
+    _close_all_but({0, 1, 2, *keep})
+    if not limits.seccomp:
+        return 0
+    return lock_reads(limits.reads, network=limits.collectives)
+
+
+def lock_reads(reads: Iterable[str], network: bool = False) -> int:
+    """Landlock this (one-threaded) process: reads under the installation and `reads` only, nothing written; what
+    torch would create or load lazily is resolved first. The ABI version enforced (0: the kernel has none)."""
+    # torch imports Dynamo lazily (a custom op's first call), which creates its cache directory: point it at the
+    # temp directory, which exists (os.makedirs then creates nothing); gettempdir() probes by creating a file: now
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.gettempdir())
+    import pyseccomp  # noqa: F401  (deferred: load libseccomp.so now, before Landlock confines reads)
+
+    return landlock.restrict([*landlock.install_paths(), *reads], network=network)
+
+
+def _close_all_but(keep: set[int]) -> None:
+    low = 0
+    for fd in sorted(keep):
+        if fd > low:
+            os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, 1 << 20)
+
+
 def enter(limits: Limits) -> None:
-    """Apply `limits` to this (child) process: rlimits first, then the seccomp filter (irrevocable)."""
+    """Apply `limits` to this (child) process: rlimits first, then the seccomp allowlist (irrevocable)."""
     if limits.threads is not None:
         import torch
 
@@ -104,15 +138,12 @@ def enter(limits: Limits) -> None:
         _lower(resource.RLIMIT_CPU, int(used.ru_utime + used.ru_stime + limits.cpu_seconds) + 1, 2)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash leaves no core file behind
     if limits.seccomp:
-        # torch resolves some paths lazily (torch._dynamo's cache directory probes the temp directory by creating a
-        # file): resolve it now, while the child may still create files, so a lazy import cannot fail under the filter
-        tempfile.gettempdir()
-        _load_filter()
+        _load_filter(limits.collectives)
 
 
-def _load_filter() -> None:
+def _load_filter(collectives: bool) -> None:
     try:
-        import pyseccomp as sc
+        syscalls.load(collectives=collectives)
     except (ImportError, OSError) as exc:  # no binding, or no libseccomp.so.2
         from opwire.errors import OpwireError
 
@@ -120,20 +151,3 @@ def _load_filter() -> None:
             f"the isolated child cannot load its seccomp filter ({exc}); install pyseccomp and libseccomp2, or run "
             "a trusted file with --no-isolate / isolate=False"
         ) from None
-
-    f = sc.SyscallFilter(sc.ALLOW)
-    deny = sc.ERRNO(errno.EPERM)
-    for name in DENIED:
-        try:
-            f.add_rule(deny, name)
-        except (OSError, ValueError, RuntimeError):  # a syscall this architecture does not have
-            continue
-    for flag in _WRITE_FLAGS:
-        f.add_rule(deny, "open", sc.Arg(1, sc.MASKED_EQ, flag, flag))
-        f.add_rule(deny, "openat", sc.Arg(2, sc.MASKED_EQ, flag, flag))
-    f.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")  # its flags sit in memory a filter cannot read
-    f.add_rule(deny, "clone", sc.Arg(0, sc.MASKED_EQ, _CLONE_THREAD, 0))  # a new process, not a thread
-    me = os.getpid()
-    f.add_rule(deny, "kill", sc.Arg(0, sc.NE, me))
-    f.add_rule(deny, "tgkill", sc.Arg(0, sc.NE, me))
-    f.load()

@@ -95,6 +95,10 @@ def main(argv: list[str] | None = None) -> int:
         o.get("allow_ops", ()), timeout=o.get("timeout"), max_memory=o.get("max_memory", MAX_MEMORY)
     )
     opts = ReplayOptions(DefaultPolicy(o["policy"]), "isolated", o["rtol"], o["atol"], o["device"], exec_policy)
+    if o.get("sandbox") is not None:  # one thread still: Landlock covers every thread this worker starts
+        from opwire.proxy_executor.sandbox import lock_reads
+
+        lock_reads([args["path"]])
     src = StreamSource(args["path"], max_elements=o.get("max_elements"), max_bytes=o.get("max_bytes"))
     part = ReplayReport("isolated", len(src))
     if o.get("sandbox") is not None:

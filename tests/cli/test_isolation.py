@@ -7,14 +7,25 @@ that crashes or misbehaves on what a hostile file feeds it.
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import torch
 from support.clirun import one_line, run_cli
-from support.isolation_files import nodes_calling, program_calling, trace_calling, write_isolib, write_values
+from support.isolation_escapes import refused
+from support.isolation_files import (
+    nodes_calling,
+    program_calling,
+    trace_calling,
+    write_isolib,
+    write_run_calling,
+    write_values,
+)
 
 import opwire
 
@@ -26,11 +37,12 @@ def d(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A directory with isolib.py, a program / extern-node file / trace per op, and their inputs."""
     root = tmp_path_factory.mktemp("iso")
     write_isolib(root)
-    for op in ("segv", "abort", "write", "alloc", "nap", "ok"):
+    for op in ("segv", "abort", "write", "alloc", "nap", "ok", "escape"):
         (root / f"{op}.opw").write_bytes(opwire.dumps(program_calling(op), "compact"))
         (root / f"{op}.json").write_bytes(opwire.dumps(nodes_calling(op)))
     for op in ("segv", "ok"):
         (root / f"{op}.trace").write_bytes(opwire.dumps(trace_calling(op), "compact"))
+        write_run_calling(op, root / f"{op}.run")
     write_values(root / "in.json", x=torch.randn(2, 4))
     return root
 
@@ -62,12 +74,57 @@ def test_a_crash_in_replay_names_the_call(d: Path) -> None:
     assert re.search(r"SIGSEGV\) while running call 1 \(opwire_iso::segv", line), line
 
 
+def test_a_crash_in_a_run_directory_names_the_rank_and_the_call(d: Path) -> None:
+    proc = opw(d, "replay", "segv.run")
+    line = one_line(proc, "replay")
+    assert proc.returncode == 2
+    assert re.search(r"rank 0: .*SIGSEGV\) while running call 1 \(opwire_iso::segv", line), line
+    ok = opw(d, "replay", "ok.run")
+    assert ok.returncode == 0 and "1 ranks replayed" in ok.stdout, ok.stderr
+
+
+@pytest.mark.slow
+def test_a_crash_under_collectives_is_one_line_naming_the_rank_and_the_call(d: Path) -> None:
+    """`replay RUN --collectives` replays each rank in a sandboxed fork: a crash there is the rank's one error line."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "1", "-m", "opwire"]
+    args = ["replay", "segv.run", "--collectives", "--collective-timeout", "30", "--import", "isolib"]
+    done = subprocess.run([*cmd, *args], cwd=d, capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode != 0
+    lines = [ln for ln in done.stderr.splitlines() if ln.startswith("opwire replay: error:")]
+    assert len(lines) == 1 and re.search(r"rank 0: .*SIGSEGV\) while running call 1 \(opwire_iso::segv", lines[0]), (
+        done.stderr[-2000:]
+    )
+
+
 def test_a_user_op_may_not_write_a_file_from_the_child(d: Path) -> None:
     proc = opw(d, "run", "write.opw", "--inputs", "in.json")
     line = one_line(proc, "run")
     assert proc.returncode == 1
     assert "sandbox refused" in line and "Operation not permitted" in line and "opwire_iso::write" in line, line
     assert not (d / "pwned.txt").exists()
+
+
+def test_every_escape_is_refused_from_the_main_thread_and_an_openmp_worker(d: Path, tmp_path: Path) -> None:
+    """The compromised kernel (opwire_iso::escape) tries each way out after a parallel kernel ran; one line."""
+    for name in ("isolib.py", "escape.opw", "in.json"):
+        (tmp_path / name).write_bytes((d / name).read_bytes())
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    victim.chmod(0o600)
+    before = victim.stat()
+    proc = opw(tmp_path, "run", "escape.opw", "--inputs", "in.json")
+    line = one_line(proc, "run")
+    assert proc.returncode == 1 and "graph node 'escape'" in line, line
+    tables, _ = json.JSONDecoder().raw_decode(line.split("escape table ", 1)[1])
+    assert set(tables) == {"main", "openmp", "seccomp"}
+    assert len(tables["seccomp"]) >= 2 and set(tables["seccomp"].values()) == {"2"}, tables["seccomp"]
+    for where in ("main", "openmp"):
+        for name, got in tables[where].items():
+            assert got in refused(name), f"{where}: {name}: {got}"
+    assert victim.read_text() == "keep" and victim.stat().st_mode == before.st_mode
+    assert victim.stat().st_mtime == before.st_mtime and os.listxattr(victim) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["escape.opw", "in.json", "isolib.py", "victim"]
 
 
 def test_no_isolate_runs_trusted_files_in_process(d: Path, tmp_path: Path) -> None:

@@ -6,6 +6,14 @@ ranks (groups the run created are created again with the same members), with `ti
 The execution policy admits the trace's c10d ops in this mode only, through its caller allowlist. A rank that
 fails prints its error and exits: torchrun then stops the other ranks and the group's timeout bounds any wait,
 so a failure never hangs. Reports travel to rank 0 as JSON over the group, and rank 0 prints the merged one.
+
+Each rank replays in a sandboxed fork of itself (`isolate.run_in_child`): the fork is confined as every isolated
+child is (no terminal, its own descriptors only, Landlock reads limited to the installation, the run directory
+and the resolver's files; TCP left to the group), connects the group, creating only the groups some recorded
+call uses (at most `MAX_GROUPS`, each member a rank of the run, none twice), then loads the seccomp allowlist
+with the collectives rules on every thread (gloo's included): the connected sockets stay usable, a new socket,
+bind, connect or accept is refused, and so is everything `opwire replay TRACE` refuses. The rank's own process
+prints the report the fork sends back, or one line naming the call a crash stopped (`--no-isolate`: in-process).
 """
 
 from __future__ import annotations
@@ -21,10 +29,12 @@ from typing import Any
 
 import torch
 
-from opwire.errors import OpwireError
+from opwire.errors import DecodeError, OpwireError, printable
 from opwire.proxy_executor.default_policy import DefaultPolicy
 from opwire.proxy_executor.exec_policy import ExecPolicy
 from opwire.proxy_executor.executor import ProxyExecutor
+from opwire.proxy_executor.isolate import Child, in_process, run_in_child
+from opwire.proxy_executor.sandbox import Limits, default_max_memory
 from opwire.recording.compare import Errors
 from opwire.recording.dispatch_mode import object_of
 from opwire.recording.distributed.collectives import is_distributed_op
@@ -41,7 +51,15 @@ from opwire.schema import models as m
 from opwire.serde import json
 from opwire.serde.json import to_jsonable
 
-__all__ = ["replay_live"]
+__all__ = ["MAX_GROUPS", "replay_live"]
+
+MAX_GROUPS = 64  # process groups a run may ask every rank to create (each holds a connection per member)
+# what connecting the group reads beside the run directory: glibc's resolver (the launcher's address), and the
+# network interfaces gloo enumerates (gloo/common/linux.cc)
+_RESOLVER = (
+    "/etc/hosts", "/etc/host.conf", "/etc/nsswitch.conf", "/etc/resolv.conf", "/etc/gai.conf", "/sys/class/net",
+    "/sys/bus/pci/devices", "/sys/devices", "/proc/modules",
+)  # fmt: skip
 
 
 def replay_live(
@@ -52,11 +70,12 @@ def replay_live(
     allow_ops: Iterable[str],
     as_json: bool,
     findings: Callable[[ReplayReport], Sequence[m.Finding]] | None = None,
+    isolate: bool = True,
+    max_memory: int | None = None,
 ) -> int:
     """Replay this rank of run `path` with real collectives; rank 0 prints the merged report. Exit 0/1/2.
 
     With `as_json` rank 0 prints the `RunReplayOutput` record; `findings` gives each rank's Findings."""
-    import torch.distributed as dist
 
     info = launch_info()
     if info is None:
@@ -78,45 +97,99 @@ def replay_live(
             file=sys.stderr,
         )
         return 2
+
+    def work(child: Child) -> dict[str, bytes]:
+        return _replay_here(child, run, info.rank, rtol, atol, timeout, allow_ops, as_json, findings)
+
+    if not isolate:
+        blobs = in_process(work)
+    else:  # a fork of this rank connects the group, sandboxes itself, replays; this process reports its end
+        limits = Limits(
+            max_memory=default_max_memory() if max_memory is None else max_memory,
+            collectives=True,
+            reads=(str(run.path), *_RESOLVER),
+        )
+        outcome = run_in_child(work, limits)
+        if outcome.error is not None:
+            print(f"opwire replay: error: rank {info.rank}: {printable(str(outcome.error))}", file=sys.stderr)
+            return 2
+        blobs = outcome.blobs
+    if "error" in blobs:
+        print(f"opwire replay: error: rank {info.rank}: {printable(blobs['error'].decode('utf-8', 'replace'))}",
+              file=sys.stderr, flush=True)  # fmt: skip
+        if not isolate:
+            os._exit(2)  # no destroy_process_group: it would wait for ranks that will never come
+        return 2
+    sys.stdout.write(blobs["out"].decode("utf-8", "replace"))
+    sys.stdout.flush()
+    return int(blobs["code"])
+
+
+def _replay_here(
+    child: Child, run: Run, rank: int, rtol: float | None, atol: float | None, timeout: float,
+    allow_ops: Iterable[str], as_json: bool, findings: Callable[[ReplayReport], Sequence[m.Finding]] | None,
+) -> dict[str, bytes]:  # fmt: skip
+    """Connect the group, enter the sandbox (`child.ready()`), replay this rank, gather; rank 0's report as text."""
+    import torch.distributed as dist
+
     dist.init_process_group("gloo", timeout=timedelta(seconds=timeout))
     try:
         groups, ranks = _groups(run, timeout)
-        report = _replay_rank(run, info.rank, groups, ranks, rtol, atol, allow_ops)
+        child.ready()  # sandboxed from here: the connected group's sockets only (syscalls.COLLECTIVES)
+        report = _replay_rank(run, rank, groups, ranks, rtol, atol, allow_ops, child)
         reports = _gather(to_jsonable(worker_report(report)))
-    except Exception as exc:  # this rank cannot go on: say so, and let torchrun stop the others
-        print(f"opwire replay: error: rank {info.rank}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-        os._exit(2)  # no destroy_process_group: it would wait for ranks that will never come
-    merged = RunReplay(path, "collectives", run.world_size)
+    except Exception as exc:  # this rank cannot go on: say so (the caller exits), and torchrun stops the others
+        return {"error": f"{type(exc).__name__}: {exc}".encode()}
+    merged = RunReplay(str(run.path), "collectives", run.world_size)
     merged.ranks = [report_from_dict(d) for d in reports]
-    if info.rank == 0:
+    out = ""
+    if rank == 0:
         merged.collectives = check_ranks(run)
-        if as_json:
-            sys.stdout.write(json.encode(merged.to_model(findings), indent=2).decode("ascii") + "\n")
-            sys.stdout.flush()
-        else:
-            print(merged, flush=True)
+        out = (json.encode(merged.to_model(findings), indent=2).decode("ascii") if as_json else str(merged)) + "\n"
     # a synchronized teardown: no rank destroys its groups while another still works (rank 0 prints the report),
     # and what the replay held (tensors, async work) goes while the groups and the interpreter are alive; a
     # gloo rank that tore down alone once aborted at exit ("terminate called without an active exception")
     dist.barrier()
     gc.collect()
     dist.destroy_process_group()
-    return 0 if merged.ok else 1
+    return {"out": out.encode(), "code": b"0" if merged.ok else b"1"}
 
 
 def _groups(run: Run, timeout: float) -> tuple[dict[str, Any], dict[str, list[int]]]:
-    """Recorded group name -> a fresh group with the same members (every rank creates them in the same order)."""
+    """Recorded group name -> a fresh group with the same members (every rank creates them in the same order);
+    only the groups a recorded call uses, at most `MAX_GROUPS`, members checked against the world size."""
     import torch.distributed as dist
 
     world = list(range(run.world_size))
+    used = _used_groups(run)
+    found = sorted((g for g in run.groups if g.name in used), key=lambda g: g.name)
+    if len(found) > MAX_GROUPS:
+        raise DecodeError(
+            f"{run.path}: the run's calls use {len(found)} process groups, at most {MAX_GROUPS} are created for a "
+            "replay (each holds a connection per member); replay it without --collectives"
+        )
     groups: dict[str, Any] = {}
     ranks: dict[str, list[int]] = {}
-    for g in sorted(run.groups, key=lambda g: g.name):
+    for g in found:
         members = [int(r) for r in g.ranks]
+        if not members or len(set(members)) != len(members) or any(not 0 <= r < run.world_size for r in members):
+            raise DecodeError(
+                f"{run.path}: process group {printable(g.name)!r} lists ranks {members[:16]}; expected distinct "
+                f"ranks of the run (0..{run.world_size - 1})"
+            )
         ranks[g.name] = members
         same = members == world
         groups[g.name] = dist.group.WORLD if same else dist.new_group(members, timeout=timedelta(seconds=timeout))
     return groups, ranks
+
+
+def _used_groups(run: Run) -> set[str]:
+    """The names of the process groups some recorded collective of some rank uses."""
+    used: set[str] = set()
+    for r in range(run.world_size):
+        with run.open(r) as src:
+            used |= {c.group for c in collective_calls(src, r)}
+    return used
 
 
 def _replay_rank(
@@ -127,6 +200,7 @@ def _replay_rank(
     rtol: float | None,
     atol: float | None,
     allow_ops: Iterable[str],
+    child: Child,
 ) -> ReplayReport:
     from opwire.recording.replay_engine import Replayer, ReplayOptions, check_policy
 
@@ -142,6 +216,7 @@ def _replay_rank(
         runner.free(-1)
         with torch.no_grad():
             for i, rec in enumerate(src.records()):
+                child.at(f"call {i} ({printable(rec.target)})")
                 if "skipped" in rec.metadata:
                     report.skipped.append((i, rec.target, rec.metadata["skipped"]))
                     runner.free(i)

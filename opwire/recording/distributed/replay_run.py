@@ -1,4 +1,4 @@
-"""`opwire replay RUN`: replay every rank of a run, each isolated, in this process; collectives checked across ranks.
+"""`opwire replay RUN`: replay every rank of a run, each in a sandboxed child; collectives checked across ranks.
 
 A rank's own calls replay from their recorded inputs as `opwire.replay` does. A collective is not executed:
 its recorded outputs are checked against what it must produce from all ranks' recorded inputs (`opwire ranks`'
@@ -172,8 +172,13 @@ def replay_run(
     allow_ops: Iterable[str] = (),
     timeout: float | None = None,
     max_mismatches: int = 10,
+    isolate: bool = True,
+    max_memory: int | None = None,
 ) -> RunReplay:
-    """Replay every rank of `run` isolated (collectives checked across ranks, not executed)."""
+    """Replay every rank of `run` isolated (collectives checked across ranks, not executed); `isolate`: each rank's
+    replay runs in a sandboxed child (a crashing call is a KernelError naming the rank and the call)."""
+    from opwire.errors import KernelError
+    from opwire.proxy_executor.run_budgets import MAX_MEMORY
     from opwire.recording.replayer import replay
 
     run = run if isinstance(run, Run) else Run(run)
@@ -181,8 +186,13 @@ def replay_run(
     for r in range(run.world_size):
         with run.open(r) as src:
             trace = Trace(source=_LocalOnly(src))
-            result.ranks.append(
-                replay(trace, rtol=rtol, atol=atol, allow_ops=allow_ops, timeout=timeout, max_mismatches=max_mismatches)
-            )
+            try:
+                report = replay(
+                    trace, rtol=rtol, atol=atol, allow_ops=allow_ops, timeout=timeout, max_mismatches=max_mismatches,
+                    isolate=isolate, max_memory=MAX_MEMORY if max_memory is None else max_memory,
+                )  # fmt: skip
+            except KernelError as exc:
+                raise KernelError(f"rank {r}: {exc}") from None
+            result.ranks.append(report)
     result.collectives = check_ranks(run)
     return result
