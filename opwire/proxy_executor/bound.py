@@ -18,6 +18,7 @@ from typing import Any
 
 from opwire.proxy_executor.context import BindContext
 from opwire.proxy_executor.default_policy import DefaultPolicy
+from opwire.proxy_executor.exec_policy import refusals_collected
 from opwire.proxy_executor.plan import NodePlan, bind_node
 from opwire.proxy_executor.run_budgets import current_deadline, timed_out
 from opwire.schema import models as m
@@ -113,7 +114,20 @@ class BoundGraph:
             return
         track(self.graph)
         old = {id(n): i for i, n in enumerate(self._nodes)}
-        nodes, snapshots, plans, runs = list(self.graph.nodes), [], [], []
+        nodes: list[m.Node] = list(self.graph.nodes)
+        snapshots: list[Any] = []
+        plans: list[NodePlan] = []
+        runs: list[Any] = []
+        with refusals_collected():  # one BindError naming every refused op of the graph and its subgraphs
+            self._bind_nodes(nodes, old, snapshots, plans, runs)
+        if self.checker is not None:
+            self.checker(plans)
+        self._nodes, self._snapshots, self._plans, self._runs = nodes, snapshots, plans, runs
+        self._edits = edits
+
+    def _bind_nodes(
+        self, nodes: list[m.Node], old: dict[int, int], snapshots: list[Any], plans: list[NodePlan], runs: list[Any]
+    ) -> None:
         for i, n in enumerate(nodes):
             j = old.get(id(n))
             if j is not None and self._nodes[j] is n and unchanged(self._snapshots[j], n):
@@ -127,7 +141,3 @@ class BoundGraph:
             plans.append(plan)
             runs.append(runner_of(plan))
             self.binds += 1
-        if self.checker is not None:
-            self.checker(plans)
-        self._nodes, self._snapshots, self._plans, self._runs = nodes, snapshots, plans, runs
-        self._edits = edits

@@ -4,7 +4,7 @@
 (nodes with no checks keep the fast path). What is checked:
 
 - constant argument values refused whatever the op (`preconditions.refused_value`: `unsafe=True`);
-- the op's precondition, when its kernel trusts index/offset/size arguments (`preconditions.PRECONDITIONS`);
+- the op's precondition, when its kernel trusts index/offset/companion arguments (its family's check, `preconditions`);
 - execution memory: before an allocation-heavy node (a factory, or an op with a size-like argument)
   runs, its outputs are computed on the `meta` device (shapes only, nothing allocated) and their bytes
   checked against `max_memory`;
@@ -110,7 +110,7 @@ def node_checks(target: Target, node: m.Node, where: str, max_memory: int) -> Ch
             why = refused_value(na.name, na.arg.value)
             if why is not None:
                 raise BindError(f"{where}: argument {na.name!r}: {why}")
-    pre = precondition_for(schema.qualname)
+    pre = precondition_for(schema.qualname, [a.name for a in schema.arguments if not a.kwarg_only])
     tensors_in = any("Tensor" in a.type for a in schema.arguments)
     heavy = not tensors_in or any(a.name in SIZE_ARGS for a in schema.arguments)
     if not schema.returns or not any("Tensor" in r.type for r in schema.returns):

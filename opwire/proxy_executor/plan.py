@@ -212,8 +212,10 @@ def _bind_op(target: Target, node: m.Node, where: str, policy: DefaultPolicy, ct
     checks = node_checks(target, node, where, ctx.exec_policy.max_memory)
     fn = getattr(target.fn, "_op", target.fn)
     seeded = is_seeded(target.fn)
-    # an op allowed by name may change modes or print; a library op is trusted (its own state changes are its own)
-    guarded = seeded or (schema.namespace in TORCH_NAMESPACES and schema.qualname not in allowlist())
+    # an op allowed by name may change modes or print; an out= variant warns when it resizes its `out` (torch.ops
+    # prints that to fd 2); a library op is trusted (its own state changes are its own)
+    writes_out = any(a.kwarg_only and (a.alias or "").endswith("!") for a in schema.arguments)
+    guarded = seeded or writes_out or (schema.namespace in TORCH_NAMESPACES and schema.qualname not in allowlist())
     return NodePlan(
         where,
         target,
