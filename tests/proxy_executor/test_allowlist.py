@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -172,3 +173,21 @@ def test_opwire_run_program_runs_an_out_variant() -> None:
     _, nodes = CHECKED_ATTACKS["add.out into a wrong-shaped out (a kernel warning on stderr)"]
     out = opwire.run_program(program(nodes[:1]), (torch.ones(16),))  # admitted since issue 25: out= of a public op
     assert out.tolist() == [2.0] * 16
+
+
+def test_ops_policy_says_admitted_which_precondition_or_why_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    from opwire.cli import main
+
+    assert main(["ops", "policy", "aten::add.Tensor", "aten::native_layer_norm_backward"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("aten::add.Tensor: admitted (public)")
+    assert out[1].startswith("aten::native_layer_norm_backward: admitted after the layer_norm precondition: ")
+    assert main(["ops", "policy", "aten::set_.source_Tensor", "aten::relu", "--json"]) == 1
+    verdicts = json.loads(capsys.readouterr().out)
+    assert [(v["op"], v["verdict"], v["allow"]) for v in verdicts] == [
+        ("aten::set_.source_Tensor", "refused", "aten::set_.source_Tensor"),
+        ("aten::relu", "admitted", None),
+        ("aten::relu.out", "admitted", None),
+    ]
+    assert main(["ops", "policy", "nope::x"]) == 2
+    assert "is not a registered op" in capsys.readouterr().err
