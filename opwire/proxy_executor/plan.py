@@ -302,9 +302,18 @@ def _bind_other(target: Target, node: m.Node, where: str, policy: DefaultPolicy,
             if na.name in kw:
                 raise BindError(f"{where}: keyword input {na.name!r} is given twice")
             kw[na.name] = convert(na.arg, f"{where} input {na.name!r}", ctx)
-    if target.spelled == "torch.ops.higher_order.while_loop":
-        fn = while_loop_with_budget(fn, ctx.exec_policy.max_while_iterations, where)
+    body_at = _LOOP_BODY.get(target.spelled)
+    if body_at is not None:  # while_loop iterations, map rows and scan steps share the run's loop budget
+        fn = while_loop_with_budget(fn, ctx.exec_policy.max_while_iterations, where, body_at)
     return NodePlan(where, target, node, fn, pos, kw, (), (), policy, seeded=target.kind == "hop")
+
+
+_LOOP_BODY = {
+    "torch.ops.higher_order.while_loop": 1,
+    "torch.ops.higher_order.map_impl": 0,
+    "torch.ops.higher_order.scan": 0,
+}
+"""Looping higher-order ops -> the position of the subgraph they run once per iteration."""
 
 
 def _hop_keywords(kind: str, positional: list[m.NamedArgument], where: str) -> set[str] | None:

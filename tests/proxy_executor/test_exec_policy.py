@@ -203,3 +203,22 @@ def test_replay_refuses_before_running_and_allow_ops_opts_in(tmp_path: Path) -> 
     assert not (tmp_path / "w.pth").exists()
     report = opwire.replay(argv[0], mode="chained", allow_ops=["aten::from_file"])
     assert report.replayed == 4 and (tmp_path / "w.pth").read_bytes()[:1] == b"A"
+
+
+def test_map_rows_and_scan_steps_count_in_the_loop_budget() -> None:
+    """A map over a file-sized leading dimension is bounded like a while_loop (issue 25): one total per run."""
+    from torch._higher_order_ops.map import map as hop_map
+    from torch._higher_order_ops.scan import scan
+
+    class Rows(torch.nn.Module):
+        def forward(self, xs: torch.Tensor) -> torch.Tensor:
+            mapped = hop_map(lambda x: x * 2, xs)
+            carry, _ = scan(lambda c, x: (c + x, c.clone()), torch.zeros(3), xs)
+            return mapped.sum() + carry.sum()
+
+    xs = torch.ones(5, 3)
+    ep = torch.export.export(Rows(), (xs,))
+    assert opwire.run_program(ep, (xs,), max_while_iterations=10).item() == 45.0  # 5 rows + 5 steps
+    with pytest.raises(BudgetError, match=r"map/scan ran 9 iterations in this run .*rows remained") as info:
+        opwire.run_program(ep, (xs,), max_while_iterations=9)
+    assert info.value.budget == "max_while_iterations"
