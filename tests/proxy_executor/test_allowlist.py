@@ -191,3 +191,19 @@ def test_ops_policy_says_admitted_which_precondition_or_why_refused(capsys: pyte
     ]
     assert main(["ops", "policy", "nope::x"]) == 2
     assert "is not a registered op" in capsys.readouterr().err
+
+
+def test_the_hosts_own_stderr_lines_pass_through_a_guarded_run() -> None:
+    """Lines the host writes to fd 2 while a guard is active reach its stderr unchanged; torch's warnings do not."""
+    code = (
+        "import os, warnings, torch\n"
+        "from opwire.proxy_executor.guard import RunGuard\n"
+        "warnings.simplefilter('ignore')\n"
+        "with RunGuard('test'):\n"
+        "    for i in range(50):\n"
+        "        os.write(2, f'host line {i}\\n'.encode())\n"
+        "    torch.ops.aten.add.out(torch.ones(4), torch.ones(4), out=torch.ones(3))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stderr.splitlines() == [f"host line {i}" for i in range(50)]
