@@ -19,6 +19,7 @@ from typing import Any
 from opwire.proxy_executor.context import BindContext
 from opwire.proxy_executor.default_policy import DefaultPolicy
 from opwire.proxy_executor.exec_policy import refusals_collected
+from opwire.proxy_executor.graphchecks import StorageGuard, written_names
 from opwire.proxy_executor.plan import NodePlan, bind_node
 from opwire.proxy_executor.run_budgets import current_deadline, timed_out
 from opwire.schema import models as m
@@ -73,6 +74,10 @@ class BoundGraph:
         self._plans: list[NodePlan] = []
         self._runs: list[Run] = []
         self._edits = -1  # bound on first run, so a bad node raises where the program runs
+        self._written: list[tuple[str, ...]] = []  # per node: the tensor names it writes ((a!) arguments)
+        self._writes = False
+        self.write_guard: Callable[[Mapping[str, Any]], StorageGuard] | None = None
+        """Builds, per run, the check of every writing node's storage against the protected inputs."""
 
     def run(self, env: dict[str, Any], observer: Callable[[m.Node, Mapping[str, Any]], None] | None = None) -> None:
         """Run every node on `env` (names -> values), adding each node's outputs to it (and showing `observer`).
@@ -84,13 +89,16 @@ class BoundGraph:
                 self._refresh()
                 runs, nodes, plans = self._runs, self._nodes, self._plans
         deadline = current_deadline()
-        if observer is None and deadline is None:
+        guard = self.write_guard(env) if self.write_guard is not None and self._writes else None
+        if observer is None and deadline is None and guard is None:
             for run in runs:
                 env.update(run(env))
             return
         for i, (node, run) in enumerate(zip(nodes, runs, strict=True)):
             if deadline is not None and time.monotonic() > deadline:
                 raise timed_out(plans[i].where)
+            if guard is not None and self._written[i]:
+                guard.check(plans[i], self._written[i], env)  # storage, not annotations: before the write
             out = run(env)
             env.update(out)
             if observer is not None:
@@ -122,6 +130,8 @@ class BoundGraph:
             self._bind_nodes(nodes, old, snapshots, plans, runs)
         if self.checker is not None:
             self.checker(plans)
+        self._written = [written_names(p) for p in plans]
+        self._writes = any(self._written)
         self._nodes, self._snapshots, self._plans, self._runs = nodes, snapshots, plans, runs
         self._edits = edits
 

@@ -131,7 +131,8 @@ class _Fd2Capture:
                 return ""
             size = os.lseek(self.mem, 0, os.SEEK_CUR)
             data = os.pread(self.mem, size, 0) if size else b""
-            warned, host = [], []
+            warned: list[bytes] = []
+            host: list[bytes] = []
             for line in data.splitlines(keepends=True):
                 (warned if _TORCH_WARNING.match(line) else host).append(line)
             if host:  # the host's own output in the window (another thread, a library): where it was going

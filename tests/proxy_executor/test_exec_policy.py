@@ -222,3 +222,44 @@ def test_map_rows_and_scan_steps_count_in_the_loop_budget() -> None:
     with pytest.raises(BudgetError, match=r"map/scan ran 9 iterations in this run .*rows remained") as info:
         opwire.run_program(ep, (xs,), max_while_iterations=9)
     assert info.value.budget == "max_while_iterations"
+
+
+def _writes_through(alias: list[m.Node]) -> list[m.Node]:
+    from support.hostile_exec import node, t
+
+    return [*alias, node("aten::add_.Tensor", {"self": t("view"), "other": t("view")}, "out")]
+
+
+@pytest.mark.parametrize(
+    "alias",
+    [
+        "_unsafe_view",
+        "einsum",
+        "unsafe_split",
+    ],
+)
+def test_a_write_through_an_undeclared_alias_is_refused_by_storage(alias: str) -> None:
+    """_unsafe_view, einsum('i->i') and unsafe_split return views with no alias annotation: the write is still seen."""
+    from support.hostile_exec import node, t
+
+    ints = lambda *v: m.Argument(as_ints=list(v))  # noqa: E731
+    first = {
+        "_unsafe_view": [node("aten::_unsafe_view", {"self": t("x"), "size": ints(16)}, "view")],
+        "einsum": [
+            node("aten::einsum", {"equation": m.Argument(as_string="i->i"), "tensors": m.Argument(
+                as_tensors=[m.TensorArgument(name="x")])}, "view")
+        ],
+        "unsafe_split": [
+            m.Node(
+                target="aten::unsafe_split.Tensor",
+                inputs=[m.NamedArgument(name="self", arg=t("x")), m.NamedArgument(name="split_size",
+                                                                                   arg=m.Argument(as_int=16))],
+                outputs=[m.Argument(as_tensors=[m.TensorArgument(name="view")])],
+                metadata={},
+            )
+        ],
+    }[alias]  # fmt: skip
+    x = torch.ones(16)
+    with pytest.raises(BindError, match=r"writes into user input 'x' through 'view', which shares its storage"):
+        opwire.run_program(program(_writes_through(first)), (x,))
+    assert x.tolist() == [1.0] * 16  # the caller's tensor is untouched: refused before the write
