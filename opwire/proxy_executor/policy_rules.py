@@ -33,8 +33,6 @@ REFUSED: dict[str, tuple[str, str]] = {
     "set_data": _STORAGE,
     "resize_": _STORAGE,
     "resize": _STORAGE,
-    "resize_as_": _STORAGE,
-    "resize_as": _STORAGE,
     "resize_as_sparse_": _STORAGE,
     "resize_as_sparse": _STORAGE,
     "sparse_resize_": _STORAGE,
@@ -132,6 +130,11 @@ FAMILIES: dict[str, tuple[str, re.Pattern[str]]] = {
     "as_strided": (
         "the view (size, stride, storage_offset) lies within the input's storage",
         re.compile(r"^as_strided(_|_copy|_scatter)?$"),
+    ),
+    "resize_as": (
+        "the resized tensor is no view (it starts its own storage), so no other tensor sees the storage change "
+        "(nn.CrossMapLRN2d's resize_as_ of a fresh output runs)",
+        re.compile(r"^resize_as_?$"),
     ),
     "fft": (
         "every dim is within the input's rank; normalization is 0, 1 or 2",

@@ -320,6 +320,15 @@ def _as_strided(args: Args) -> str | None:
     return None
 
 
+def _resize_as(args: Args) -> str | None:
+    x, template = args.get("self"), args.get("the_template")
+    if not (_is_tensor(x) and _is_tensor(template)):
+        return None
+    if x._base is not None or x.storage_offset() != 0:
+        return "resize_as_ resizes a view (another tensor shares the storage it changes); resize a fresh tensor"
+    return None
+
+
 def _fft(args: Args) -> str | None:
     x, dims, norm = args.get("self"), args.get("dim"), args.get("normalization")
     if not _is_tensor(x):
@@ -413,6 +422,7 @@ CHECKS: dict[str, Callable[[str], Callable[[Args], str | None]]] = {
     "pool_indices": _pool_indices,
     "attention_backward": _static(_attention_backward),
     "as_strided": _static(_as_strided),
+    "resize_as": _static(_resize_as),
     "fft": _static(_fft),
     "fused_optimizer": _static(_fused_optimizer),
     "segments": _static(_segments),

@@ -27,7 +27,7 @@ def _built(cases: list[ProgramCase], count: int) -> list[ProgramCase]:
 
 def test_every_op_the_last_coverage_run_saw_is_admitted() -> None:
     seen = [line for line in SEEN.read_text().splitlines() if line and not line.startswith("#")]
-    assert len(seen) > 300  # the full run's ops, not a sample's
+    assert len(seen) > 250  # the full run's ops (272 in torch 2.13), not a sample's
     missing = sorted(set(seen) - allowlist())
     assert missing == [], f"the op policy refuses ops the coverage corpus ran: {missing}"
 

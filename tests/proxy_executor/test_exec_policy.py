@@ -263,3 +263,41 @@ def test_a_write_through_an_undeclared_alias_is_refused_by_storage(alias: str) -
     with pytest.raises(BindError, match=r"writes into user input 'x' through 'view', which shares its storage"):
         opwire.run_program(program(_writes_through(first)), (x,))
     assert x.tolist() == [1.0] * 16  # the caller's tensor is untouched: refused before the write
+
+
+@pytest.mark.parametrize(
+    ("op", "values"),
+    [
+        ("aten::clone", {"self": torch.ones(1).expand(2**34)}),  # 4 bytes in, 64 GiB out
+        ("aten::contiguous", {"self": torch.ones(1, 1).expand(2**17, 2**17)}),
+        ("aten::mul.Tensor", {"self": torch.ones(2**17, 1), "other": torch.ones(1, 2**17)}),  # a broadcast
+        ("aten::add.Tensor", {"self": torch.ones(1).expand(2**34), "other": torch.ones(1)}),
+        ("aten::one_hot", {"self": torch.tensor([2**40]), "num_classes": -1}),
+        ("aten::bincount", {"self": torch.tensor([2**40])}),
+        ("aten::repeat_interleave.Tensor", {"repeats": torch.tensor([2**40])}),
+        ("aten::outer", {"self": torch.ones(2**17), "vec2": torch.ones(2**17)}),
+        ("aten::diag_embed", {"self": torch.ones(2**17)}),
+        ("aten::mul.out", {"self": torch.ones(2**17, 1), "other": torch.ones(1, 2**17), "out": torch.ones(1)}),
+    ],
+)
+def test_outputs_larger_than_their_inputs_are_estimated_before_the_kernel(op: str, values: dict[str, object]) -> None:
+    """Expanded views, broadcasts and data-dependent sizes (issue 25): a BudgetError, nothing allocated."""
+    from support.op_call import call_node
+
+    node, env = call_node(op, **values)
+    with pytest.raises(BudgetError, match=r"outputs would take [\d,]+ bytes, over the execution-memory budget"):
+        ProxyExecutor().call(node, env)
+
+
+def test_ordinary_calls_pass_the_memory_estimate() -> None:
+    from support.op_call import call_node
+
+    for op, values in (
+        ("aten::clone", {"self": torch.ones(3).expand(2, 3)}),
+        ("aten::one_hot", {"self": torch.tensor([0, 3]), "num_classes": -1}),
+        ("aten::nonzero", {"self": torch.tensor([0.0, 1.0, 2.0])}),
+        ("aten::mul.Tensor", {"self": torch.ones(4, 1), "other": torch.ones(1, 4)}),
+    ):
+        node, env = call_node(op, **values)
+        out = ProxyExecutor().call(node, env)["out0"]
+        assert out.numel() > 0

@@ -159,6 +159,7 @@ def _real_work() -> None:
     torch.segment_reduce(data, "max", offsets=torch.tensor([0, 1, 6])).sum().backward()
     torch.fft.irfft(torch.fft.rfft(torch.randn(4, 6), dim=1), dim=1)
     torch.randn(4, 4).as_strided((2, 2), (4, 1), 1).sum()
+    torch.empty(0).resize_as_(torch.ones(3))  # nn.CrossMapLRN2d does this to its fresh output
     params = [torch.randn(3, requires_grad=True), torch.randn(2, 2, requires_grad=True)]
     for opt in (torch.optim.Adam, torch.optim.AdamW, torch.optim.SGD, torch.optim.Adagrad):
         kw = {"momentum": 0.9} if opt is torch.optim.SGD else {}

@@ -164,7 +164,7 @@ class _Call(nn.Module):
 
     def forward(self, *tensors: Any) -> Any:
         it = iter(tensors)
-        args = [next(it) if a is None else a for a in self.template] if self.template else list(tensors)
+        args = [next(it) if a is None else a for a in self.template]
         return self.fn(*args, *it, **self.kwargs)
 
 
@@ -232,6 +232,10 @@ def loss_cases(only: Collection[str] | None = None) -> Iterator[ProgramCase]:
         if not (inspect.isclass(cls) and name.endswith("Loss") and issubclass(cls, nn.Module)) or name.startswith("_"):
             continue
         torch.manual_seed(0)
+        if name in _MODULE_TABLE:
+            mod, margs = _MODULE_TABLE[name]()
+            yield ProgramCase("losses", name, mod, margs)
+            continue
         fn = _LOSS_MODULES.get(name)
         if fn is None:
             yield ProgramCase("losses", name, None, (), "no inputs known for this loss")
