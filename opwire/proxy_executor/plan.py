@@ -20,7 +20,7 @@ from opwire.proxy_executor.context import BindContext
 from opwire.proxy_executor.convert import Converted, Lookup, convert
 from opwire.proxy_executor.default_policy import DefaultPolicy
 from opwire.proxy_executor.exec_policy import TORCH_NAMESPACES
-from opwire.proxy_executor.outputs import describe, store_output
+from opwire.proxy_executor.outputs import check_span, describe, store_output
 from opwire.proxy_executor.run_budgets import while_loop_with_budget
 from opwire.proxy_executor.targets import Target, resolve
 from opwire.schema import models as m
@@ -116,8 +116,20 @@ class NodePlan:
 
     def store(self, result: Any, out: dict[str, Any]) -> None:
         """Check `result` against the serialized outputs and put named values into `out`."""
+        import torch
+
+        views = _view_returns(self)
         for i, (arg, value) in enumerate(zip(self.node.outputs, self.results(result), strict=True)):
+            if i in views and isinstance(value, torch.Tensor):
+                check_span(value, f"{self.where} output {i}")
             store_output(arg, value, f"{self.where} output {i}", out)
+
+
+def _view_returns(p: NodePlan) -> frozenset[int]:
+    """The returns of `p`'s op that alias an input without writing it (views): new metadata over old storage."""
+    if p.target.kind != "op":
+        return frozenset()
+    return frozenset(i for i, r in enumerate(p.returns) if r is not None and r.alias and not r.alias.endswith("!"))
 
 
 def _prepare(p: NodePlan) -> Callable[[Mapping[str, Any]], dict[str, Any]] | None:
@@ -133,6 +145,7 @@ def _prepare(p: NodePlan) -> Callable[[Mapping[str, Any]], dict[str, Any]] | Non
     spec = tuple((c.name, c.const) for c in p.pos)
     kwspec = tuple((k, c.name, c.const) for k, c in p.kw.items())
     out_name, fn, tensor = outs[0].as_tensor.name, p.fn, torch.Tensor
+    view = bool(_view_returns(p))
 
     def call(values: Mapping[str, Any]) -> dict[str, Any]:
         try:
@@ -151,6 +164,8 @@ def _prepare(p: NodePlan) -> Callable[[Mapping[str, Any]], dict[str, Any]] | Non
             raise p.kernel_error(exc) from exc
         if not isinstance(r, tensor):
             store_output(outs[0], r, f"{p.where} output 0", {})
+        elif view:
+            check_span(r, f"{p.where} output 0")  # every view's span lies inside its storage
         return {out_name: r}
 
     return call

@@ -301,3 +301,22 @@ def test_ordinary_calls_pass_the_memory_estimate() -> None:
         node, env = call_node(op, **values)
         out = ProxyExecutor().call(node, env)["out0"]
         assert out.numel() > 0
+
+
+def test_a_view_reaching_outside_its_storage_is_refused_after_the_kernel() -> None:
+    """Every view a kernel returns is checked against its storage. torch's own views stay inside (as_strided
+    checks); a kernel bug returning wider metadata is what the check is for, so its metadata is stood in for."""
+    from types import SimpleNamespace
+
+    from opwire.errors import KernelError
+    from opwire.proxy_executor.outputs import check_span
+
+    base = torch.zeros(4)
+    check_span(base.as_strided((2,), (1,), 2), "node")  # inside: fine
+    storage = SimpleNamespace(nbytes=lambda: 16)
+    bad = SimpleNamespace(
+        numel=lambda: 4, storage_offset=lambda: 2, shape=(4,), stride=lambda: (1,), element_size=lambda: 4,
+        untyped_storage=lambda: storage,
+    )  # fmt: skip
+    with pytest.raises(KernelError, match=r"node: the kernel returned a view reaching element 5 of a storage of 4"):
+        check_span(bad, "node")
