@@ -84,10 +84,10 @@ def real_calls(broad: bool = False) -> list[tuple[str, dict[str, Any]]]:
     """One call per admitted op the real work of test_preconditions makes (`broad`: and the coverage corpus's
     forward and backward), its values by argument name."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from proxy_executor.test_preconditions import _real_work
     from torch.utils._python_dispatch import TorchDispatchMode
 
     from opwire.proxy_executor.allowlist import allowlist
-    from proxy_executor.test_preconditions import _real_work
 
     found: dict[str, dict[str, Any]] = {}
 
