@@ -131,6 +131,12 @@ FAMILIES: dict[str, tuple[str, re.Pattern[str]]] = {
         "the view (size, stride, storage_offset) lies within the input's storage",
         re.compile(r"^as_strided(_|_copy|_scatter)?$"),
     ),
+    "ctc": (
+        "input and target lengths have one value per batch item, within the time steps and the targets; target "
+        "classes within the classes and not the blank; backward companions (grad, neg_log_likelihood, log_alpha) "
+        "sized to the batch",
+        re.compile(r"^(_ctc_loss(_backward)?|ctc_loss)$"),
+    ),
     "resize_as": (
         "the resized tensor is no view (it starts its own storage), so no other tensor sees the storage change "
         "(nn.CrossMapLRN2d's resize_as_ of a fresh output runs)",

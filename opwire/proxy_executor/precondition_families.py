@@ -320,6 +320,50 @@ def _as_strided(args: Args) -> str | None:
     return None
 
 
+def _ints(v: Any) -> list[int] | None:
+    if _is_tensor(v):
+        return [int(e) for e in v.reshape(-1).tolist()] if not v.is_floating_point() else None
+    return [int(e) for e in v] if isinstance(v, (list, tuple)) else None
+
+
+def _ctc(args: Args) -> str | None:
+    lp, targets = args.get("log_probs"), args.get("targets")
+    if not (_is_tensor(lp) and _is_tensor(targets)) or lp.dim() not in (2, 3):
+        return None if not _is_tensor(lp) else f"log_probs must be (time, batch, classes), got {_shape(lp)}"
+    steps, classes = int(lp.shape[0]), int(lp.shape[-1])
+    batch = int(lp.shape[1]) if lp.dim() == 3 else 1
+    inputs, lengths = _ints(args.get("input_lengths")), _ints(args.get("target_lengths"))
+    if inputs is None or lengths is None:
+        return "input_lengths and target_lengths must be integers"
+    if len(inputs) != batch or len(lengths) != batch:
+        return f"input_lengths and target_lengths must have one value per batch item ({batch})"
+    if any(not 0 <= n <= steps for n in inputs):
+        return f"input_lengths must lie in [0, {steps}] (the time steps)"
+    if targets.is_floating_point():
+        return f"targets must hold integers, got {targets.dtype}"
+    room = int(targets.shape[-1]) if targets.dim() == 2 else targets.numel()
+    if targets.dim() == 2 and int(targets.shape[0]) != batch:
+        return f"targets must have one row per batch item ({batch}), got {_shape(targets)}"
+    if any(n < 0 for n in lengths) or (max(lengths) if targets.dim() == 2 else sum(lengths)) > room:
+        return f"target_lengths must be non-negative and fit the {room} targets given"
+    blank = int(args.get("blank", 0) or 0)
+    if not 0 <= blank < classes:
+        return f"blank {blank} must lie in [0, {classes})"
+    wrong = _range(targets, 0, classes, f"targets (classes of {classes})")
+    if wrong is not None:
+        return wrong
+    grad, nll = args.get("grad"), args.get("neg_log_likelihood")
+    if _is_tensor(grad) and grad.numel() not in (batch, 1):
+        return f"grad must have one value per batch item ({batch}), got shape {_shape(grad)}"
+    if _is_tensor(nll) and nll.numel() != batch:
+        return f"neg_log_likelihood must have one value per batch item ({batch}), got shape {_shape(nll)}"
+    alpha = args.get("log_alpha")
+    width = 2 * (max(lengths) if lengths else 0) + 1
+    if _is_tensor(alpha) and (alpha.dim() != 3 or _shape(alpha)[:2] != (batch, steps) or int(alpha.shape[2]) < width):
+        return f"log_alpha must be ({batch}, {steps}, >= {width}), got {_shape(alpha)}"
+    return None
+
+
 def _resize_as(args: Args) -> str | None:
     x, template = args.get("self"), args.get("the_template")
     if not (_is_tensor(x) and _is_tensor(template)):
@@ -422,6 +466,7 @@ CHECKS: dict[str, Callable[[str], Callable[[Args], str | None]]] = {
     "pool_indices": _pool_indices,
     "attention_backward": _static(_attention_backward),
     "as_strided": _static(_as_strided),
+    "ctc": _static(_ctc),
     "resize_as": _static(_resize_as),
     "fft": _static(_fft),
     "fused_optimizer": _static(_fused_optimizer),

@@ -87,6 +87,19 @@ HOSTILE: dict[str, tuple[str, str]] = {
         " ceil_mode=False, indices=torch.full((1, 1, 2, 2), 10**8))",
         "indices (positions in a plane of 16) must lie in [0, 16)",
     ),
+    "_ctc_loss with a target past the classes (SIGSEGV, found by companion_fuzz.py)": (
+        "run('aten::_ctc_loss.Tensor', log_probs=torch.randn(12, 2, 5).log_softmax(2),"
+        " targets=torch.full((2, 3), 2**40), input_lengths=torch.tensor([12, 10]),"
+        " target_lengths=torch.tensor([3, 2]), blank=0, zero_infinity=False)",
+        "targets (classes of 5) must lie in [0, 5)",
+    ),
+    "_ctc_loss_backward with one-element lengths (SIGSEGV, found by companion_fuzz.py)": (
+        "lp = torch.randn(12, 2, 5).log_softmax(2)\n"
+        "run('aten::_ctc_loss_backward.Tensor', grad=torch.ones(2), log_probs=lp, targets=torch.tensor([[1, 2, 3],"
+        " [2, 4, 1]]), input_lengths=torch.zeros(1, dtype=torch.int64), target_lengths=torch.tensor([3, 2]),"
+        " neg_log_likelihood=torch.ones(2), log_alpha=torch.zeros(2, 12, 7), blank=0, zero_infinity=False)",
+        "input_lengths and target_lengths must have one value per batch item (2)",
+    ),
     "embedding_dense_backward with an index past the table (heap write)": (
         "run('aten::embedding_dense_backward', grad_output=torch.randn(4, 8), indices=torch.tensor([0, 1, 10**8, 3]),"
         " num_weights=10, padding_idx=-1, scale_grad_by_freq=False)",
@@ -154,6 +167,10 @@ def _real_work() -> None:
         bag(torch.tensor([1, 2, 4, 5, 4, 3]), torch.tensor([0, 2, 2, 5])).sum().backward()
     q = torch.randn(2, 3, 5, 8, requires_grad=True)
     F.scaled_dot_product_attention(q, q, q, is_causal=True).sum().backward()
+    log_probs = torch.randn(12, 2, 5).log_softmax(2).requires_grad_()
+    for targets in (torch.tensor([[1, 2, 3], [2, 4, 1]]), torch.tensor([1, 2, 3, 2, 4])):
+        F.ctc_loss(log_probs, targets, torch.tensor([12, 10]), torch.tensor([3, 2])).backward()
+        F.ctc_loss(log_probs, targets, [12, 10], [3, 2], reduction="sum").backward()
     data = torch.randn(6, 3, requires_grad=True)
     torch.segment_reduce(data, "sum", lengths=torch.tensor([2, 0, 4])).sum().backward()
     torch.segment_reduce(data, "max", offsets=torch.tensor([0, 1, 6])).sum().backward()
