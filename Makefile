@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.opwire-installed
 TORCH_PIN := torch==2.13.0
 
-.PHONY: demo test suite lint docs bench fuzz regen clean thrift-compiler
+.PHONY: demo test suite lint docs bench coverage fuzz regen clean thrift-compiler
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,11 @@ thrift-compiler:
 	@command -v thrift >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 		(apt-get update -qq && apt-get install -y -qq thrift-compiler >/dev/null); } || \
 		echo "note: thrift-compiler not installed; the Apache Thrift interop test will be skipped"
+
+# the op policy's coverage corpus, whole (minutes): every torch.nn module and loss, every functional, a training
+# step of every optimizer; prints the table of docs/coverage.md (--write updates it and the ops-seen data)
+coverage: $(STAMP)
+	$(PY) tests/support/coverage_run.py $${COVERAGE_ARGS:-}
 
 bench: $(STAMP)
 	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done

@@ -9,6 +9,7 @@ from typing import Any
 from opwire.cli.exec_flags import add_exec_flags
 from opwire.cli.options import LOADING_HELP, add_budget_flags, add_loading
 from opwire.cli.values import INPUTS_HELP, describe, read_inputs, text
+from opwire.cli.wording import for_cli
 from opwire.errors import BindError, DecodeError, OpwireError, printable
 from opwire.program.signature import extern_inputs, op_name
 from opwire.proxy_executor.default_policy import DefaultPolicy
@@ -97,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         for k, v in outs.items():
             print(f"    {printable(str(k))}: {printable(text(v))}")
         if e.error is not None:
-            print(f"opwire exec: error: {printable(e.error)}", file=sys.stderr)
+            print(f"opwire exec: error: {printable(for_cli(e.error))}", file=sys.stderr)
     return status
 
 

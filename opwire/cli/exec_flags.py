@@ -21,6 +21,13 @@ def _positive(kind: type[Any]) -> Any:
     return parse
 
 
+def _op_names(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected an op name such as aten::from_file, got {text!r}")
+    return names
+
+
 def _size(text: str) -> int:
     from opwire.proxy_executor.sandbox import parse_size
 
@@ -56,10 +63,13 @@ def add_exec_flags(p: argparse.ArgumentParser, timeout: bool = True, loops: bool
     """Add the policy flags to a subcommand's parser (docs/executor.md#execution-policy)."""
     p.add_argument(
         "--allow-op",
-        action="append",
+        action="extend",
+        type=_op_names,
         default=[],
-        metavar="OP",
-        help="run this op although the execution policy refuses it (e.g. aten::from_file; repeatable)",
+        metavar="OP[,OP...]",
+        help="run these ops although the execution policy refuses them (e.g. aten::from_file; repeatable, or "
+        "comma-separated: a refusal prints the one flag that admits every refused op; `opwire ops policy OP` "
+        "says why an op is refused)",
     )
     from opwire.proxy_executor.sandbox import DEFAULT_TIMEOUT, default_max_memory
 

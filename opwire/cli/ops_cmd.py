@@ -1,6 +1,7 @@
-"""`opwire ops validate|snapshot|bc-check`: op validation for custom-op authors.
+"""`opwire ops validate|snapshot|bc-check|policy`: op validation for custom-op authors, and the op policy's verdicts.
 
-Exit codes: 0 clean, 1 error findings (validate) or breaking changes under --policy (bc-check), 2 bad usage.
+Exit codes: 0 clean, 1 error findings (validate), breaking changes under --policy (bc-check) or a refused op
+(policy), 2 bad usage.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 from opwire.cli.options import add_loading
 from opwire.proxy_executor.default_policy import DefaultPolicy
 
-__all__ = ["add_parser", "run_bc_check", "run_snapshot", "run_validate"]
+__all__ = ["add_parser", "run_bc_check", "run_policy", "run_snapshot", "run_validate"]
 
 
 def add_parser(sub: Any) -> None:
@@ -73,6 +74,19 @@ def add_parser(sub: Any) -> None:
     b.add_argument("--json", action="store_true", help="print the report as JSON")
     b.set_defaults(func=run_bc_check)
 
+    q = verbs.add_parser(
+        "policy",
+        help="say whether the execution policy admits ops, after which precondition, or why it refuses them",
+        description="For each overload of each OP (aten::lstm: every overload; aten::lstm.input: one), say whether "
+        "`opwire run`, `exec` and `replay` admit it, which precondition is checked before its kernel runs, or why "
+        "it is refused and the --allow-op that runs it anyway. Exit 0 when every overload is admitted, 1 when one "
+        "is refused, 2 on bad usage (an unknown op).",
+    )
+    q.add_argument("ops", nargs="+", metavar="OP", help="ns::op or ns::op.overload")
+    add_loading(q)
+    q.add_argument("--json", action="store_true", help="print the verdicts as JSON")
+    q.set_defaults(func=run_policy)
+
 
 def run_validate(args: argparse.Namespace) -> int:
     """Validate the targets; exit 1 when any finding is an error."""
@@ -129,3 +143,16 @@ def run_bc_check(args: argparse.Namespace) -> int:
     else:
         print(report)
     return 0 if report.ok else 1
+
+
+def run_policy(args: argparse.Namespace) -> int:
+    """Print the policy's verdict on every overload of the ops; exit 1 when one is refused."""
+    from opwire.proxy_executor.policy_report import explain
+
+    verdicts = [v for op in args.ops for v in explain(op)]
+    if args.json:
+        print(json.dumps([v.to_dict() for v in verdicts], indent=2))
+    else:
+        for v in verdicts:
+            print(v)
+    return 1 if any(v.verdict == "refused" for v in verdicts) else 0

@@ -10,6 +10,7 @@ from typing import Any
 from opwire.cli.exec_flags import add_exec_flags
 from opwire.cli.options import LOADING_HELP, add_budget_flags, add_device, add_loading
 from opwire.cli.values import INPUTS_HELP, describe, read_inputs, text
+from opwire.cli.wording import for_cli
 from opwire.errors import BindError, DecodeError, OpwireError, printable
 from opwire.schema import models as m
 from opwire.serde import json
@@ -136,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
         if outcome.error is not None:
             if not outcome.running:
                 raise outcome.error
-            print(f"opwire run: error: {printable(str(outcome.error))}", file=sys.stderr)
+            print(f"opwire run: error: {printable(for_cli(str(outcome.error)))}", file=sys.stderr)
             return 1
         blobs = outcome.blobs
     else:
@@ -211,7 +212,7 @@ def _report(args: argparse.Namespace, blobs: dict[str, bytes]) -> int:
     inputs = [args.program, args.inputs]
     failed = False
     if "error" in blobs:
-        print(f"opwire run: error: {printable(blobs['error'].decode('utf-8', 'replace'))}", file=sys.stderr)
+        print(f"opwire run: error: {printable(for_cli(blobs['error'].decode('utf-8', 'replace')))}", file=sys.stderr)
         failed = True
     if "nodes" in blobs:
         n = len(_check_values(blobs["nodes"], "compact", "--save-nodes").values)

@@ -41,7 +41,12 @@ def _not_a_program(match: re.Match[str]) -> str:
     return f"expected a program or archive file, got a {root} file: {_read_as(match)}"
 
 
+def _allow_flag(match: re.Match[str]) -> str:
+    return "--allow-op " + ",".join(re.findall(r"'([^']*)'", match.group("ops")))
+
+
 _RULES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
+    (re.compile(r"allow_ops=\[(?P<ops>'[^\]]*')\]"), _allow_flag),  # the op policy's refusals: one flag for all
     (
         re.compile(r"\(import its Python package or torch\.ops\.load_library\('(?P<lib>[^']*)'\)\)"),
         r"(--import MODULE for its Python package, or --load-library \g<lib>)",
@@ -74,7 +79,7 @@ _RULES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...]
 
 PYTHON_ADVICE = re.compile(
     r"opwire\.loads\(|read it as|pt2\.read|\.to\(torch\.|opwire\.dumps\(|opwire\.serde\.values"
-    r"|torch\.ops\.load_library\("
+    r"|torch\.ops\.load_library\(|allow_ops="
 )
 """What must not appear in a command-line error (checked by the tests)."""
 

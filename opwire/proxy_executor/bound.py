@@ -18,6 +18,8 @@ from typing import Any
 
 from opwire.proxy_executor.context import BindContext
 from opwire.proxy_executor.default_policy import DefaultPolicy
+from opwire.proxy_executor.exec_policy import refusals_collected
+from opwire.proxy_executor.graphchecks import StorageGuard, written_names
 from opwire.proxy_executor.plan import NodePlan, bind_node
 from opwire.proxy_executor.run_budgets import current_deadline, timed_out
 from opwire.schema import models as m
@@ -72,6 +74,10 @@ class BoundGraph:
         self._plans: list[NodePlan] = []
         self._runs: list[Run] = []
         self._edits = -1  # bound on first run, so a bad node raises where the program runs
+        self._written: list[tuple[str, ...]] = []  # per node: the tensor names it writes ((a!) arguments)
+        self._writes = False
+        self.write_guard: Callable[[Mapping[str, Any]], StorageGuard] | None = None
+        """Builds, per run, the check of every writing node's storage against the protected inputs."""
 
     def run(self, env: dict[str, Any], observer: Callable[[m.Node, Mapping[str, Any]], None] | None = None) -> None:
         """Run every node on `env` (names -> values), adding each node's outputs to it (and showing `observer`).
@@ -83,13 +89,16 @@ class BoundGraph:
                 self._refresh()
                 runs, nodes, plans = self._runs, self._nodes, self._plans
         deadline = current_deadline()
-        if observer is None and deadline is None:
+        guard = self.write_guard(env) if self.write_guard is not None and self._writes else None
+        if observer is None and deadline is None and guard is None:
             for run in runs:
                 env.update(run(env))
             return
         for i, (node, run) in enumerate(zip(nodes, runs, strict=True)):
             if deadline is not None and time.monotonic() > deadline:
                 raise timed_out(plans[i].where)
+            if guard is not None and self._written[i]:
+                guard.check(plans[i], self._written[i], env)  # storage, not annotations: before the write
             out = run(env)
             env.update(out)
             if observer is not None:
@@ -113,7 +122,22 @@ class BoundGraph:
             return
         track(self.graph)
         old = {id(n): i for i, n in enumerate(self._nodes)}
-        nodes, snapshots, plans, runs = list(self.graph.nodes), [], [], []
+        nodes: list[m.Node] = list(self.graph.nodes)
+        snapshots: list[Any] = []
+        plans: list[NodePlan] = []
+        runs: list[Any] = []
+        with refusals_collected():  # one BindError naming every refused op of the graph and its subgraphs
+            self._bind_nodes(nodes, old, snapshots, plans, runs)
+        if self.checker is not None:
+            self.checker(plans)
+        self._written = [written_names(p) for p in plans]
+        self._writes = any(self._written)
+        self._nodes, self._snapshots, self._plans, self._runs = nodes, snapshots, plans, runs
+        self._edits = edits
+
+    def _bind_nodes(
+        self, nodes: list[m.Node], old: dict[int, int], snapshots: list[Any], plans: list[NodePlan], runs: list[Any]
+    ) -> None:
         for i, n in enumerate(nodes):
             j = old.get(id(n))
             if j is not None and self._nodes[j] is n and unchanged(self._snapshots[j], n):
@@ -127,7 +151,3 @@ class BoundGraph:
             plans.append(plan)
             runs.append(runner_of(plan))
             self.binds += 1
-        if self.checker is not None:
-            self.checker(plans)
-        self._nodes, self._snapshots, self._plans, self._runs = nodes, snapshots, plans, runs
-        self._edits = edits

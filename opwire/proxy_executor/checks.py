@@ -4,7 +4,7 @@
 (nodes with no checks keep the fast path). What is checked:
 
 - constant argument values refused whatever the op (`preconditions.refused_value`: `unsafe=True`);
-- the op's precondition, when its kernel trusts index/offset/size arguments (`preconditions.PRECONDITIONS`);
+- the op's precondition, when its kernel trusts index/offset/companion arguments (its family's check, `preconditions`);
 - execution memory: before an allocation-heavy node (a factory, or an op with a size-like argument)
   runs, its outputs are computed on the `meta` device (shapes only, nothing allocated) and their bytes
   checked against `max_memory`;
@@ -51,6 +51,9 @@ class Checks:
     """The op takes a `device` argument (a factory): the estimate passes device=meta."""
     size_rule: Callable[[list[Any], dict[str, Any]], int | None] | None = None
     """Output bytes of an op with no meta kernel (data-dependent shapes), from its arguments."""
+    light: bool = False
+    """Every tensor-returning op is estimated, but a light one (pointwise, or one tensor in and not a grower)
+    only when its inputs differ in shape or one is expanded (a zero stride): the case where outputs outgrow them."""
     seen: tuple[Any, int | None] | None = None
     """The last (argument shapes, output bytes) estimated: a node run again on the same shapes is not re-run on meta."""
 
@@ -61,6 +64,8 @@ class Checks:
             if wrong is not None:
                 raise KernelError(f"{self.where}: refused before the kernel ran: {wrong}")
         if self.memory is not None:
+            if self.light and _same_size_out(pos, kw):
+                return  # one shape in, nothing expanded: the outputs are no larger than the inputs
             key = _shapes(pos, kw)
             if self.seen is not None and self.seen[0] == key:
                 need = self.seen[1]
@@ -110,17 +115,54 @@ def node_checks(target: Target, node: m.Node, where: str, max_memory: int) -> Ch
             why = refused_value(na.name, na.arg.value)
             if why is not None:
                 raise BindError(f"{where}: argument {na.name!r}: {why}")
-    pre = precondition_for(schema.qualname)
+    pre = precondition_for(schema.qualname, [a.name for a in schema.arguments if not a.kwarg_only])
     tensors_in = any("Tensor" in a.type for a in schema.arguments)
     heavy = not tensors_in or any(a.name in SIZE_ARGS for a in schema.arguments)
-    if not schema.returns or not any("Tensor" in r.type for r in schema.returns):
+    writes_out = any(a.kwarg_only and (a.alias or "").endswith("!") for a in schema.arguments)  # out=: resized
+    owns = [r for r in schema.returns if "Tensor" in r.type and (writes_out or not (r.alias or "").endswith("!"))]
+    light = False
+    if not owns:
         heavy = False
+    elif not heavy and tensors_in:
+        tensor_args = [a for a in schema.arguments if "Tensor" in a.type]
+        one_in = len(tensor_args) == 1 and "[]" not in tensor_args[0].type
+        grows = schema.name.partition("::")[2] in _GROWERS or schema.qualname in _SIZE_RULES
+        light = not grows and (one_in or _pointwise(target))
+        heavy = True
     if pre is None and not heavy:
         return None
     device_arg = any(a.name == "device" for a in schema.arguments)
     if heavy and not tensors_in and not device_arg:
         heavy = False  # no way to place it on meta: nothing to estimate without running it
-    return Checks(where, pre, max_memory if heavy else None, device_arg, _SIZE_RULES.get(schema.qualname))
+    return Checks(where, pre, max_memory if heavy else None, device_arg, _SIZE_RULES.get(schema.qualname), light)
+
+
+_GROWERS = frozenset({"diag", "diag_embed", "diagflat", "combinations", "tile", "bincount", "nonzero", "argwhere",
+                      "repeat_interleave", "kron", "cartesian_prod", "outer", "ger", "block_diag"})  # fmt: skip
+"""One-tensor ops whose output can outgrow their input (N -> N*N, or a size the data decides)."""
+
+
+def _pointwise(target: Target) -> bool:
+    import torch
+
+    return torch.Tag.pointwise in getattr(target.fn, "tags", ())
+
+
+def _same_size_out(pos: list[Any], kw: dict[str, Any]) -> bool:
+    """The tensor arguments have one shape and none is expanded (a zero stride over more than one element)."""
+    Tensor = _tensor_type()
+    shape = None
+    for v in (*pos, *kw.values()):
+        if isinstance(v, Tensor):
+            if shape is None:
+                shape = v.shape
+            elif v.shape != shape:
+                return False
+            if 0 in v.stride() and v.numel() > 1:
+                return False
+        elif isinstance(v, (list, tuple)) and v and isinstance(v[0], Tensor):
+            return False
+    return True
 
 
 def _one_hot_bytes(pos: list[Any], kw: dict[str, Any]) -> int | None:
@@ -128,10 +170,39 @@ def _one_hot_bytes(pos: list[Any], kw: dict[str, Any]) -> int | None:
     n = pos[1] if len(pos) > 1 else kw.get("num_classes", -1)
     if x is None or n is None:
         return None
+    if int(n) < 0:  # num_classes=-1: the data decides (its largest value + 1): read it before allocating
+        n = int(x.max()) + 1 if x.numel() else 0
     return int(x.numel()) * max(int(n), 0) * 8
 
 
-_SIZE_RULES: dict[str, Callable[[list[Any], dict[str, Any]], int | None]] = {"aten::one_hot": _one_hot_bytes}
+def _nonzero_bytes(pos: list[Any], kw: dict[str, Any]) -> int | None:
+    x = pos[0] if pos else kw.get("self")
+    return None if x is None else int(x.numel()) * max(x.dim(), 1) * 8  # at most every element, int64 coordinates
+
+
+def _bincount_bytes(pos: list[Any], kw: dict[str, Any]) -> int | None:
+    x = pos[0] if pos else kw.get("self")
+    least = int(pos[2] if len(pos) > 2 else kw.get("minlength", 0) or 0)
+    if x is None:
+        return None
+    top = int(x.max()) + 1 if x.numel() else 0  # the data decides the length: read it before allocating
+    return max(top, least, 0) * 8
+
+
+def _repeat_interleave_bytes(pos: list[Any], kw: dict[str, Any]) -> int | None:
+    repeats = pos[0] if pos else kw.get("repeats")
+    if repeats is None or not hasattr(repeats, "sum"):
+        return None
+    return max(int(repeats.sum()), 0) * 8
+
+
+_SIZE_RULES: dict[str, Callable[[list[Any], dict[str, Any]], int | None]] = {
+    "aten::one_hot": _one_hot_bytes,
+    "aten::nonzero": _nonzero_bytes,
+    "aten::argwhere": _nonzero_bytes,
+    "aten::bincount": _bincount_bytes,
+    "aten::repeat_interleave.Tensor": _repeat_interleave_bytes,
+}
 """Ops whose output shape depends on data (no meta kernel): their output bytes from the arguments."""
 
 
@@ -150,16 +221,22 @@ def output_bytes(fn: Callable[..., Any], pos: list[Any], kw: dict[str, Any], dev
         return v
 
     mkw = {k: meta(v) for k, v in kw.items()}
+    for k, v in kw.items():  # an out= tensor is resized to the result: an empty one, so the meta run does not warn
+        if k.startswith("out") and isinstance(v, torch.Tensor):
+            mkw[k] = torch.empty(0, dtype=v.dtype, device="meta")
     if device_arg:
         mkw["device"] = torch.device("meta")
+    mpos = [meta(v) for v in pos]
     try:
-        out = fn(*[meta(v) for v in pos], **mkw)
+        out = fn(*mpos, **mkw)
     except Exception:  # no meta kernel, or data-dependent: the kernel itself runs (or raises) as it would
         return None
+    kept = [v for k, v in mkw.items() if not k.startswith("out")]  # an out= tensor is resized to the result
+    given = {id(t) for t in (*mpos, *kept) if isinstance(t, torch.Tensor)}
     total = 0
     for t in out if isinstance(out, (list, tuple)) else (out,):
-        if isinstance(t, torch.Tensor) and t.device.type == "meta":
-            total += _storage_bytes(t)
+        if isinstance(t, torch.Tensor) and t.device.type == "meta" and id(t) not in given and t._base is None:
+            total += _storage_bytes(t)  # a new tensor (not an input returned, not a view of one): it allocates
     return total
 
 

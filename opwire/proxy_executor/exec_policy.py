@@ -21,12 +21,15 @@ running torch (docs/executor.md shows it; a test fails when torch adds an op the
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from opwire.errors import BindError, OpwireError
-from opwire.proxy_executor.allowlist import allowlist
+from opwire.proxy_executor import policy_rules
+from opwire.proxy_executor.allowlist import allowlist, policy_entry
 from opwire.proxy_executor.run_budgets import MAX_MEMORY, WHILE_LOOP_ITERATIONS
 from opwire.proxy_executor.targets import Target, resolve, split_target
 from opwire.schema.opschema import OpSchema
@@ -37,6 +40,8 @@ __all__ = [
     "Refusal",
     "classify",
     "refusal_table",
+    "refusals_collected",
+    "refused_message",
     "sparse_checks_on",
 ]
 
@@ -267,10 +272,15 @@ class ExecPolicy:
         return _unlisted(schema)
 
     def check(self, target: Target, where: str) -> None:
-        """Raise the BindError refusing `target` (bind time: never on the call path)."""
+        """Raise the BindError refusing `target` (bind time: never on the call path); inside
+        `refusals_collected()` the refusal is noted and the one error naming every refused op comes at its end."""
         refusal = self.allowed(target)
-        if refusal is not None:
-            raise BindError(refused_message(refusal, where))
+        if refusal is None:
+            return
+        found = getattr(_collect, "found", None)
+        if found is None:
+            raise BindError(refused_message([(refusal, where)]))
+        found.append((refusal, where))
 
     def check_name(self, name: str, where: str) -> None:
         """`check` for a target spelled as in a file; names that do not resolve are left to binding."""
@@ -281,30 +291,77 @@ class ExecPolicy:
         self.check(target, where)
 
 
-def refused_message(refusal: Refusal, where: str) -> str:
-    """The BindError text for a refused op: what, why, and how to allow it."""
-    # an op outside the list is allowed by its exact overload; a denylisted op by its name (every overload)
-    name = refusal.op if refusal.category in ("unlisted", "removed") else refusal.op.partition(".")[0]
+_collect = threading.local()
+
+
+@contextmanager
+def refusals_collected() -> Iterator[None]:
+    """Bind inside: every refused op is noted, and at the end one BindError names them all (nested: the outer one)."""
+    if getattr(_collect, "found", None) is not None:
+        yield
+        return
+    found: list[tuple[Refusal, str]] = []
+    _collect.found = found
+    try:
+        yield
+    except BindError as exc:
+        if found:  # a later binding error: the refusals come first (the file would not run anyway)
+            raise BindError(refused_message(found)) from exc
+        raise
+    finally:
+        _collect.found = None
+    if found:
+        raise BindError(refused_message(found))
+
+
+def allow_name(refusal: Refusal) -> str:
+    """What allow_ops takes for `refusal`: the exact overload, or the op (all overloads) when its kind is refused."""
+    whole = refusal.category in ("filesystem", "process", "attribute", "unchecked", "unclassified")
+    return refusal.op.partition(".")[0] if whole else refusal.op
+
+
+def refused_message(refused: list[tuple[Refusal, str]]) -> str:
+    """The BindError text for refused ops: each op, where and why, then the one `allow_ops=[...]` admitting them all.
+
+    `opwire.cli.wording` turns the `allow_ops=[...]` advice into the `--allow-op A,B` flag for the command line."""
+    names = list(dict.fromkeys(allow_name(r) for r, _ in refused))
+    allow = f"allow_ops={names!r}"
+    if len(refused) == 1:
+        refusal, where = refused[0]
+        return (
+            f"{where}: op {refusal.op} is refused by opwire's execution policy: it {refusal.reason}; "
+            f"a file cannot call it unless you allow it: {allow}"
+        )
+    ops = list(dict.fromkeys(r.op for r, _ in refused))
+    each = "; ".join(f"{where}: {r.op} {r.reason}" for r, where in refused[:20])
+    more = f"; and {len(refused) - 20} more" if len(refused) > 20 else ""
     return (
-        f"{where}: op {refusal.op} is refused by opwire's execution policy: it {refusal.reason}; "
-        f"a file cannot call it unless you allow it: allow_ops=[{name!r}] or --allow-op {name}"
+        f"{len(ops)} ops are refused by opwire's execution policy ({each}{more}); a file cannot call them "
+        f"unless you allow them: {allow}"
     )
 
 
 def _unlisted(schema: OpSchema) -> Refusal:
-    """Why an op outside the allowlist is refused: the denylist's reason when it has one, else "not listed"."""
-    from opwire.proxy_executor.preconditions import REMOVED
-
+    """Why an op outside the policy's admitted ops is refused: classify's or the review's reason, else "not listed"."""
     known = _classified(schema)
     if known is not None:
         return known
-    removed = REMOVED.get(schema.qualname) or REMOVED.get(schema.name)
-    if removed is not None:
-        return Refusal(schema.qualname, "removed", f"is {removed}")
+    entry = policy_entry(schema.qualname)
+    if entry is not None and entry[0] == "refused":
+        reviewed = policy_rules.refused_reason(schema.name.partition("::")[2])
+        if reviewed is not None:
+            return Refusal(schema.qualname, reviewed[0], reviewed[1])
+        return Refusal(
+            schema.qualname,
+            "internal",
+            "is an internal kernel: torch's tables (the core tag, autograd's derivatives) do not put it into "
+            "programs or recordings and opwire's review did not admit it (`opwire ops policy` explains)",
+        )
     return Refusal(
         schema.qualname,
         "unlisted",
-        "is not in opwire's allowlist (the core ATen ops and those torch.export emits, docs/executor.md#the-allowlist)",
+        "is not in opwire's op policy, derived from torch's registry (a torch newer than the policy, or an op "
+        "of a torch namespace exported programs do not use; `opwire ops policy` explains)",
     )
 
 

@@ -16,7 +16,7 @@ from opwire.proxy_executor.aoti import FlatPlan, build_flat
 from opwire.proxy_executor.bound import run_plan
 from opwire.proxy_executor.context import BindContext
 from opwire.proxy_executor.default_policy import DefaultPolicy
-from opwire.proxy_executor.exec_policy import ExecPolicy
+from opwire.proxy_executor.exec_policy import ExecPolicy, refusals_collected
 from opwire.proxy_executor.guard import RunGuard
 from opwire.proxy_executor.plan import NodePlan, bind_node
 from opwire.proxy_executor.run_budgets import MAX_MEMORY
@@ -76,10 +76,11 @@ class ProxyExecutor:
             self._names[ek.name] = i
         self._extern: list[NodePlan] = []
         self._extern_snapshots: list[list[Any]] = []
-        for i, ek in enumerate(self.nodes.nodes):
-            track(ek)
-            self._extern.append(bind_node(ek.node, f"extern node {i} {ek.name!r}", self.policy, self._ctx))
-            self._extern_snapshots.append(snapshot(ek))
+        with refusals_collected():  # one BindError naming every refused op of the file
+            for i, ek in enumerate(self.nodes.nodes):
+                track(ek)
+                self._extern.append(bind_node(ek.node, f"extern node {i} {ek.name!r}", self.policy, self._ctx))
+                self._extern_snapshots.append(snapshot(ek))
         self._flat: list[FlatPlan | None] = [None] * len(self._extern)
         self._edits = edit_count()
 

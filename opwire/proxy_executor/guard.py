@@ -10,14 +10,16 @@ from, so the host's warning filters decide what happens to them.
 Two routes are covered: Python warnings (collected by swapping the `warnings` module's display hook
 for the duration of the run; another thread's warning in that window goes where it would have gone),
 and warnings torch's C++ handler prints itself (ops called through `torch.ops` print `[W...] Warning:`
-lines straight to file descriptor 2): while any guard is active, fd 2 points at an in-memory file, and
-what arrived there is re-issued the same way. fd 2 is process-wide, so output another thread writes to
-stderr during a run is collected too (and re-issued as a warning, not lost).
+lines straight to file descriptor 2, and torch gives Python no way to install its warning handler): while
+any guard is active, fd 2 points at an in-memory file; torch's warning lines in it are re-issued the same
+way, and every other line (the host's own output from another thread in that window) is written back to
+the host's stderr when the guard ends, unchanged and in order.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import threading
 import warnings
 from typing import Any
@@ -122,23 +124,39 @@ class _Fd2Capture:
                 self.saved = -1  # no fd 2 to redirect (a daemon): nothing to capture
 
     def exit(self) -> str:
+        """Restore fd 2; return torch's warning lines, and write every other line back to the host's stderr."""
         with self.lock:
             self.depth -= 1
             if self.depth > 0 or self.saved < 0:
                 return ""
+            size = os.lseek(self.mem, 0, os.SEEK_CUR)
+            data = os.pread(self.mem, size, 0) if size else b""
+            warned: list[bytes] = []
+            host: list[bytes] = []
+            for line in data.splitlines(keepends=True):
+                (warned if _TORCH_WARNING.match(line) else host).append(line)
+            if host:  # the host's own output in the window (another thread, a library): where it was going
+                _write_all(self.saved, b"".join(host))
             os.dup2(self.saved, 2)
             os.close(self.saved)
             self.saved = -1
-            size = os.lseek(self.mem, 0, os.SEEK_CUR)
-            if size == 0:
-                return ""
-            data = os.pread(self.mem, min(size, 1 << 16), 0)
-            os.ftruncate(self.mem, 0)
-            os.lseek(self.mem, 0, os.SEEK_SET)
-            return data.decode("utf-8", "replace")
+            if size:
+                os.ftruncate(self.mem, 0)
+                os.lseek(self.mem, 0, os.SEEK_SET)
+            return b"".join(warned)[: 1 << 16].decode("utf-8", "replace")
 
 
 _STDERR = _Fd2Capture()
+_TORCH_WARNING = re.compile(rb"^\[W\d{4} [^\]]*\] Warning: ")
+"""The line c10's default warning handler prints for a TORCH_WARN: `[W1202 03:56:47.779 Resize.cpp:30] Warning: ...`."""
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    while data:
+        try:
+            data = data[os.write(fd, data) :]
+        except OSError:
+            return  # the host's stderr is gone: nothing to keep
 
 
 def _rng_state() -> tuple[torch.Tensor, list[torch.Tensor] | None]:

@@ -15,7 +15,7 @@ from opwire.proxy_executor.convert import convert
 from opwire.schema import models as m
 from opwire.schema.members import ARGUMENT, members_carrying
 
-__all__ = ["check_const", "describe", "store_output"]
+__all__ = ["check_const", "check_span", "describe", "store_output"]
 
 
 def describe(v: Any) -> str:
@@ -83,4 +83,20 @@ def check_const(expected: Any, value: Any, where: str) -> None:
         raise KernelError(
             f"{where}: expected the constant {expected!r} recorded when the call was serialized, but the kernel "
             f"returned {describe(value)}; the op no longer computes what was compiled in"
+        )
+
+
+def check_span(value: Any, where: str) -> None:
+    """KernelError when tensor `value` (a view a kernel returned) reaches outside its storage."""
+    if value.numel() == 0:
+        return
+    end = value.storage_offset() + 1
+    for size, stride in zip(value.shape, value.stride(), strict=True):
+        if stride < 0:
+            raise KernelError(f"{where}: the kernel returned a view with a negative stride {tuple(value.stride())}")
+        end += (size - 1) * stride
+    if end * value.element_size() > value.untyped_storage().nbytes():
+        raise KernelError(
+            f"{where}: the kernel returned a view reaching element {end - 1} of a storage of "
+            f"{value.untyped_storage().nbytes() // value.element_size()} elements; nothing reads it"
         )

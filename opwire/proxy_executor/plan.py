@@ -20,7 +20,7 @@ from opwire.proxy_executor.context import BindContext
 from opwire.proxy_executor.convert import Converted, Lookup, convert
 from opwire.proxy_executor.default_policy import DefaultPolicy
 from opwire.proxy_executor.exec_policy import TORCH_NAMESPACES
-from opwire.proxy_executor.outputs import describe, store_output
+from opwire.proxy_executor.outputs import check_span, describe, store_output
 from opwire.proxy_executor.run_budgets import while_loop_with_budget
 from opwire.proxy_executor.targets import Target, resolve
 from opwire.schema import models as m
@@ -116,8 +116,20 @@ class NodePlan:
 
     def store(self, result: Any, out: dict[str, Any]) -> None:
         """Check `result` against the serialized outputs and put named values into `out`."""
+        import torch
+
+        views = _view_returns(self)
         for i, (arg, value) in enumerate(zip(self.node.outputs, self.results(result), strict=True)):
+            if i in views and isinstance(value, torch.Tensor):
+                check_span(value, f"{self.where} output {i}")
             store_output(arg, value, f"{self.where} output {i}", out)
+
+
+def _view_returns(p: NodePlan) -> frozenset[int]:
+    """The returns of `p`'s op that alias an input without writing it (views): new metadata over old storage."""
+    if p.target.kind != "op":
+        return frozenset()
+    return frozenset(i for i, r in enumerate(p.returns) if r is not None and r.alias and not r.alias.endswith("!"))
 
 
 def _prepare(p: NodePlan) -> Callable[[Mapping[str, Any]], dict[str, Any]] | None:
@@ -133,6 +145,7 @@ def _prepare(p: NodePlan) -> Callable[[Mapping[str, Any]], dict[str, Any]] | Non
     spec = tuple((c.name, c.const) for c in p.pos)
     kwspec = tuple((k, c.name, c.const) for k, c in p.kw.items())
     out_name, fn, tensor = outs[0].as_tensor.name, p.fn, torch.Tensor
+    view = bool(_view_returns(p))
 
     def call(values: Mapping[str, Any]) -> dict[str, Any]:
         try:
@@ -151,6 +164,8 @@ def _prepare(p: NodePlan) -> Callable[[Mapping[str, Any]], dict[str, Any]] | Non
             raise p.kernel_error(exc) from exc
         if not isinstance(r, tensor):
             store_output(outs[0], r, f"{p.where} output 0", {})
+        elif view:
+            check_span(r, f"{p.where} output 0")  # every view's span lies inside its storage
         return {out_name: r}
 
     return call
@@ -212,8 +227,10 @@ def _bind_op(target: Target, node: m.Node, where: str, policy: DefaultPolicy, ct
     checks = node_checks(target, node, where, ctx.exec_policy.max_memory)
     fn = getattr(target.fn, "_op", target.fn)
     seeded = is_seeded(target.fn)
-    # an op allowed by name may change modes or print; a library op is trusted (its own state changes are its own)
-    guarded = seeded or (schema.namespace in TORCH_NAMESPACES and schema.qualname not in allowlist())
+    # an op allowed by name may change modes or print; an out= variant warns when it resizes its `out` (torch.ops
+    # prints that to fd 2); a library op is trusted (its own state changes are its own)
+    writes_out = any(a.kwarg_only and (a.alias or "").endswith("!") for a in schema.arguments)
+    guarded = seeded or writes_out or (schema.namespace in TORCH_NAMESPACES and schema.qualname not in allowlist())
     return NodePlan(
         where,
         target,
@@ -300,9 +317,18 @@ def _bind_other(target: Target, node: m.Node, where: str, policy: DefaultPolicy,
             if na.name in kw:
                 raise BindError(f"{where}: keyword input {na.name!r} is given twice")
             kw[na.name] = convert(na.arg, f"{where} input {na.name!r}", ctx)
-    if target.spelled == "torch.ops.higher_order.while_loop":
-        fn = while_loop_with_budget(fn, ctx.exec_policy.max_while_iterations, where)
+    body_at = _LOOP_BODY.get(target.spelled)
+    if body_at is not None:  # while_loop iterations, map rows and scan steps share the run's loop budget
+        fn = while_loop_with_budget(fn, ctx.exec_policy.max_while_iterations, where, body_at)
     return NodePlan(where, target, node, fn, pos, kw, (), (), policy, seeded=target.kind == "hop")
+
+
+_LOOP_BODY = {
+    "torch.ops.higher_order.while_loop": 1,
+    "torch.ops.higher_order.map_impl": 0,
+    "torch.ops.higher_order.scan": 0,
+}
+"""Looping higher-order ops -> the position of the subgraph they run once per iteration."""
 
 
 def _hop_keywords(kind: str, positional: list[m.NamedArgument], where: str) -> set[str] | None:

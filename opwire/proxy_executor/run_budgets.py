@@ -2,9 +2,10 @@
 
 A file decides how much work its program does. Three budgets keep that bounded:
 
-- **while_loop iterations** (`max_while_iterations=`, default `WHILE_LOOP_ITERATIONS`): a total per run,
-  counted across every loop and nesting level (two nested loops just under the bound are refused); an
-  edited condition that never turns false is a `BudgetError` once the run's loops iterated that often.
+- **loop iterations** (`max_while_iterations=`, default `WHILE_LOOP_ITERATIONS`): a total per run, counted
+  across every `while_loop` iteration, `map` row and `scan` step at every nesting level (two nested loops just
+  under the bound are refused); an edited condition that never turns false, or a `map` over a file-sized
+  leading dimension, is a `BudgetError` once the run's loops iterated that often.
 - **execution memory** (`max_memory=` bytes, default `MAX_MEMORY`): `opwire.proxy_executor.checks`.
 - **wall time** (`timeout=` seconds, `--timeout`; off by default): checked between nodes (and between
   loop iterations and replayed calls); one kernel already running is not interrupted.
@@ -105,26 +106,32 @@ def loop_budget(limit: int) -> Iterator[None]:
         _local.loops = before
 
 
-def while_loop_with_budget(hop: Callable[..., Any], limit: int, where: str) -> Callable[..., Any]:
-    """torch's `while_loop` HOP with its iterations counted against the run's total (`loop_budget`), else `limit`."""
+def while_loop_with_budget(hop: Callable[..., Any], limit: int, where: str, body_at: int = 1) -> Callable[..., Any]:
+    """A looping HOP with its iterations counted against the run's total (`loop_budget`), else `limit`.
 
-    def run(cond_fn: Callable[..., Any], body_fn: Callable[..., Any], *rest: Any, **kw: Any) -> Any:
+    `body_at` is the position of the subgraph run once per iteration: 1 for `while_loop(cond_fn, body_fn, ...)`,
+    0 for `map_impl(f, xs, ...)` (one call per row) and `scan(combine_fn, ...)` (one call per step)."""
+
+    def run(*args: Any, **kw: Any) -> Any:
         counter = getattr(_local, "loops", None) or [0, limit]  # outside a run: this call's own budget
+        body_fn = args[body_at]
 
-        def body(*args: Any) -> Any:
-            counter[0] += 1  # iterations are body runs: the condition runs once more, to turn false
+        def body(*inner: Any) -> Any:
+            counter[0] += 1  # iterations are body runs: a while_loop's condition runs once more, to turn false
             if counter[0] > counter[1]:
+                going = "its condition was still true" if body_at == 1 else "rows remained"
+                kind = "while_loop" if body_at == 1 else "map/scan"
                 raise BudgetError(
-                    f"{where}: while_loop ran {counter[1]} iterations in this run (counted across every loop and "
-                    f"nesting) and its condition was still true; the budget is max_while_iterations={counter[1]}; "
-                    "raise it with max_while_iterations= (ProxyExecutor, run_program, ProgramRunner) or "
-                    "--max-while-iterations N (opwire run)",
+                    f"{where}: {kind} ran {counter[1]} iterations in this run (counted across every loop and "
+                    f"nesting) and {going}; the budget is max_while_iterations={counter[1]} (while_loop iterations, "
+                    "map rows and scan steps share it); raise it with max_while_iterations= (ProxyExecutor, "
+                    "run_program, ProgramRunner) or --max-while-iterations N (opwire run)",
                     "max_while_iterations",
                 )
             check_time(f"{where} iteration {counter[0]}")
-            return body_fn(*args)
+            return body_fn(*inner)
 
-        return hop(cond_fn, body, *rest, **kw)
+        return hop(*args[:body_at], body, *args[body_at + 1 :], **kw)
 
     return run
 

@@ -29,7 +29,13 @@ from opwire.proxy_executor.context import BindContext
 from opwire.proxy_executor.convert import convert
 from opwire.proxy_executor.default_policy import DefaultPolicy
 from opwire.proxy_executor.exec_policy import ExecPolicy
-from opwire.proxy_executor.graphchecks import check_static_memory, check_writes, declared_writes, protected_inputs
+from opwire.proxy_executor.graphchecks import (
+    StorageGuard,
+    check_static_memory,
+    check_writes,
+    declared_writes,
+    protected_inputs,
+)
 from opwire.proxy_executor.guard import RunGuard
 from opwire.proxy_executor.plan import NodePlan
 from opwire.proxy_executor.run_budgets import MAX_MEMORY, WHILE_LOOP_ITERATIONS, loop_budget, time_limit
@@ -102,6 +108,12 @@ class ProgramRunner:
 
         ctx = BindContext(self._subgraph, self.exec_policy)
         self.bound = BoundGraph(self.graph, "graph", self.policy, ctx, check)
+
+        def guard(env: Mapping[str, Any]) -> StorageGuard:  # what no run may write, whatever the annotations
+            protected = {k: v for k, v in inputs.items() if k not in declared and k not in self._copied}
+            return StorageGuard(protected, env)
+
+        self.bound.write_guard = guard
 
     # --------------------------------------------------------------------------------------- calls
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

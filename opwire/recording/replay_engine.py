@@ -12,7 +12,7 @@ import torch
 
 from opwire.errors import BindError, OpwireError
 from opwire.proxy_executor.default_policy import DefaultPolicy
-from opwire.proxy_executor.exec_policy import ExecPolicy
+from opwire.proxy_executor.exec_policy import ExecPolicy, refusals_collected
 from opwire.proxy_executor.executor import ProxyExecutor
 from opwire.proxy_executor.guard import RunGuard
 from opwire.proxy_executor.run_budgets import check_time, time_limit
@@ -32,14 +32,15 @@ __all__ = ["ReplayOptions", "Replayer", "check_policy", "recorded_at", "run_rang
 def check_policy(src: TraceSource, exec_policy: ExecPolicy) -> None:
     """Refuse the trace before anything runs when a call (or an `as_operator` argument) names a refused op."""
     seen: set[str] = set()
-    for i, rec in enumerate(src.records(0, len(src))):
-        if "skipped" in rec.metadata:
-            continue  # never executed
-        names = [rec.target, *(na.arg.value for na in rec.inputs if na.arg.type == "as_operator")]
-        for name in names:
-            if name not in seen:
-                exec_policy.check_name(name, f"call {i} ({rec.target})")
-                seen.add(name)
+    with refusals_collected():  # one BindError naming every refused op of the trace
+        for i, rec in enumerate(src.records(0, len(src))):
+            if "skipped" in rec.metadata:
+                continue  # never executed
+            names = [rec.target, *(na.arg.value for na in rec.inputs if na.arg.type == "as_operator")]
+            for name in names:
+                if name not in seen:
+                    exec_policy.check_name(name, f"call {i} ({rec.target})")
+                    seen.add(name)
 
 
 @dataclass(frozen=True)

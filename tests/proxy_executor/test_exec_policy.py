@@ -203,3 +203,120 @@ def test_replay_refuses_before_running_and_allow_ops_opts_in(tmp_path: Path) -> 
     assert not (tmp_path / "w.pth").exists()
     report = opwire.replay(argv[0], mode="chained", allow_ops=["aten::from_file"])
     assert report.replayed == 4 and (tmp_path / "w.pth").read_bytes()[:1] == b"A"
+
+
+def test_map_rows_and_scan_steps_count_in_the_loop_budget() -> None:
+    """A map over a file-sized leading dimension is bounded like a while_loop (issue 25): one total per run."""
+    from torch._higher_order_ops.map import map as hop_map
+    from torch._higher_order_ops.scan import scan
+
+    class Rows(torch.nn.Module):
+        def forward(self, xs: torch.Tensor) -> torch.Tensor:
+            mapped = hop_map(lambda x: x * 2, xs)
+            carry, _ = scan(lambda c, x: (c + x, c.clone()), torch.zeros(3), xs)
+            return mapped.sum() + carry.sum()
+
+    xs = torch.ones(5, 3)
+    ep = torch.export.export(Rows(), (xs,))
+    assert opwire.run_program(ep, (xs,), max_while_iterations=10).item() == 45.0  # 5 rows + 5 steps
+    with pytest.raises(BudgetError, match=r"map/scan ran 9 iterations in this run .*rows remained") as info:
+        opwire.run_program(ep, (xs,), max_while_iterations=9)
+    assert info.value.budget == "max_while_iterations"
+
+
+def _writes_through(alias: list[m.Node]) -> list[m.Node]:
+    from support.hostile_exec import node, t
+
+    return [*alias, node("aten::add_.Tensor", {"self": t("view"), "other": t("view")}, "out")]
+
+
+@pytest.mark.parametrize(
+    "alias",
+    [
+        "_unsafe_view",
+        "einsum",
+        "unsafe_split",
+    ],
+)
+def test_a_write_through_an_undeclared_alias_is_refused_by_storage(alias: str) -> None:
+    """_unsafe_view, einsum('i->i') and unsafe_split return views with no alias annotation: the write is still seen."""
+    from support.hostile_exec import node, t
+
+    ints = lambda *v: m.Argument(as_ints=list(v))  # noqa: E731
+    first = {
+        "_unsafe_view": [node("aten::_unsafe_view", {"self": t("x"), "size": ints(16)}, "view")],
+        "einsum": [
+            node("aten::einsum", {"equation": m.Argument(as_string="i->i"), "tensors": m.Argument(
+                as_tensors=[m.TensorArgument(name="x")])}, "view")
+        ],
+        "unsafe_split": [
+            m.Node(
+                target="aten::unsafe_split.Tensor",
+                inputs=[m.NamedArgument(name="self", arg=t("x")), m.NamedArgument(name="split_size",
+                                                                                   arg=m.Argument(as_int=16))],
+                outputs=[m.Argument(as_tensors=[m.TensorArgument(name="view")])],
+                metadata={},
+            )
+        ],
+    }[alias]  # fmt: skip
+    x = torch.ones(16)
+    with pytest.raises(BindError, match=r"writes into user input 'x' through 'view', which shares its storage"):
+        opwire.run_program(program(_writes_through(first)), (x,))
+    assert x.tolist() == [1.0] * 16  # the caller's tensor is untouched: refused before the write
+
+
+@pytest.mark.parametrize(
+    ("op", "values"),
+    [
+        ("aten::clone", {"self": torch.ones(1).expand(2**34)}),  # 4 bytes in, 64 GiB out
+        ("aten::contiguous", {"self": torch.ones(1, 1).expand(2**17, 2**17)}),
+        ("aten::mul.Tensor", {"self": torch.ones(2**17, 1), "other": torch.ones(1, 2**17)}),  # a broadcast
+        ("aten::add.Tensor", {"self": torch.ones(1).expand(2**34), "other": torch.ones(1)}),
+        ("aten::one_hot", {"self": torch.tensor([2**40]), "num_classes": -1}),
+        ("aten::bincount", {"self": torch.tensor([2**40])}),
+        ("aten::repeat_interleave.Tensor", {"repeats": torch.tensor([2**40])}),
+        ("aten::outer", {"self": torch.ones(2**17), "vec2": torch.ones(2**17)}),
+        ("aten::diag_embed", {"self": torch.ones(2**17)}),
+        ("aten::mul.out", {"self": torch.ones(2**17, 1), "other": torch.ones(1, 2**17), "out": torch.ones(1)}),
+    ],
+)
+def test_outputs_larger_than_their_inputs_are_estimated_before_the_kernel(op: str, values: dict[str, object]) -> None:
+    """Expanded views, broadcasts and data-dependent sizes (issue 25): a BudgetError, nothing allocated."""
+    from support.op_call import call_node
+
+    node, env = call_node(op, **values)
+    with pytest.raises(BudgetError, match=r"outputs would take [\d,]+ bytes, over the execution-memory budget"):
+        ProxyExecutor().call(node, env)
+
+
+def test_ordinary_calls_pass_the_memory_estimate() -> None:
+    from support.op_call import call_node
+
+    for op, values in (
+        ("aten::clone", {"self": torch.ones(3).expand(2, 3)}),
+        ("aten::one_hot", {"self": torch.tensor([0, 3]), "num_classes": -1}),
+        ("aten::nonzero", {"self": torch.tensor([0.0, 1.0, 2.0])}),
+        ("aten::mul.Tensor", {"self": torch.ones(4, 1), "other": torch.ones(1, 4)}),
+    ):
+        node, env = call_node(op, **values)
+        out = ProxyExecutor().call(node, env)["out0"]
+        assert out.numel() > 0
+
+
+def test_a_view_reaching_outside_its_storage_is_refused_after_the_kernel() -> None:
+    """Every view a kernel returns is checked against its storage. torch's own views stay inside (as_strided
+    checks); a kernel bug returning wider metadata is what the check is for, so its metadata is stood in for."""
+    from types import SimpleNamespace
+
+    from opwire.errors import KernelError
+    from opwire.proxy_executor.outputs import check_span
+
+    base = torch.zeros(4)
+    check_span(base.as_strided((2,), (1,), 2), "node")  # inside: fine
+    storage = SimpleNamespace(nbytes=lambda: 16)
+    bad = SimpleNamespace(
+        numel=lambda: 4, storage_offset=lambda: 2, shape=(4,), stride=lambda: (1,), element_size=lambda: 4,
+        untyped_storage=lambda: storage,
+    )  # fmt: skip
+    with pytest.raises(KernelError, match=r"node: the kernel returned a view reaching element 5 of a storage of 4"):
+        check_span(bad, "node")

@@ -65,3 +65,13 @@ def test_every_allowlisted_op_survives_hostile_index_and_size_arguments() -> Non
     assert summary.crashes == [] and summary.hangs == [] and summary.foreign == [], (
         f"crashes {summary.crashes}, hangs {summary.hangs}, foreign {summary.foreign}"
     )
+
+
+@pytest.mark.slow
+def test_hostile_companions_of_real_calls_never_crash() -> None:
+    """A sample of companion_fuzz.py: real calls of the family ops with one tensor made hostile, in children."""
+    from proxy_executor.companion_fuzz import cases, real_calls, run
+
+    result = run(cases(real_calls())[::6])
+    assert result["cases"] > 100
+    assert result["crashes"] == []

@@ -203,6 +203,29 @@ ISSUE_ATTACKS: dict[str, tuple[str, list[m.Node]]] = {
             node("aten::_to_dense", {"self": t("x")}, "out"),
         ],
     ),
+    "manual_seed reseeds the host's generator": (
+        "aten::manual_seed",
+        [
+            m.Node(
+                target="aten::manual_seed", inputs=[m.NamedArgument(name="seed", arg=_i(1234))], outputs=[], metadata={}
+            )
+        ],
+    ),
+    "set_grad_enabled(False) leaves autograd off": (
+        "aten::set_grad_enabled",
+        [
+            m.Node(
+                target="aten::set_grad_enabled",
+                inputs=[m.NamedArgument(name="val", arg=m.Argument(as_bool=False))],
+                outputs=[],
+                metadata={},
+            )
+        ],
+    ),
+}
+"""The execution attacks of issue 16 that the op policy refuses at bind: name -> (the refused op, the nodes)."""
+
+CHECKED_ATTACKS: dict[str, tuple[str, list[m.Node]]] = {
     "segment_reduce(lengths=[1e8], unsafe=True)": (
         "aten::segment_reduce",
         [
@@ -283,31 +306,13 @@ ISSUE_ATTACKS: dict[str, tuple[str, list[m.Node]]] = {
             )
         ],
     ),
-    "manual_seed reseeds the host's generator": (
-        "aten::manual_seed",
-        [
-            m.Node(
-                target="aten::manual_seed", inputs=[m.NamedArgument(name="seed", arg=_i(1234))], outputs=[], metadata={}
-            )
-        ],
-    ),
-    "set_grad_enabled(False) leaves autograd off": (
-        "aten::set_grad_enabled",
-        [
-            m.Node(
-                target="aten::set_grad_enabled",
-                inputs=[m.NamedArgument(name="val", arg=m.Argument(as_bool=False))],
-                outputs=[],
-                metadata={},
-            )
-        ],
-    ),
     "add.out into a wrong-shaped out (a kernel warning on stderr)": (
         "aten::add.out",
         [node("aten::add.out", {"self": t("x"), "other": t("x"), "out": t("x")}, "out")],
     ),
 }
-"""The execution attacks of issue 16 that the allowlist refuses: name -> (the refused op, the nodes)."""
+"""Attacks of issue 16 on ops the policy admits since issue 25 (real work runs them): each fails its family's
+precondition or a refused argument value before the kernel runs (add.out: the kernel's warning is re-issued)."""
 
 
 def ones_nodes(n: int) -> list[m.Node]:
@@ -537,10 +542,20 @@ def _attack_case(i: int, name: str) -> Case:
 CASES += [_attack_case(i, name) for i, name in enumerate(ISSUE_ATTACKS)]
 CASES += [
     Case(
+        f"{name}: its precondition, before the kernel",
+        "run",
+        run_case(lambda _, n=CHECKED_ATTACKS[name][1]: n),
+        1,
+        r"refused before the kernel ran: ",
+    )
+    for name in ("max_pool2d_with_indices_backward with indices=1e8", "_fused_adam_ with mismatched sizes")
+]
+CASES += [
+    Case(
         "segment_reduce allowed by name, unsafe=True still refused",
         "exec",
         lambda d: [
-            *exec_case(lambda _: ISSUE_ATTACKS["segment_reduce(lengths=[1e8], unsafe=True)"][1])(d),
+            *exec_case(lambda _: CHECKED_ATTACKS["segment_reduce(lengths=[1e8], unsafe=True)"][1])(d),
             "--allow-op",
             "aten::segment_reduce",
         ],

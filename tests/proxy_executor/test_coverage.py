@@ -1,0 +1,51 @@
+"""The coverage corpus, sampled: ordinary work runs with no allow_ops, and the policy admits what the full run saw.
+
+The whole corpus is `make coverage` (tests/support/coverage_run.py, minutes); this file runs one case of each
+kind in seconds, and checks the committed policy against the ops the last full run saw
+(tests/support/coverage_seen_ops.txt), which were gathered independently of the policy's derivation.
+"""
+
+from __future__ import annotations
+
+import pytest
+from support.coverage_nn import ProgramCase, functional_cases, loss_cases, module_cases
+from support.coverage_run import SEEN, run_program_case, run_recorded_case
+from support.coverage_train import training_cases
+
+from opwire.proxy_executor.allowlist import allowlist
+
+_MODULES = ("Conv2d", "ReLU6", "LSTM", "TransformerEncoderLayer", "Upsample")
+_FUNCTIONS = ("F.glu", "F.grid_sample", "F.unfold")
+_LOSSES = ("CrossEntropyLoss", "KLDivLoss", "SmoothL1Loss")
+_TRAINING = ("AdamW (foreach)", "Adagrad (single)")
+
+
+def _built(cases: list[ProgramCase], count: int) -> list[ProgramCase]:
+    assert len(cases) == count and all(c.module is not None for c in cases), [(c.name, c.why) for c in cases]
+    return cases
+
+
+def test_every_op_the_last_coverage_run_saw_is_admitted() -> None:
+    seen = [line for line in SEEN.read_text().splitlines() if line and not line.startswith("#")]
+    assert len(seen) > 250  # the full run's ops (272 in torch 2.13), not a sample's
+    missing = sorted(set(seen) - allowlist())
+    assert missing == [], f"the op policy refuses ops the coverage corpus ran: {missing}"
+
+
+@pytest.mark.slow
+def test_a_sample_of_program_cases_runs_with_no_allow_ops_and_equals_eager() -> None:
+    cases = _built(list(module_cases(_MODULES)), len(_MODULES))
+    cases += _built(list(functional_cases(_FUNCTIONS)), len(_FUNCTIONS))
+    cases += _built(list(loss_cases(_LOSSES)), 2 * len(_LOSSES))  # the module and its functional form
+    for case in cases:
+        for outcome in run_program_case(case):
+            assert outcome.status == "ok", (case.name, outcome.how, outcome.status, outcome.refused, outcome.detail)
+
+
+@pytest.mark.slow
+def test_a_sample_of_recorded_training_steps_replays_with_no_allow_ops() -> None:
+    cases = [c for c in training_cases() if c.name in _TRAINING]
+    assert sorted(c.name for c in cases) == sorted(_TRAINING)
+    for case in cases:
+        for outcome in run_recorded_case(case):
+            assert outcome.status == "ok", (case.name, outcome.how, outcome.status, outcome.refused, outcome.detail)
