@@ -1,18 +1,20 @@
 """`opwire.diff_traces`: two recordings of the same code, aligned call by call, and what differs.
 
-The calls are aligned by their op sequence (difflib's longest matching blocks, so inserted or missing
-calls do not shift everything after them). Each aligned pair is compared: arguments that are not
-tensors by value, tensor arguments by dtype and shape, outputs by dtype, shape, strides and values
-(within tolerance, per dtype by default). Calls whose values no run reproduces (random ops tagged
-`nondeterministic_seeded`, `empty*`'s uninitialised memory, a caller's generator) are compared as
-replay compares them (`compare.reproducible`): dtype, shape and strides, not values. A call only one
-side made is listed as such; a changed op shows as one call present only in A and one only in B at
-the same place.
+The calls are aligned as a diff tool aligns lines (`align`): common prefix and suffix, each repetition of a
+call in one run paired with the same repetition in the other (a training loop's steps stay paired step by
+step), then a minimal edit script over (op, source line, module path), so inserted or missing calls do not
+shift everything after them and a change in step k is reported at its call in step k.
+
+Each aligned pair is compared: arguments that are not tensors by value, tensor arguments by dtype and
+shape, outputs by dtype, shape, strides and values (within tolerance, per dtype by default). Calls whose
+values no run reproduces (random ops tagged `nondeterministic_seeded`, `empty*`'s uninitialised memory, a
+caller's generator) are compared as replay compares them (`compare.reproducible`): dtype, shape and
+strides, not values. A call only one side made is listed as such; a changed op shows as one call present
+only in A and one only in B at the same place.
 """
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 from dataclasses import asdict, dataclass, field
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from opwire.errors import OpwireError
+from opwire.recording.align import align, opcodes
 from opwire.recording.compare import Difference, Errors, compare_scalar, compare_tensor, reproducible
 from opwire.recording.recorder import Trace, load_trace
 from opwire.recording.report import format_table
@@ -201,9 +204,10 @@ def diff_traces(
     sa, sb = ta.source, tb.source
     ra, rb = ta.records, tb.records
     result = TraceDiff(_label(a, ta), _label(b, tb), len(ra), len(rb), max_listed=max_listed)
-    matcher = difflib.SequenceMatcher(None, [r.target for r in ra], [r.target for r in rb], autojunk=False)
+    ops_a, ops_b = [r.target for r in ra], [r.target for r in rb]
+    pairs = align(_keys(ra), _keys(rb), (ops_a, ops_b))
     pair = _Pair(sa, sb, rtol, atol)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    for tag, i1, i2, j1, j2 in opcodes(pairs, len(ra), len(rb)):
         if tag == "equal":
             for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
                 _compare(result, pair, i, j, ra[i], rb[j])
@@ -213,6 +217,11 @@ def diff_traces(
         for j in range(j1, j2):
             _only(result, OnlyIn("B", j, i1, rb[j].target, rb[j].metadata.get("source", "")))
     return result
+
+
+def _keys(records: list[m.CallRecord]) -> list[tuple[str, str, str]]:
+    """What aligns a call: its op, source line and module path."""
+    return [(r.target, r.metadata.get("source", ""), r.metadata.get("module", "")) for r in records]
 
 
 def _trace(t: Trace | m.CallTrace | str | Path) -> Trace:
