@@ -17,6 +17,7 @@ from opwire.proxy_executor.executor import ProxyExecutor
 from opwire.proxy_executor.guard import RunGuard
 from opwire.proxy_executor.run_budgets import check_time, time_limit
 from opwire.recording.compare import Difference, Errors, compare_scalar, compare_tensor, reproducible
+from opwire.recording.definedness import EXTERNAL, metadata_names
 from opwire.recording.dispatch_mode import object_of
 from opwire.recording.mutations import written_arguments
 from opwire.recording.progress import Progress
@@ -146,6 +147,10 @@ class Replayer:
         dirty = {n for a in written for n in by_arg.get(a, [])}
         try:
             given = {n: self._tensor(n, n in dirty) for n in in_names}
+            if self.mode == "chained":  # written where no replay can: continue from the recorded value
+                for n in metadata_names(rec.metadata, EXTERNAL, f"call {i} {rec.target}"):
+                    if n in given:
+                        self._adopt(n, given[n])
             out = self.ex.call(shape.node, {f"#i{k}": given[n] for k, n in enumerate(in_names)})
         except OpwireError as exc:
             return self._found(i, rec, "call", Difference("error", f"{type(exc).__name__}: {exc}"))
@@ -155,7 +160,9 @@ class Replayer:
         for j, arg in enumerate(rec.outputs):
             label = f"output {j}"
             if j in shape.scalar_outputs:
-                found += self._found(i, rec, label, compare_scalar(out.get(f"#s{j}"), arg.value, self.rtol, self.atol))
+                if reproducible(rec.target, rec.metadata, label):
+                    diff = compare_scalar(out.get(f"#s{j}"), arg.value, self.rtol, self.atol)
+                    found += self._found(i, rec, label, diff)
                 continue
             names = tensor_names(arg)
             for e, n in enumerate(names):
@@ -164,12 +171,16 @@ class Replayer:
                 if self.mode == "chained" and isinstance(got, torch.Tensor):
                     self.live[object_of(n)] = got
                 where = label if arg.type == "as_tensor" else f"{label}[{e}]"
-                found += self._check(i, rec, where, got, n, compare_values)
+                defined = reproducible(rec.target, rec.metadata, n)
+                found += self._check(i, rec, where, got, n, defined)
+                if self.mode == "chained" and compare_values and not defined:
+                    self._adopt(n, got if isinstance(got, torch.Tensor) else None)
         for arg_name, new_names in written.items():
             for before, after in zip(by_arg.get(arg_name, []), new_names, strict=False):
                 label = f"argument {arg_name} (written in place)"
-                found += self._check(i, rec, label, given.get(before), after, compare_values)
-                if self.mode == "chained" and not compare_values:
+                defined = reproducible(rec.target, rec.metadata, after)
+                found += self._check(i, rec, label, given.get(before), after, defined)
+                if self.mode == "chained" and not defined:
                     self._adopt(after, given.get(before))
         if self.mode == "chained" and not compare_values:
             for arg in rec.outputs:

@@ -270,8 +270,7 @@ def _compare(result: TraceDiff, pair: _Pair, i: int, j: int, ra: m.CallRecord, r
         CallDifference(i, j, ra.target, what, "argument", d, source=source) for what, d in _arguments(pair, ra, rb)
     ]
     errors = Errors()
-    values = reproducible(ra.target, ra.metadata) and reproducible(rb.target, rb.metadata)
-    for what, diff in _outputs(pair, ra, rb, errors, values):
+    for what, diff in _outputs(pair, ra, rb, errors):
         found.append(CallDifference(i, j, ra.target, what, diff.kind, diff.detail, diff.max_diff, diff.max_rel, source))
     stats.worst_abs, stats.worst_rel = max(stats.worst_abs, errors.abs), max(stats.worst_rel, errors.rel)
     stats.arg_diffs += any(d.kind == "argument" for d in found)
@@ -317,14 +316,14 @@ def _meta(tv: m.TensorValue) -> str:
     return f"{dtype} {list(tv.sizes)}"
 
 
-def _outputs(
-    pair: _Pair, ra: m.CallRecord, rb: m.CallRecord, errors: Errors, values: bool = True
-) -> list[tuple[str, Difference]]:
+def _outputs(pair: _Pair, ra: m.CallRecord, rb: m.CallRecord, errors: Errors) -> list[tuple[str, Difference]]:
+    """Outputs that differ; values only where both runs' values are defined and reproducible (one rule)."""
     out: list[tuple[str, Difference]] = []
     if len(ra.outputs) != len(rb.outputs):
         return [("outputs", Difference("missing", f"A returns {len(ra.outputs)} values, B {len(rb.outputs)}"))]
     for k, (x, y) in enumerate(zip(ra.outputs, rb.outputs, strict=True)):
         label = f"output {k}"
+        values = reproducible(ra.target, ra.metadata, label) and reproducible(rb.target, rb.metadata, label)
         if x.type in _SCALARS or y.type in _SCALARS:
             diff = compare_scalar(y.value, x.value, pair.rtol, pair.atol) if x.type == y.type and values else None
             if x.type != y.type:
@@ -337,6 +336,7 @@ def _outputs(
             out.append((label, Difference("missing", f"A returns {len(names_x)} tensors, B {len(names_y)}")))
             continue
         for e, (nx, ny) in enumerate(zip(names_x, names_y, strict=True)):
+            values = reproducible(ra.target, ra.metadata, nx) and reproducible(rb.target, rb.metadata, ny)
             diff = _tensor_diff(pair, nx, ny, errors, values)
             if diff is not None:
                 diff = _ab(diff)

@@ -127,6 +127,12 @@ def record_call(mode: Any, func: Any, schema: OpSchema, args: Any, kwargs: dict[
     extra = spec.writes if spec is not None else ()
     try:
         bound = bind_arguments(schema, args, kwargs)
+        written = [
+            (a.name, bound[a.name]) for a in schema.arguments if (a.is_write or a.name in extra) and a.name in bound
+        ]
+        # what a collective writes and does not take as input (allgather's outputs, a receive's buffer)
+        overwritten = {n for n, _ in written if spec is None or n != spec.inputs}
+        reads = mode._reads(target, bound, overwritten)
         if spec is not None and spec.kind != "wait":
             # a collective reads what is there now: c10d's C++ side (DDP's parameter checks and buckets) writes
             # through data pointers no dispatch mode sees, so its inputs are taken afresh, never from an older name
@@ -136,7 +142,6 @@ def record_call(mode: Any, func: Any, schema: OpSchema, args: Any, kwargs: dict[
         inputs = _inputs(mode, schema, bound, target)
     except EncodeError as exc:
         return mode._skip(target, str(exc), func(*args, **kwargs))
-    written = [(a.name, bound[a.name]) for a in schema.arguments if (a.is_write or a.name in extra) and a.name in bound]
     for _, value in written:
         for t in _flat(value):
             mode._bump(t)
@@ -149,6 +154,7 @@ def record_call(mode: Any, func: Any, schema: OpSchema, args: Any, kwargs: dict[
     mutated = {n: [mode._name(t, True) for t in _flat(v)] for n, v in written}
     if mutated:
         metadata[MUTATED] = mutated_metadata(mutated)
+    mode._defined(target, reads, out, written, outputs, metadata)
     mode._append(m.CallRecord(target=target, inputs=inputs, outputs=outputs, metadata=metadata))
     return out
 

@@ -2,8 +2,8 @@
 
 Rank r of A is diffed with rank r of B (`opwire.diff_traces`). A rank whose first difference is a collective's
 result (everything before it agreed) got it from another rank, so it is listed after the ranks whose
-difference starts in their own calls; values of ops no run reproduces (`empty`, random draws) are not
-differences. Ranks are read by a few threads at a time,
+difference starts in their own calls; values no run reproduces (random draws, undefined memory) are not
+compared (`compare.reproducible`, the rule replay uses). Ranks are read by a few threads at a time,
 each pair opened and closed on its own, so memory holds at most that many rank pairs, never the whole run.
 """
 
@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 
-from opwire.errors import DecodeError, OpwireError
+from opwire.errors import DecodeError
 from opwire.recording.distributed.collectives import collective_of
 from opwire.recording.distributed.run import Run
 from opwire.recording.recorder import Trace
@@ -22,26 +21,6 @@ from opwire.recording.trace_diff import CallDifference, OnlyIn, TraceDiff, diff_
 from opwire.schema import models as m
 
 __all__ = ["RunDiff", "diff_runs"]
-
-
-def _noise(event: CallDifference | OnlyIn) -> bool:
-    """A value difference of an op whose values no run reproduces (random numbers, uninitialized `empty`)."""
-    if not isinstance(event, CallDifference) or event.kind in ("argument", "shape", "dtype", "missing"):
-        return False
-    return _nondeterministic(event.op)
-
-
-@cache
-def _nondeterministic(target: str) -> bool:
-    import torch
-
-    from opwire.proxy_executor.targets import resolve
-
-    try:
-        tags = getattr(resolve(target).fn, "tags", ())
-    except OpwireError:
-        return False
-    return torch.Tag.nondeterministic_seeded in tags or "empty" in target.partition("::")[2].split(".")[0]
 
 
 def _inherited(event: CallDifference | OnlyIn) -> bool:
@@ -118,12 +97,7 @@ def diff_runs(
 
     def one(rank: int) -> TraceDiff:
         with ra.open(rank) as sa, rb.open(rank) as sb:
-            d = diff_traces(Trace(source=sa), Trace(source=sb), rtol=rtol, atol=atol, max_listed=max_listed)
-        noise = [e for e in d.events if _noise(e)]
-        if noise:  # uninitialized memory and random draws differ from run to run by design
-            d.events = [e for e in d.events if not _noise(e)]
-            d.differences = [e for e in d.differences if not _noise(e)]
-        return d
+            return diff_traces(Trace(source=sa), Trace(source=sb), rtol=rtol, atol=atol, max_listed=max_listed)
 
     with ThreadPoolExecutor(max_workers=max(1, min(threads, ra.world_size))) as pool:
         ranks = list(pool.map(one, range(ra.world_size)))
