@@ -18,12 +18,22 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
 from opwire.errors import DecodeError, printable
 
-__all__ = ["EXTERNAL", "UNDEFINED", "Definedness", "metadata_names", "names_metadata", "uninitialised"]
+__all__ = [
+    "EXTERNAL",
+    "UNDEFINED",
+    "Definedness",
+    "flat_tensors",
+    "metadata_names",
+    "names_metadata",
+    "overwrites",
+    "uninitialised",
+]
 
 UNDEFINED = "undefined"
 """Metadata key: values a call produced (outputs, arguments it wrote) whose content is undefined."""
@@ -48,6 +58,15 @@ def overwrites(target: str, argument: str) -> bool:
     if argument.startswith("out") or argument in ("output_tensors", "output_tensor", "output_lists"):
         return True
     return argument == "self" and target.partition("::")[2].split(".")[0] in _OVERWRITING
+
+
+def flat_tensors(v: Any) -> list[torch.Tensor]:
+    """Tensors in an argument value, nested lists and tuples included (`Tensor[][]`)."""
+    if isinstance(v, torch.Tensor):
+        return [v]
+    if isinstance(v, list | tuple):
+        return [t for x in v for t in flat_tensors(x)]
+    return []
 
 
 def names_metadata(names: Iterable[str]) -> str:

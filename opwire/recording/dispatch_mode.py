@@ -25,7 +25,15 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from opwire.errors import EncodeError, OpwireWarning
 from opwire.recording.arguments import bind_arguments, named_inputs, to_argument
 from opwire.recording.compare import GENERATOR_KEY
-from opwire.recording.definedness import EXTERNAL, UNDEFINED, Definedness, names_metadata, overwrites, uninitialised
+from opwire.recording.definedness import (
+    EXTERNAL,
+    UNDEFINED,
+    Definedness,
+    flat_tensors,
+    names_metadata,
+    overwrites,
+    uninitialised,
+)
 from opwire.recording.locate import Locator
 from opwire.recording.mutations import MUTATED, mutated_metadata
 from opwire.recording.progress import Progress
@@ -224,7 +232,7 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
         """What a call is about to read: writes no mode saw are found now (their values get new names)."""
         reads = _Reads()
         for name, value in bound.items():
-            for t in _flat(value):
+            for t in flat_tensors(value):
                 t = _unwrap_async(t)
                 reads.keys.add(_storage_key(t))
                 if self.defs.outside_write(t):
@@ -240,15 +248,15 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
     ) -> None:  # fmt: skip
         """After a call: which of its results are undefined, and which inputs came from outside (its metadata)."""
         fresh_undefined = reads.undefined or uninitialised(target)
-        results = [_unwrap_async(t) for t in _flat(out)]
+        results = [_unwrap_async(t) for t in flat_tensors(out)]
         for t in results:
             if _storage_key(t) not in reads.keys:
                 self.defs.fresh(t, fresh_undefined)
         for _, value in written:
-            for t in _flat(value):
+            for t in flat_tensors(value):
                 self.defs.written(t, not reads.undefined)
         undefined = [self._name(t, True) for t in results if not self.defs.defined(t)]
-        undefined += [self._name(t, True) for _, v in written for t in _flat(v) if not self.defs.defined(t)]
+        undefined += [self._name(t, True) for _, v in written for t in flat_tensors(v) if not self.defs.defined(t)]
         if reads.undefined:
             undefined += [f"output {k}" for k, a in enumerate(outputs) if a.type in _SCALARS]
         if undefined:
@@ -294,15 +302,6 @@ class _Reads:
 
 
 _SCALARS = frozenset(("as_int", "as_float", "as_bool", "as_sym_int", "as_sym_float", "as_sym_bool"))
-
-
-def _flat(v: Any) -> list[torch.Tensor]:
-    """Tensors in a value, nested lists and tuples included."""
-    if isinstance(v, torch.Tensor):
-        return [v]
-    if isinstance(v, list | tuple):
-        return [t for x in v for t in _flat(x)]
-    return []
 
 
 def _unwrap_async(t: torch.Tensor) -> torch.Tensor:

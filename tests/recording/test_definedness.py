@@ -15,9 +15,9 @@ import pytest
 import torch
 
 import opwire
+from opwire.errors import DecodeError
 from opwire.recording.compare import reproducible
 from opwire.recording.definedness import EXTERNAL, UNDEFINED, metadata_names
-from opwire.errors import DecodeError
 
 
 def _poke(t: torch.Tensor, value: float) -> None:
