@@ -17,13 +17,16 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from opwire.errors import OpwireError
+from opwire.recording import origin
 from opwire.recording.align import align, opcodes
 from opwire.recording.compare import Difference, Errors, compare_scalar, compare_tensor, reproducible
+from opwire.recording.origin import LOCAL
 from opwire.recording.recorder import Trace, load_trace
 from opwire.recording.report import format_table
 from opwire.recording.source import TraceSource
@@ -31,7 +34,16 @@ from opwire.schema import models as m
 from opwire.schema.refs import tensor_names
 from opwire.serde.json import to_jsonable
 
-__all__ = ["CallDifference", "OnlyIn", "OpDiff", "TraceDiff", "diff_traces", "divergence_model"]
+__all__ = [
+    "CallDifference",
+    "OnlyIn",
+    "OpDiff",
+    "TraceDiff",
+    "diff_traces",
+    "divergence_model",
+    "relabel",
+    "set_origins",
+]
 
 _SCALARS = {"as_int", "as_float", "as_bool", "as_sym_int", "as_sym_float", "as_sym_bool"}
 
@@ -49,6 +61,7 @@ class CallDifference:
     max_diff: float | None = None
     max_rel: float | None = None
     source: str = ""  # where A made the call
+    origin: str = ""  # "local", "inherited", "inherited from another rank"; "" when not checked
 
     def __str__(self) -> str:
         at = f" (at {self.source})" if self.source else ""
@@ -110,6 +123,11 @@ class TraceDiff:
         """The earliest difference in call order."""
         return self.events[0] if self.events else None
 
+    @property
+    def first_local(self) -> CallDifference | OnlyIn | None:
+        """The earliest call that differs itself (a call only one run made counts): the report's headline."""
+        return next((e for e in self.events if _origin(e) == LOCAL), None)
+
     def to_model(self) -> m.TraceDiffOutput:
         """The diff as the IDL's `TraceDiffOutput` record, every difference listed (`opwire diff --json`)."""
         first = self.first_divergence
@@ -121,6 +139,7 @@ class TraceDiff:
             matched=self.matched,
             ok=self.ok,
             first_divergence=None if first is None else divergence_model(first),
+            first_local=None if self.first_local is None else divergence_model(self.first_local),
             differences=[m.TraceCallDifference(**asdict(d)) for d in self.differences],
             only_a=[m.TraceOnlyIn(**asdict(o)) for o in self.only_a],
             only_b=[m.TraceOnlyIn(**asdict(o)) for o in self.only_b],
@@ -142,11 +161,15 @@ class TraceDiff:
         if first is None:
             lines.append("the traces agree")
             return "\n".join(lines)
-        lines.append(f"first divergence: {first}")
+        local = self.first_local
+        if local is not None:
+            lines.append(f"first local divergence: {local}")
+        if local is not first:
+            lines.append(f"first divergence: {_labelled(first)}")
         if len(self.events) > 1:
             shown = self.events[: max(self.max_listed, 0)]
             lines.append(f"differences (first {len(shown)} of {len(self.events)}):")
-            lines += [f"  {e}" for e in shown]
+            lines += [f"  {_labelled(e)}" for e in shown]
             if len(self.events) > len(shown):
                 lines.append(f"  ... and {len(self.events) - len(shown)} more (--max-mismatches N, --json lists all)")
         rows = [["op", "aligned", "value diffs", "arg diffs", "only A", "only B", "worst abs", "worst rel"]]
@@ -166,6 +189,16 @@ def divergence_model(event: CallDifference | OnlyIn) -> m.TraceDivergence:
     if isinstance(event, CallDifference):
         return m.TraceDivergence(difference=m.TraceCallDifference(**asdict(event)))
     return m.TraceDivergence(only_in=m.TraceOnlyIn(**asdict(event)))
+
+
+def _origin(event: CallDifference | OnlyIn) -> str:
+    """LOCAL for a call only one run made, else the difference's checked origin."""
+    return LOCAL if isinstance(event, OnlyIn) else event.origin
+
+
+def _labelled(event: CallDifference | OnlyIn) -> str:
+    origin = _origin(event)
+    return f"{origin}: {event}" if origin else str(event)
 
 
 def _count(n: int, noun: str) -> str:
@@ -198,8 +231,16 @@ def diff_traces(
     rtol: float | None = None,
     atol: float | None = None,
     max_listed: int = 10,
+    *,
+    origins: bool = True,
+    isolate: bool = False,
+    allow_ops: Iterable[str] = (),
 ) -> TraceDiff:
-    """Align two traces call by call (tolerating inserted or missing calls) and report what differs."""
+    """Align two traces call by call (tolerating inserted or missing calls) and report what differs.
+
+    With `origins`, each call that differs is run again on the other run's inputs (`opwire.recording.origin`)
+    and labelled local or inherited; that executes the traces' ops, in a sandboxed child with `isolate`.
+    """
     ta, tb = _trace(a), _trace(b)
     sa, sb = ta.source, tb.source
     ra, rb = ta.records, tb.records
@@ -216,7 +257,37 @@ def diff_traces(
             _only(result, OnlyIn("A", i, j1, ra[i].target, ra[i].metadata.get("source", "")))
         for j in range(j1, j2):
             _only(result, OnlyIn("B", j, i1, rb[j].target, rb[j].metadata.get("source", "")))
+    if origins:
+        set_origins(result, ta, tb, rtol, atol, isolate, allow_ops)
     return result
+
+
+def set_origins(
+    result: TraceDiff, a: Trace, b: Trace, rtol: float | None = None, atol: float | None = None,
+    isolate: bool = False, allow_ops: Iterable[str] = (),
+) -> None:  # fmt: skip
+    """Label each difference of `result` (the diff of `a` and `b`): argument differences are local; output
+    differences are run again on the other run's inputs (`opwire.recording.origin`)."""
+    ra, rb = a.records, b.records
+    argued = {(d.a_index, d.b_index) for d in result.differences if d.kind == "argument"}
+    todo = dict.fromkeys(
+        (d.a_index, d.b_index) for d in result.differences if (d.a_index, d.b_index) not in argued
+    )  # fmt: skip
+    pairs = [(i, j, ra[i], rb[j]) for i, j in todo]
+    verdicts = origin.origins(a.source, b.source, pairs, rtol, atol, allow_ops, isolate)
+    found = {pair: v.origin for pair, v in verdicts.items()}
+    relabel(result, {**found, **dict.fromkeys(argued, LOCAL)})
+
+
+def relabel(result: TraceDiff, origins: dict[tuple[int, int], str]) -> None:
+    """Set the origin of each difference whose (A index, B index) `origins` names."""
+    changed: dict[int, CallDifference] = {}
+    for k, d in enumerate(result.differences):
+        verdict = origins.get((d.a_index, d.b_index))
+        if verdict is not None and verdict != d.origin:
+            changed[id(d)] = result.differences[k] = replace(d, origin=verdict)
+    if changed:
+        result.events = [changed.get(id(e), e) for e in result.events]
 
 
 def _keys(records: list[m.CallRecord]) -> list[tuple[str, str, str]]:

@@ -60,7 +60,11 @@ def test_a_change_in_step_k_is_reported_at_its_call(steps: int, change: int, opt
     assert first.source == CHANGED_LINE
     # before the first propagated value: nothing but the inserted call; after it, nothing earlier than it
     assert all(getattr(e, "a_index", inserted[0]) >= inserted[0] for e in d.events)
-    assert f"first divergence: only in B: call {inserted[0]} aten::mul.Tensor (at {CHANGED_LINE})" in str(d)
+    assert f"first local divergence: only in B: call {inserted[0]} aten::mul.Tensor (at {CHANGED_LINE})" in str(d)
+    # every value after it differs only because its inputs did: run again on A's inputs, B's calls agree
+    checked = [x.origin for x in d.differences if x.origin]
+    assert checked and set(checked) == {"inherited"}, [x for x in d.differences if x.origin != "inherited"][:3]
+    assert d.first_local is first
 
 
 def test_lines_that_moved_still_align_by_op() -> None:
