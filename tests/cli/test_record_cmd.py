@@ -65,3 +65,19 @@ def test_a_failing_script_still_writes_its_trace(tmp_path: Path, capsys: pytest.
 def test_bad_usage_exits_2(tmp_path: Path, command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["record", "--out", str(tmp_path / "t"), *command]) == 2
     assert capsys.readouterr().err.startswith("opwire record: error:")
+
+
+def test_a_module_of_the_working_directory_runs_as_python_m_runs_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "trainmod.py").write_text(SCRIPT)
+    monkeypatch.chdir(tmp_path)
+    path = sys.path[:]
+    assert main(["record", "--out", "m.trace", "--", "python", "-m", "trainmod", "x"]) == 0
+    assert sys.path == path and "argv ['x']" in capsys.readouterr().out
+    assert any(r.target == "aten::add_.Tensor" for r in opwire.load_trace(tmp_path / "m.trace"))
+    assert main(["record", "--out", "n.trace", "--", "python", "-m", "no_such_module_here"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("opwire record: error: no module 'no_such_module_here' (searched as `python -m` does")
+    assert not (tmp_path / "n.trace").exists()
+    assert main(["record", "--out", "n.trace", "--", "python", "-m", "no_such_pkg.sub"]) == 2
