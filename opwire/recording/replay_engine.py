@@ -10,12 +10,13 @@ from typing import Any
 
 import torch
 
-from opwire.errors import BindError, OpwireError
+from opwire.errors import BindError, OpwireError, UnknownTargetError
 from opwire.proxy_executor.default_policy import DefaultPolicy
 from opwire.proxy_executor.exec_policy import ExecPolicy
 from opwire.proxy_executor.executor import ProxyExecutor
 from opwire.proxy_executor.guard import RunGuard
 from opwire.proxy_executor.run_budgets import check_time, time_limit
+from opwire.proxy_executor.targets import resolve
 from opwire.recording.compare import Difference, Errors, compare_scalar, compare_tensor, reproducible
 from opwire.recording.definedness import EXTERNAL, metadata_names
 from opwire.recording.dispatch_mode import object_of
@@ -31,7 +32,8 @@ __all__ = ["ReplayOptions", "Replayer", "check_policy", "recorded_at", "run_rang
 
 
 def check_policy(src: TraceSource, exec_policy: ExecPolicy) -> None:
-    """Refuse the trace before anything runs when a call (or an `as_operator` argument) names a refused op."""
+    """Refuse the trace before anything runs when a call (or an `as_operator` argument) names a refused op, or
+    an op this process has not loaded (a setup error: the recording's process had loaded its library)."""
     seen: set[str] = set()
     for i, rec in enumerate(src.records(0, len(src))):
         if "skipped" in rec.metadata:
@@ -40,7 +42,21 @@ def check_policy(src: TraceSource, exec_policy: ExecPolicy) -> None:
         for name in names:
             if name not in seen:
                 exec_policy.check_name(name, f"call {i} ({rec.target})")
+                _check_loaded(name, f"call {i} ({rec.target})")
                 seen.add(name)
+
+
+def _check_loaded(name: str, where: str) -> None:
+    """UnknownTargetError (a setup error) when op `name` is not registered in this process."""
+    try:
+        resolve(name)
+    except UnknownTargetError:
+        namespace = name.partition("::")[0]
+        raise UnknownTargetError(
+            f"{where}: op {name} is not loaded in this process; the recorded program had loaded the library "
+            f"that defines namespace '{namespace}'. Load it before replaying: --import MODULE (its Python "
+            f"package) or --load-library PATH.so (opwire.replay: import it, or torch.ops.load_library(PATH), first)"
+        ) from None
 
 
 @dataclass(frozen=True)
