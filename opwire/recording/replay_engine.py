@@ -163,10 +163,7 @@ class Replayer:
         dirty = {n for a in written for n in by_arg.get(a, [])}
         try:
             given = {n: self._tensor(n, n in dirty) for n in in_names}
-            if self.mode == "chained":  # written where no replay can: continue from the recorded value
-                for n in metadata_names(rec.metadata, EXTERNAL, f"call {i} {rec.target}"):
-                    if n in given:
-                        self._adopt(n, given[n])
+            self.take_external(i, rec, given)
             out = self.ex.call(shape.node, {f"#i{k}": given[n] for k, n in enumerate(in_names)})
         except OpwireError as exc:
             return self._found(i, rec, "call", Difference("error", f"{type(exc).__name__}: {exc}"))
@@ -203,6 +200,19 @@ class Replayer:
                 for n in tensor_names(arg):
                     self._adopt(n, None)
         return found
+
+    def take_external(self, i: int, rec: m.CallRecord, given: dict[str, Any] | None = None) -> None:
+        """Chained replay: inputs written outside the trace (no replay can write them) take the recorded value."""
+        if self.mode != "chained":
+            return
+        for n in metadata_names(rec.metadata, EXTERNAL, f"call {i} {rec.target}"):
+            live = given.get(n) if given is not None else self._tensor(n, False)
+            if isinstance(live, torch.Tensor):
+                self._adopt(n, live)
+
+    def check_value(self, i: int, rec: m.CallRecord, label: str, got: Any, name: str) -> list[Mismatch]:
+        """Compare one replayed value with the recording under the one rule (`compare.reproducible`)."""
+        return self._check(i, rec, label, got, name, reproducible(rec.target, rec.metadata, name))
 
     def _adopt(self, name: str, live: torch.Tensor | None) -> None:
         """Chained replay: continue from the recorded value of a nondeterministic op (random numbers, fresh
