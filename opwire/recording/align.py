@@ -82,7 +82,7 @@ def _refine(
     i = j = 0
     for x, y in [*pairs, (n, m)]:
         if x > i and y > j:
-            sub = align(ka[i:x], kb[j:y], *coarser[1:])
+            sub = align(ka[i:x], kb[j:y], *((ca[i:x], cb[j:y]) for ca, cb in coarser[1:]))
             out += [(i + p, j + q) for p, q in sub]
         if x < n and y < m:
             out.append((x, y))

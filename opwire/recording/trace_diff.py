@@ -2,7 +2,8 @@
 
 The calls are aligned as a diff tool aligns lines (`align`): common prefix and suffix, each repetition of a
 call in one run paired with the same repetition in the other (a training loop's steps stay paired step by
-step), then a minimal edit script over (op, source line, module path), so inserted or missing calls do not
+step), then a minimal edit script over (op, source line, module path, the kinds of its arguments), then
+over (op, source line, module path), then op alone, so inserted or missing calls do not
 shift everything after them and a change in step k is reported at its call in step k.
 
 Each aligned pair is compared: arguments that are not tensors by value, tensor arguments by dtype and
@@ -245,8 +246,13 @@ def diff_traces(
     sa, sb = ta.source, tb.source
     ra, rb = ta.records, tb.records
     result = TraceDiff(_label(a, ta), _label(b, tb), len(ra), len(rb), max_listed=max_listed)
-    ops_a, ops_b = [r.target for r in ra], [r.target for r in rb]
-    pairs = align(_keys(ra), _keys(rb), (ops_a, ops_b))
+    places_a, places_b = _keys(ra), _keys(rb)
+    pairs = align(
+        [(*k, _kinds(r)) for k, r in zip(places_a, ra, strict=True)],
+        [(*k, _kinds(r)) for k, r in zip(places_b, rb, strict=True)],
+        (places_a, places_b),
+        ([r.target for r in ra], [r.target for r in rb]),
+    )
     pair = _Pair(sa, sb, rtol, atol)
     for tag, i1, i2, j1, j2 in opcodes(pairs, len(ra), len(rb)):
         if tag == "equal":
@@ -291,8 +297,14 @@ def relabel(result: TraceDiff, origins: dict[tuple[int, int], str]) -> None:
 
 
 def _keys(records: list[m.CallRecord]) -> list[tuple[str, str, str]]:
-    """What aligns a call: its op, source line and module path."""
+    """Where a call was made: its op, source line and module path."""
     return [(r.target, r.metadata.get("source", ""), r.metadata.get("module", "")) for r in records]
+
+
+def _kinds(rec: m.CallRecord) -> tuple[str, ...]:
+    """Which kind of value each argument passes (tensor, float, ...): two calls of one op on one line that
+    pass different kinds are different calls (a backward's `mul` by a tensor and by a number)."""
+    return tuple(na.arg.type for na in rec.inputs)
 
 
 def _trace(t: Trace | m.CallTrace | str | Path) -> Trace:

@@ -95,3 +95,12 @@ def test_the_edit_script_is_minimal_and_the_opcodes_cover_both_sides() -> None:
         ops = opcodes(align(a, b), len(a), len(b))
         assert [i for o in ops for i in range(o[1], o[2])] == list(range(len(a)))
         assert [j for o in ops for j in range(o[3], o[4])] == list(range(len(b)))
+
+
+def test_each_coarser_key_realigns_only_the_calls_still_unpaired() -> None:
+    a = [("t", 1), ("mm", 2), ("relu", 3), ("det", 4)]
+    b = [("t", 1), ("mm", 2), ("sigmoid", 3), ("det", 4)]
+    ops_a, ops_b = [k[0] for k in a], [k[0] for k in b]
+    assert align(a, b, (a, b), (ops_a, ops_b)) == [(0, 0), (1, 1), (3, 3)]  # relu never pairs with sigmoid
+    lines_a, lines_b = [(k[0], k[1] + 10) for k in a], [(k[0], k[1] + 20) for k in b]
+    assert align(lines_a, lines_b, (lines_a, lines_b), (ops_a, ops_b)) == [(0, 0), (1, 1), (3, 3)]
