@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     if is_run(args.a) or is_run(args.b):
         from opwire.recording.distributed.diff_run import diff_runs
 
-        runs = diff_runs(args.a, args.b, rtol=args.rtol, atol=args.atol, max_listed=args.max_mismatches)
+        runs = diff_runs(args.a, args.b, args.rtol, args.atol, args.max_mismatches, isolate=True)
         if args.json:
             print_record(runs.to_model())
         else:
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         return 0 if runs.ok else 1
     a = opwire.load_trace(args.a, max_elements=args.max_elements)
     b = opwire.load_trace(args.b, max_elements=args.max_elements)
-    result = opwire.diff_traces(a, b, rtol=args.rtol, atol=args.atol, max_listed=args.max_mismatches)
+    result = opwire.diff_traces(a, b, args.rtol, args.atol, args.max_mismatches, isolate=True)
     if args.json:
         print_record(result.to_model())
     else:

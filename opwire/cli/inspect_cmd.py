@@ -38,7 +38,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--verify",
         action="store_true",
-        help="check the CRC-32 of every entry of a .pt2 or blob of a .opw (reads the whole file once, keeps nothing)",
+        help="check the CRC-32 of every entry of a .pt2 or blob of a .opw, or the SHA-256 of every payload of a "
+        "streamed trace (reads the whole file once, keeps nothing)",
     )
     add_loading(p)
     add_budget_flags(p)
@@ -135,11 +136,17 @@ def _summarize_program(opened: OpenedProgram) -> dict[str, Any]:
 def _verify(obj: Any, path: Path) -> str:
     """Check the CRC-32 of every entry (.pt2, AOTInductor package) or blob (.opw), streamed; what was checked."""
     from opwire.errors import DecodeError
-    from opwire.program import OpenedProgram
+    from opwire.program import OpenedProgram, StreamedTrace
 
     if isinstance(obj, OpenedProgram) and obj.pt2 is not None:
         obj.pt2.verify()
         return "every blob's CRC-32 matches" if hasattr(obj.pt2, "table") else "every entry's CRC-32 matches"
+    if isinstance(obj, StreamedTrace):
+        from opwire.recording.stream import TraceReader
+
+        with TraceReader(path) as reader:
+            payloads, records = reader.verify()
+        return f"every payload's SHA-256 ({payloads}) and every record's CRC-32 ({records}) match"
     if is_zip(path):
         from opwire.serde.archive import ZipArchive
 
@@ -147,7 +154,10 @@ def _verify(obj: Any, path: Path) -> str:
             for name in z.names():
                 z.verify(name)
         return "every entry's CRC-32 matches"
-    raise DecodeError(f"{path}: --verify checks .pt2, AOTInductor and .opw archives; this file carries no checksums")
+    raise DecodeError(
+        f"{path}: --verify checks .pt2, AOTInductor and .opw archives and streamed traces; this file carries no "
+        "checksums"
+    )
 
 
 def _summarize_stream(path: Path) -> dict[str, Any]:

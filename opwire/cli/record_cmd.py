@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import runpy
 import sys
@@ -64,6 +65,18 @@ def _target(command: list[str]) -> tuple[str, str, list[str]] | None:
     return None
 
 
+def _module_exists(name: str) -> bool:
+    """Whether `python -m name` would find the module (the working directory first, as `-m` searches)."""
+    saved = sys.path[:]
+    sys.path.insert(0, os.getcwd())
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # a parent package that does not exist, or an empty name
+        return False
+    finally:
+        sys.path[:] = saved
+
+
 def _unwritable(out: Path, inputs: list[str]) -> str | None:
     """Why the trace could not be written to `out` (None when it can), found before the script runs."""
     from opwire.errors import OpwireError
@@ -123,6 +136,15 @@ def run(args: argparse.Namespace) -> int:
     if kind == "path" and not Path(what).is_file():
         print(f"opwire record: error: no script {what!r}", file=sys.stderr)
         return 2
+    if kind == "module" and not _module_exists(what):
+        print(
+            printable(
+                f"opwire record: error: no module {what!r} (searched as `python -m` does: the working directory "
+                f"{os.getcwd()}, then sys.path)"
+            ),
+            file=sys.stderr,
+        )
+        return 2
     args.out = _rank_out(args.out)
     problem = _unwritable(Path(args.out), [what] if kind == "path" else [])
     if problem is not None:
@@ -131,8 +153,8 @@ def run(args: argparse.Namespace) -> int:
     status = 0
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = argv
-    if kind == "path":
-        sys.path.insert(0, os.path.dirname(os.path.abspath(what)))
+    # as python does: a script's own directory first, or the working directory for `-m`
+    sys.path.insert(0, os.path.dirname(os.path.abspath(what)) if kind == "path" else os.getcwd())
     streamed = args.format == "stream"
     with opwire.record(
         include=args.include,

@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+from opwire.recording.definedness import UNDEFINED, metadata_names, uninitialised
 from opwire.recording.payloads import digest_of
 from opwire.schema import models as m
 from opwire.serde import tensors
@@ -209,17 +210,25 @@ def _seeded_or_uninitialised(target: str) -> bool:
     from opwire.errors import OpwireError
     from opwire.proxy_executor.targets import resolve
 
+    if uninitialised(target):
+        return True
     try:
         tags = getattr(resolve(target).fn, "tags", ())
     except OpwireError:
         return False
-    return torch.Tag.nondeterministic_seeded in tags or "empty" in target.partition("::")[2].split(".")[0]
+    return torch.Tag.nondeterministic_seeded in tags
 
 
-def reproducible(target: str, metadata: Mapping[str, str] | None = None) -> bool:
+def reproducible(target: str, metadata: Mapping[str, str] | None = None, name: str | None = None) -> bool:
     """Whether a call's output values can be compared: not for random ops (tagged `nondeterministic_seeded`),
-    `empty*` (uninitialised memory) or a call that drew from a caller's generator. Replay and diff share this
-    rule; for the others they compare dtype, shape and strides only."""
+    `empty*` (uninitialised memory) or a call that drew from a caller's generator; with `name` (a tensor name,
+    or `output N` for a scalar), not for a value the recording marked undefined (`definedness.UNDEFINED`).
+    Replay, chained replay, `--collectives` replay and diff share this rule; for the others they compare dtype,
+    shape and strides only."""
     if metadata is not None and GENERATOR_KEY in metadata:
         return False
-    return not _seeded_or_uninitialised(target)
+    if _seeded_or_uninitialised(target):
+        return False
+    if name is None or metadata is None or UNDEFINED not in metadata:
+        return True
+    return name not in metadata_names(metadata, UNDEFINED, f"call {target}")

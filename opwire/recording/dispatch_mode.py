@@ -25,6 +25,15 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from opwire.errors import EncodeError, OpwireWarning
 from opwire.recording.arguments import bind_arguments, named_inputs, to_argument
 from opwire.recording.compare import GENERATOR_KEY
+from opwire.recording.definedness import (
+    EXTERNAL,
+    UNDEFINED,
+    Definedness,
+    flat_tensors,
+    names_metadata,
+    overwrites,
+    uninitialised,
+)
 from opwire.recording.locate import Locator
 from opwire.recording.mutations import MUTATED, mutated_metadata
 from opwire.recording.progress import Progress
@@ -87,6 +96,7 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
         self._generation: dict[int, int] = {}
         self._dead: list[str] = []  # objects freed since the last record
         self._warned: set[str] = set()  # ops already warned about as skipped
+        self.defs = Definedness()
         from opwire.recording.distributed.capture import CollectiveRecorder
 
         self.collectives = CollectiveRecorder(sink.group)
@@ -195,12 +205,13 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
         try:
             bound = bind_arguments(schema, args, kwargs)
             generators = [k for k, v in bound.items() if isinstance(v, torch.Generator)]
+            written = [(a.name, bound[a.name]) for a in schema.arguments if a.is_write and a.name in bound]
+            reads = self._reads(target, bound, {n for n, _ in written if overwrites(target, n)})
             # A generator's state is not part of the trace: the call is recorded as drawing from the default
             # generator and marked, so replay and diff compare its outputs' metadata, not values.
             inputs = self._inputs(schema, {**bound, **dict.fromkeys(generators)}, target)
         except EncodeError as exc:
             return self._skip(target, str(exc), func(*args, **kwargs))
-        written = [(a.name, bound[a.name]) for a in schema.arguments if a.is_write and a.name in bound]
         for _, value in written:
             for t in _tensors_in(value):
                 self._bump(t)
@@ -213,8 +224,45 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
         mutated = {n: [self._name(t, True) for t in _tensors_in(v)] for n, v in written}
         if mutated:
             metadata[MUTATED] = mutated_metadata(mutated)
+        self._defined(target, reads, out, written, outputs, metadata)
         self._append(m.CallRecord(target=target, inputs=inputs, outputs=outputs, metadata=metadata))
         return out
+
+    def _reads(self, target: str, bound: dict[str, Any], overwritten: set[str]) -> _Reads:
+        """What a call is about to read: writes no mode saw are found now (their values get new names)."""
+        reads = _Reads()
+        for name, value in bound.items():
+            for t in flat_tensors(value):
+                t = _unwrap_async(t)
+                reads.keys.add(_storage_key(t))
+                if self.defs.outside_write(t):
+                    self._bump(t)
+                    reads.external.append(t)
+                if name not in overwritten and not self.defs.defined(t):
+                    reads.undefined = True
+        return reads
+
+    def _defined(
+        self, target: str, reads: _Reads, out: Any, written: list[tuple[str, Any]], outputs: list[m.Argument],
+        metadata: dict[str, str],
+    ) -> None:  # fmt: skip
+        """After a call: which of its results are undefined, and which inputs came from outside (its metadata)."""
+        fresh_undefined = reads.undefined or uninitialised(target)
+        results = [_unwrap_async(t) for t in flat_tensors(out)]
+        for t in results:
+            if _storage_key(t) not in reads.keys:
+                self.defs.fresh(t, fresh_undefined)
+        for _, value in written:
+            for t in flat_tensors(value):
+                self.defs.written(t, not reads.undefined)
+        undefined = [self._name(t, True) for t in results if not self.defs.defined(t)]
+        undefined += [self._name(t, True) for _, v in written for t in flat_tensors(v) if not self.defs.defined(t)]
+        if reads.undefined:
+            undefined += [f"output {k}" for k, a in enumerate(outputs) if a.type in _SCALARS]
+        if undefined:
+            metadata[UNDEFINED] = names_metadata(dict.fromkeys(undefined))
+        if reads.external:
+            metadata[EXTERNAL] = names_metadata(dict.fromkeys(self._name(t, False) for t in reads.external))
 
     def _skip(self, target: str, reason: str, out: Any) -> Any:
         """Keep a placeholder record (metadata "skipped") for a call no Argument member can carry.
@@ -242,6 +290,18 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
             to_argument(v, r, target, lambda t: self._name(t, True), role="return")
             for r, v in zip(schema.returns, values, strict=True)
         ]
+
+
+@dataclass
+class _Reads:
+    """The tensors a call reads: their storages, those written outside the trace, whether any is undefined."""
+
+    keys: set[int] = field(default_factory=set)
+    external: list[torch.Tensor] = field(default_factory=list)
+    undefined: bool = False
+
+
+_SCALARS = frozenset(("as_int", "as_float", "as_bool", "as_sym_int", "as_sym_float", "as_sym_bool"))
 
 
 def _unwrap_async(t: torch.Tensor) -> torch.Tensor:

@@ -10,13 +10,15 @@ from typing import Any
 
 import torch
 
-from opwire.errors import BindError, OpwireError
+from opwire.errors import BindError, OpwireError, UnknownTargetError
 from opwire.proxy_executor.default_policy import DefaultPolicy
 from opwire.proxy_executor.exec_policy import ExecPolicy, refusals_collected
 from opwire.proxy_executor.executor import ProxyExecutor
 from opwire.proxy_executor.guard import RunGuard
 from opwire.proxy_executor.run_budgets import check_time, time_limit
+from opwire.proxy_executor.targets import resolve
 from opwire.recording.compare import Difference, Errors, compare_scalar, compare_tensor, reproducible
+from opwire.recording.definedness import EXTERNAL, metadata_names
 from opwire.recording.dispatch_mode import object_of
 from opwire.recording.mutations import written_arguments
 from opwire.recording.progress import Progress
@@ -30,7 +32,8 @@ __all__ = ["ReplayOptions", "Replayer", "check_policy", "recorded_at", "run_rang
 
 
 def check_policy(src: TraceSource, exec_policy: ExecPolicy) -> None:
-    """Refuse the trace before anything runs when a call (or an `as_operator` argument) names a refused op."""
+    """Refuse the trace before anything runs when a call (or an `as_operator` argument) names a refused op, or
+    an op this process has not loaded (a setup error: the recording's process had loaded its library)."""
     seen: set[str] = set()
     with refusals_collected():  # one BindError naming every refused op of the trace
         for i, rec in enumerate(src.records(0, len(src))):
@@ -39,8 +42,22 @@ def check_policy(src: TraceSource, exec_policy: ExecPolicy) -> None:
             names = [rec.target, *(na.arg.value for na in rec.inputs if na.arg.type == "as_operator")]
             for name in names:
                 if name not in seen:
+                    _check_loaded(name, f"call {i} ({rec.target})")  # a setup error comes before any refusal
                     exec_policy.check_name(name, f"call {i} ({rec.target})")
                     seen.add(name)
+
+
+def _check_loaded(name: str, where: str) -> None:
+    """UnknownTargetError (a setup error) when op `name` is not registered in this process."""
+    try:
+        resolve(name)
+    except UnknownTargetError:
+        namespace = name.partition("::")[0]
+        raise UnknownTargetError(
+            f"{where}: op {name} is not loaded in this process; the recorded program had loaded the library "
+            f"that defines namespace '{namespace}'. Load it before replaying: --import MODULE (its Python "
+            f"package) or --load-library PATH.so (opwire.replay: import it, or torch.ops.load_library(PATH), first)"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -147,6 +164,7 @@ class Replayer:
         dirty = {n for a in written for n in by_arg.get(a, [])}
         try:
             given = {n: self._tensor(n, n in dirty) for n in in_names}
+            self.take_external(i, rec, given)
             out = self.ex.call(shape.node, {f"#i{k}": given[n] for k, n in enumerate(in_names)})
         except OpwireError as exc:
             return self._found(i, rec, "call", Difference("error", f"{type(exc).__name__}: {exc}"))
@@ -156,7 +174,9 @@ class Replayer:
         for j, arg in enumerate(rec.outputs):
             label = f"output {j}"
             if j in shape.scalar_outputs:
-                found += self._found(i, rec, label, compare_scalar(out.get(f"#s{j}"), arg.value, self.rtol, self.atol))
+                if reproducible(rec.target, rec.metadata, label):
+                    diff = compare_scalar(out.get(f"#s{j}"), arg.value, self.rtol, self.atol)
+                    found += self._found(i, rec, label, diff)
                 continue
             names = tensor_names(arg)
             for e, n in enumerate(names):
@@ -165,18 +185,35 @@ class Replayer:
                 if self.mode == "chained" and isinstance(got, torch.Tensor):
                     self.live[object_of(n)] = got
                 where = label if arg.type == "as_tensor" else f"{label}[{e}]"
-                found += self._check(i, rec, where, got, n, compare_values)
+                defined = reproducible(rec.target, rec.metadata, n)
+                found += self._check(i, rec, where, got, n, defined)
+                if self.mode == "chained" and compare_values and not defined:
+                    self._adopt(n, got if isinstance(got, torch.Tensor) else None)
         for arg_name, new_names in written.items():
             for before, after in zip(by_arg.get(arg_name, []), new_names, strict=False):
                 label = f"argument {arg_name} (written in place)"
-                found += self._check(i, rec, label, given.get(before), after, compare_values)
-                if self.mode == "chained" and not compare_values:
+                defined = reproducible(rec.target, rec.metadata, after)
+                found += self._check(i, rec, label, given.get(before), after, defined)
+                if self.mode == "chained" and not defined:
                     self._adopt(after, given.get(before))
         if self.mode == "chained" and not compare_values:
             for arg in rec.outputs:
                 for n in tensor_names(arg):
                     self._adopt(n, None)
         return found
+
+    def take_external(self, i: int, rec: m.CallRecord, given: dict[str, Any] | None = None) -> None:
+        """Chained replay: inputs written outside the trace (no replay can write them) take the recorded value."""
+        if self.mode != "chained":
+            return
+        for n in metadata_names(rec.metadata, EXTERNAL, f"call {i} {rec.target}"):
+            live = given.get(n) if given is not None else self._tensor(n, False)
+            if isinstance(live, torch.Tensor):
+                self._adopt(n, live)
+
+    def check_value(self, i: int, rec: m.CallRecord, label: str, got: Any, name: str) -> list[Mismatch]:
+        """Compare one replayed value with the recording under the one rule (`compare.reproducible`)."""
+        return self._check(i, rec, label, got, name, reproducible(rec.target, rec.metadata, name))
 
     def _adopt(self, name: str, live: torch.Tensor | None) -> None:
         """Chained replay: continue from the recorded value of a nondeterministic op (random numbers, fresh

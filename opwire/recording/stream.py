@@ -57,6 +57,8 @@ _PAYLOAD = b"P"
 _DIGEST = 32
 BUFFER_BYTES = 128 << 20
 """Payload bytes the writer thread may hold (tensors kept alive until written) before the recorder waits."""
+SNAPSHOT_BYTES = 16 << 20
+"""Payloads up to this size are copied whole before hashing; larger ones a chunk of this size at a time."""
 MAX_FRAME = 256 << 20
 """Largest metadata frame a reader accepts (a record or a tensor entry; payloads are bounded by the file)."""
 
@@ -257,14 +259,47 @@ class TraceWriter:
         self.tensor(name, tensors.to_tensor(tv, "cpu", f"tensors[{name!r}]"), True)
 
     def _store(self, buffer: memoryview) -> str:
-        """Writer thread: hash a payload and write it unless the same bytes are in the file already."""
-        digest = hashlib.sha256(buffer).digest()
-        if digest not in self._written:
-            self._written.add(digest)
-            self._write(_PAYLOAD, digest, zlib.crc32(digest), buffer)
-            self.payloads += 1
-            self.payload_bytes += len(buffer)
+        """Writer thread: snapshot a payload, hash and write that snapshot unless the file holds those bytes already.
+
+        The bytes hashed are the bytes written: memory the program writes meanwhile (another thread, a C++ hook
+        such as DDP's reducer) cannot make the file disagree with its own digest. A payload above
+        `SNAPSHOT_BYTES` is copied a chunk at a time, each chunk hashed and written, its digest filled in after.
+        """
+        if len(buffer) <= SNAPSHOT_BYTES:
+            data = bytes(buffer)
+            digest = hashlib.sha256(data).digest()
+            if digest not in self._written:
+                self._written.add(digest)
+                self._write(_PAYLOAD, digest, zlib.crc32(digest), memoryview(data))
+                self._count_payload(len(data))
+            return digest.hex()
+        return self._store_chunked(buffer)
+
+    def _store_chunked(self, buffer: memoryview) -> str:
+        assert self._f is not None
+        start = self._f.tell()
+        self._f.write(_FRAME.pack(_PAYLOAD, _DIGEST + len(buffer), 0) + bytes(_DIGEST))
+        h = hashlib.sha256()
+        for at in range(0, len(buffer), SNAPSHOT_BYTES):
+            chunk = bytes(buffer[at : at + SNAPSHOT_BYTES])
+            h.update(chunk)
+            self._f.write(chunk)
+        digest = h.digest()
+        if digest in self._written:  # the same bytes are stored already: drop this copy
+            self._f.seek(start)
+            self._f.truncate()
+            return digest.hex()
+        self._written.add(digest)
+        end = self._f.tell()
+        self._f.seek(start)
+        self._f.write(_FRAME.pack(_PAYLOAD, _DIGEST + len(buffer), zlib.crc32(digest)) + digest)
+        self._f.seek(end)
+        self._count_payload(len(buffer))
         return digest.hex()
+
+    def _count_payload(self, nbytes: int) -> None:
+        self.payloads += 1
+        self.payload_bytes += nbytes
 
     def close(self) -> None:
         """Wait for the writer thread, write the end frame and close the file."""
@@ -543,6 +578,36 @@ class TraceReader:
                 self._verified.add(digest)
 
         return rebuild_span(meta, size, fill, device, where)
+
+    def verify(self) -> tuple[int, int]:
+        """Check every payload's SHA-256 and every record frame's CRC-32 (read once, in chunks); (payloads, records).
+
+        A payload whose bytes do not match its digest is a DecodeError naming its byte offset and the tensors
+        that use it.
+        """
+        for i, (body, size, check) in enumerate(self._index.records):
+            self._f.seek(body)
+            if zlib.crc32(self._f.read(size)) != check:
+                raise DecodeError(f"{self.source}: record {i} at byte {body - _FRAME.size} fails its CRC-32 check")
+        for digest, (offset, size) in self._index.payloads.items():
+            h = hashlib.sha256()
+            self._f.seek(offset)
+            left = size
+            while left:
+                chunk = self._f.read(min(left, 1 << 20))
+                if not chunk:
+                    raise DecodeError(f"{self.source}: the payload at byte {offset} is cut short")
+                h.update(chunk)
+                left -= len(chunk)
+            if h.hexdigest() != digest:
+                users = sorted(n for n, t in self._index.tensors.items() if t.payload == digest)
+                shown = ", ".join(users[:5]) + (f" and {len(users) - 5} more" if len(users) > 5 else "")
+                raise DecodeError(
+                    f"{self.source}: the payload at byte {offset} ({size} bytes) does not match its SHA-256 "
+                    f"{digest[:12]}...; tensors {shown or '(none)'} read it; the file is corrupt"
+                )
+            self._verified.add(digest)
+        return len(self._index.payloads), len(self._index.records)
 
     def close(self) -> None:
         """Close the file."""

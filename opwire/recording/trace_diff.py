@@ -1,36 +1,46 @@
 """`opwire.diff_traces`: two recordings of the same code, aligned call by call, and what differs.
 
-The calls are aligned by their op sequence (difflib's longest matching blocks, so inserted or missing
-calls do not shift everything after them). Each aligned pair is compared: arguments that are not
-tensors by value, tensor arguments by dtype and shape, outputs by dtype, shape, strides and values
-(within tolerance, per dtype by default). Calls whose values no run reproduces (random ops tagged
-`nondeterministic_seeded`, `empty*`'s uninitialised memory, a caller's generator) are compared as
-replay compares them (`compare.reproducible`): dtype, shape and strides, not values. A call only one
-side made is listed as such; a changed op shows as one call present only in A and one only in B at
-the same place.
+The calls are aligned as a diff tool aligns lines (`align`): common prefix and suffix, each repetition of a
+call in one run paired with the same repetition in the other (a training loop's steps stay paired step by
+step), then a minimal edit script over (op, source line, module path, the kinds of its arguments), then
+over (op, source line, module path), then op alone, so inserted or missing calls do not
+shift everything after them and a change in step k is reported at its call in step k.
+
+Each aligned pair is compared: arguments that are not tensors by value, tensor arguments by dtype and
+shape, outputs by dtype, shape, strides and values (within tolerance, per dtype by default). Calls whose
+values no run reproduces (random ops tagged `nondeterministic_seeded`, `empty*`'s uninitialised memory, a
+caller's generator) are compared as replay compares them (`compare.reproducible`): dtype, shape and
+strides, not values. A call only one side made is listed as such; a changed op shows as one call present
+only in A and one only in B at the same place.
 """
 
 from __future__ import annotations
 
-import difflib
-import math
-import re
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from opwire.errors import OpwireError
-from opwire.recording.compare import Difference, Errors, compare_scalar, compare_tensor, reproducible
+from opwire.recording import origin
+from opwire.recording.align import align, opcodes
+from opwire.recording.compare import Errors
+from opwire.recording.origin import LOCAL
+from opwire.recording.pair_compare import Pair, argument_differences, output_differences
 from opwire.recording.recorder import Trace, load_trace
 from opwire.recording.report import format_table
-from opwire.recording.source import TraceSource
 from opwire.schema import models as m
-from opwire.schema.refs import tensor_names
 from opwire.serde.json import to_jsonable
 
-__all__ = ["CallDifference", "OnlyIn", "OpDiff", "TraceDiff", "diff_traces", "divergence_model"]
-
-_SCALARS = {"as_int", "as_float", "as_bool", "as_sym_int", "as_sym_float", "as_sym_bool"}
+__all__ = [
+    "CallDifference",
+    "OnlyIn",
+    "OpDiff",
+    "TraceDiff",
+    "diff_traces",
+    "divergence_model",
+    "relabel",
+    "set_origins",
+]
 
 
 @dataclass(frozen=True)
@@ -46,6 +56,7 @@ class CallDifference:
     max_diff: float | None = None
     max_rel: float | None = None
     source: str = ""  # where A made the call
+    origin: str = ""  # "local", "inherited", "inherited from another rank"; "" when not checked
 
     def __str__(self) -> str:
         at = f" (at {self.source})" if self.source else ""
@@ -107,6 +118,11 @@ class TraceDiff:
         """The earliest difference in call order."""
         return self.events[0] if self.events else None
 
+    @property
+    def first_local(self) -> CallDifference | OnlyIn | None:
+        """The earliest call that differs itself (a call only one run made counts): the report's headline."""
+        return next((e for e in self.events if _origin(e) == LOCAL), None)
+
     def to_model(self) -> m.TraceDiffOutput:
         """The diff as the IDL's `TraceDiffOutput` record, every difference listed (`opwire diff --json`)."""
         first = self.first_divergence
@@ -118,6 +134,7 @@ class TraceDiff:
             matched=self.matched,
             ok=self.ok,
             first_divergence=None if first is None else divergence_model(first),
+            first_local=None if self.first_local is None else divergence_model(self.first_local),
             differences=[m.TraceCallDifference(**asdict(d)) for d in self.differences],
             only_a=[m.TraceOnlyIn(**asdict(o)) for o in self.only_a],
             only_b=[m.TraceOnlyIn(**asdict(o)) for o in self.only_b],
@@ -139,11 +156,15 @@ class TraceDiff:
         if first is None:
             lines.append("the traces agree")
             return "\n".join(lines)
-        lines.append(f"first divergence: {first}")
+        local = self.first_local
+        if local is not None:
+            lines.append(f"first local divergence: {local}")
+        if local is not first:
+            lines.append(f"first divergence: {_labelled(first)}")
         if len(self.events) > 1:
             shown = self.events[: max(self.max_listed, 0)]
             lines.append(f"differences (first {len(shown)} of {len(self.events)}):")
-            lines += [f"  {e}" for e in shown]
+            lines += [f"  {_labelled(e)}" for e in shown]
             if len(self.events) > len(shown):
                 lines.append(f"  ... and {len(self.events) - len(shown)} more (--max-mismatches N, --json lists all)")
         rows = [["op", "aligned", "value diffs", "arg diffs", "only A", "only B", "worst abs", "worst rel"]]
@@ -165,20 +186,19 @@ def divergence_model(event: CallDifference | OnlyIn) -> m.TraceDivergence:
     return m.TraceDivergence(only_in=m.TraceOnlyIn(**asdict(event)))
 
 
+def _origin(event: CallDifference | OnlyIn) -> str:
+    """LOCAL for a call only one run made, else the difference's checked origin."""
+    return LOCAL if isinstance(event, OnlyIn) else event.origin
+
+
+def _labelled(event: CallDifference | OnlyIn) -> str:
+    origin = _origin(event)
+    return f"{origin}: {event}" if origin else str(event)
+
+
 def _count(n: int, noun: str) -> str:
     """ "1 call", "2 calls"."""
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-
-
-_EXPECTED = re.compile(r"\bexpected\b")
-_GOT = re.compile(r"\bgot\b")
-
-
-def _ab(d: Difference) -> Difference:
-    """A comparison worded for replay (expected = recorded, got = replayed) reworded for A (recorded in A) and B."""
-    detail = _GOT.sub("B", _EXPECTED.sub("A", d.detail)).replace("the replay gave", "B has")
-    detail = detail.replace("where the recording had none", "where A has none").replace("recorded ", "A's ")
-    return Difference(d.kind, detail, d.max_diff, d.where, d.max_rel)
 
 
 def _weight(s: OpDiff) -> int:
@@ -195,15 +215,29 @@ def diff_traces(
     rtol: float | None = None,
     atol: float | None = None,
     max_listed: int = 10,
+    *,
+    origins: bool = True,
+    isolate: bool = False,
+    allow_ops: Iterable[str] = (),
 ) -> TraceDiff:
-    """Align two traces call by call (tolerating inserted or missing calls) and report what differs."""
+    """Align two traces call by call (tolerating inserted or missing calls) and report what differs.
+
+    With `origins`, each call that differs is run again on the other run's inputs (`opwire.recording.origin`)
+    and labelled local or inherited; that executes the traces' ops, in a sandboxed child with `isolate`.
+    """
     ta, tb = _trace(a), _trace(b)
     sa, sb = ta.source, tb.source
     ra, rb = ta.records, tb.records
     result = TraceDiff(_label(a, ta), _label(b, tb), len(ra), len(rb), max_listed=max_listed)
-    matcher = difflib.SequenceMatcher(None, [r.target for r in ra], [r.target for r in rb], autojunk=False)
-    pair = _Pair(sa, sb, rtol, atol)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    places_a, places_b = _keys(ra), _keys(rb)
+    pairs = align(
+        [(*k, _kinds(r)) for k, r in zip(places_a, ra, strict=True)],
+        [(*k, _kinds(r)) for k, r in zip(places_b, rb, strict=True)],
+        (places_a, places_b),
+        ([r.target for r in ra], [r.target for r in rb]),
+    )
+    pair = Pair(sa, sb, rtol, atol)
+    for tag, i1, i2, j1, j2 in opcodes(pairs, len(ra), len(rb)):
         if tag == "equal":
             for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
                 _compare(result, pair, i, j, ra[i], rb[j])
@@ -212,7 +246,48 @@ def diff_traces(
             _only(result, OnlyIn("A", i, j1, ra[i].target, ra[i].metadata.get("source", "")))
         for j in range(j1, j2):
             _only(result, OnlyIn("B", j, i1, rb[j].target, rb[j].metadata.get("source", "")))
+    if origins:
+        set_origins(result, ta, tb, rtol, atol, isolate, allow_ops)
     return result
+
+
+def set_origins(
+    result: TraceDiff, a: Trace, b: Trace, rtol: float | None = None, atol: float | None = None,
+    isolate: bool = False, allow_ops: Iterable[str] = (),
+) -> None:  # fmt: skip
+    """Label each difference of `result` (the diff of `a` and `b`): argument differences are local; output
+    differences are run again on the other run's inputs (`opwire.recording.origin`)."""
+    ra, rb = a.records, b.records
+    argued = {(d.a_index, d.b_index) for d in result.differences if d.kind == "argument"}
+    todo = dict.fromkeys(
+        (d.a_index, d.b_index) for d in result.differences if (d.a_index, d.b_index) not in argued
+    )  # fmt: skip
+    pairs = [(i, j, ra[i], rb[j]) for i, j in todo]
+    verdicts = origin.origins(a.source, b.source, pairs, rtol, atol, allow_ops, isolate)
+    found = {pair: v.origin for pair, v in verdicts.items()}
+    relabel(result, {**found, **dict.fromkeys(argued, LOCAL)})
+
+
+def relabel(result: TraceDiff, origins: dict[tuple[int, int], str]) -> None:
+    """Set the origin of each difference whose (A index, B index) `origins` names."""
+    changed: dict[int, CallDifference] = {}
+    for k, d in enumerate(result.differences):
+        verdict = origins.get((d.a_index, d.b_index))
+        if verdict is not None and verdict != d.origin:
+            changed[id(d)] = result.differences[k] = replace(d, origin=verdict)
+    if changed:
+        result.events = [changed.get(id(e), e) for e in result.events]
+
+
+def _keys(records: list[m.CallRecord]) -> list[tuple[str, str, str]]:
+    """Where a call was made: its op, source line and module path."""
+    return [(r.target, r.metadata.get("source", ""), r.metadata.get("module", "")) for r in records]
+
+
+def _kinds(rec: m.CallRecord) -> tuple[str, ...]:
+    """Which kind of value each argument passes (tensor, float, ...): two calls of one op on one line that
+    pass different kinds are different calls (a backward's `mul` by a tensor and by a number)."""
+    return tuple(na.arg.type for na in rec.inputs)
 
 
 def _trace(t: Trace | m.CallTrace | str | Path) -> Trace:
@@ -244,127 +319,20 @@ def _only(result: TraceDiff, event: OnlyIn) -> None:
     result.events.append(event)
 
 
-@dataclass
-class _Pair:
-    a: TraceSource
-    b: TraceSource
-    rtol: float | None
-    atol: float | None
-
-
-def _compare(result: TraceDiff, pair: _Pair, i: int, j: int, ra: m.CallRecord, rb: m.CallRecord) -> None:
+def _compare(result: TraceDiff, pair: Pair, i: int, j: int, ra: m.CallRecord, rb: m.CallRecord) -> None:
     result.matched += 1
     stats = result.ops.setdefault(ra.target, OpDiff())
     stats.calls += 1
     source = ra.metadata.get("source", "")
     found = [
-        CallDifference(i, j, ra.target, what, "argument", d, source=source) for what, d in _arguments(pair, ra, rb)
+        CallDifference(i, j, ra.target, what, "argument", d, source=source)
+        for what, d in argument_differences(pair, ra, rb)
     ]
     errors = Errors()
-    values = reproducible(ra.target, ra.metadata) and reproducible(rb.target, rb.metadata)
-    for what, diff in _outputs(pair, ra, rb, errors, values):
+    for what, diff in output_differences(pair, ra, rb, errors):
         found.append(CallDifference(i, j, ra.target, what, diff.kind, diff.detail, diff.max_diff, diff.max_rel, source))
     stats.worst_abs, stats.worst_rel = max(stats.worst_abs, errors.abs), max(stats.worst_rel, errors.rel)
     stats.arg_diffs += any(d.kind == "argument" for d in found)
     stats.value_diffs += any(d.kind != "argument" for d in found)
     result.differences += found
     result.events += found
-
-
-def _arguments(pair: _Pair, ra: m.CallRecord, rb: m.CallRecord) -> list[tuple[str, str]]:
-    """Arguments that differ: by value for non-tensors, by dtype and shape for tensors."""
-    out = []
-    args_a = {na.name: na.arg for na in ra.inputs}
-    args_b = {na.name: na.arg for na in rb.inputs}
-    for name in [*args_a, *(n for n in args_b if n not in args_a)]:
-        x, y = args_a.get(name), args_b.get(name)
-        if x is None or y is None:
-            out.append((f"argument {name}", f"passed only in {'A' if y is None else 'B'}"))
-            continue
-        names_x, names_y = tensor_names(x), tensor_names(y)
-        if not names_x and not names_y:
-            if x.type != y.type or x.model_dump() != y.model_dump():
-                out.append((f"argument {name}", f"A {_shown(x)}, B {_shown(y)}"))
-            continue
-        if len(names_x) != len(names_y):
-            out.append((f"argument {name}", f"A passes {len(names_x)} tensors, B {len(names_y)}"))
-            continue
-        for k, (nx, ny) in enumerate(zip(names_x, names_y, strict=True)):
-            mx, my = pair.a.meta(nx), pair.b.meta(ny)
-            if mx is not None and my is not None and (mx.dtype, list(mx.sizes)) != (my.dtype, list(my.sizes)):
-                label = f"argument {name}" if len(names_x) == 1 else f"argument {name}[{k}]"
-                out.append((label, f"A {_meta(mx)}, B {_meta(my)}"))
-    return out
-
-
-def _shown(arg: m.Argument) -> str:
-    return f"{arg.type}={arg.value!r}"
-
-
-def _meta(tv: m.TensorValue) -> str:
-    from opwire.serde import tensors
-
-    dtype = tensors.TORCH_DTYPES.get(m.ScalarType(tv.dtype))
-    return f"{dtype} {list(tv.sizes)}"
-
-
-def _outputs(
-    pair: _Pair, ra: m.CallRecord, rb: m.CallRecord, errors: Errors, values: bool = True
-) -> list[tuple[str, Difference]]:
-    out: list[tuple[str, Difference]] = []
-    if len(ra.outputs) != len(rb.outputs):
-        return [("outputs", Difference("missing", f"A returns {len(ra.outputs)} values, B {len(rb.outputs)}"))]
-    for k, (x, y) in enumerate(zip(ra.outputs, rb.outputs, strict=True)):
-        label = f"output {k}"
-        if x.type in _SCALARS or y.type in _SCALARS:
-            diff = compare_scalar(y.value, x.value, pair.rtol, pair.atol) if x.type == y.type and values else None
-            if x.type != y.type:
-                diff = Difference("dtype", f"A returns {x.type}, B {y.type}")
-            if diff is not None:
-                out.append((label, diff))
-            continue
-        names_x, names_y = tensor_names(x), tensor_names(y)
-        if len(names_x) != len(names_y):
-            out.append((label, Difference("missing", f"A returns {len(names_x)} tensors, B {len(names_y)}")))
-            continue
-        for e, (nx, ny) in enumerate(zip(names_x, names_y, strict=True)):
-            diff = _tensor_diff(pair, nx, ny, errors, values)
-            if diff is not None:
-                diff = _ab(diff)
-                out.append((label if len(names_x) == 1 and x.type == "as_tensor" else f"{label}[{e}]", diff))
-    return out
-
-
-def _layout_diff(mx: m.TensorValue, my: m.TensorValue) -> Difference | None:
-    """What differs between two recorded tensors' dtype, shape and strides (their values are not compared)."""
-    if mx.dtype != my.dtype:
-        return Difference("dtype", f"expected {_meta(mx).split()[0]}, got {_meta(my).split()[0]}")
-    if list(mx.sizes) != list(my.sizes):
-        return Difference("shape", f"expected {list(mx.sizes)}, got {list(my.sizes)}")
-    numel = math.prod(int(x) for x in mx.sizes)
-    if numel and (list(mx.strides) != list(my.strides) or mx.storage_offset != my.storage_offset):
-        return Difference(
-            "stride",
-            f"expected strides {list(mx.strides)} at offset {mx.storage_offset}, "
-            f"got {list(my.strides)} at offset {my.storage_offset}",
-        )
-    return None
-
-
-def _tensor_diff(pair: _Pair, nx: str, ny: str, errors: Errors, values: bool = True) -> Difference | None:
-    mx, my = pair.a.meta(nx), pair.b.meta(ny)
-    if mx is None or my is None:
-        return Difference("missing", f"no tensor entry for {nx if mx is None else ny!r}")
-    try:
-        if not values:  # dtype, shape and strides only, from the metadata: no payload is read
-            return _layout_diff(mx, my)
-        if not pair.b.nbytes(ny) and my.digest is not None and not my.data:
-            if mx.digest is not None and not pair.a.nbytes(nx) and not mx.data:
-                same = mx.digest.sha256 == my.digest.sha256
-                return None if same else Difference("value", "digests differ (both recorded with outputs='digest')")
-            got_a = pair.a.load(nx)
-            return compare_tensor(got_a, my, pair.rtol, pair.atol, True, None, errors)
-        got = pair.b.load(ny)
-        return compare_tensor(got, mx, pair.rtol, pair.atol, True, lambda: pair.a.load(nx), errors)
-    except OpwireError as exc:
-        return Difference("missing", f"a payload is unreadable: {exc}")

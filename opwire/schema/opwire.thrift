@@ -8,7 +8,7 @@ namespace py opwire.schema.opwire
 /** Major version of opwire's own records. */
 const i64 RECORDS_VERSION_MAJOR = 1
 /** Minor version of opwire's own records. */
-const i64 RECORDS_VERSION_MINOR = 4
+const i64 RECORDS_VERSION_MINOR = 5
 
 /** Summary of a tensor kept instead of its bytes (record with outputs="digest"). */
 struct TensorDigest {
@@ -694,6 +694,10 @@ struct TraceCallDifference {
   80: optional double max_rel;
   /** Where A made the call ("train.py:12 in forward"; empty when unknown). */
   90: string source;
+  /** "local" (the call itself differs), "inherited" (only its inputs did), "inherited from another rank" (a
+      collective whose inputs agree on this rank), "inherited from rank N" (`opwire diff RUN_A RUN_B`); absent
+      or empty when not checked. Since 1.5. */
+  100: optional string origin;
 }
 
 /** A call only one trace made (`opwire diff`). Since 1.4. */
@@ -760,6 +764,8 @@ struct TraceDiffOutput {
   100: list<TraceOnlyIn> only_b;
   /** Figures per op. */
   110: map<string, TraceDiffOpStats> ops;
+  /** The earliest call that differs itself (local, or made by one trace only): the report's headline. Since 1.5. */
+  120: optional TraceDivergence first_local;
 }
 
 /** A rank's first divergence in `opwire diff RUN_A RUN_B`. Since 1.4. */
@@ -770,6 +776,8 @@ struct RunDiffDivergence {
   20: i64 index;
   /** The divergence in words, as the text report shows it. */
   30: string text;
+  /** "local", "inherited", or "inherited from rank N"; absent or empty when not checked. Since 1.5. */
+  40: optional string origin;
 }
 
 /** What `opwire diff RUN_A RUN_B --json` prints for two run directories. Since 1.4. */

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.clirun import Cli
 
 import opwire
 from opwire.cli import main
@@ -65,3 +66,39 @@ def test_a_failing_script_still_writes_its_trace(tmp_path: Path, capsys: pytest.
 def test_bad_usage_exits_2(tmp_path: Path, command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["record", "--out", str(tmp_path / "t"), *command]) == 2
     assert capsys.readouterr().err.startswith("opwire record: error:")
+
+
+def test_a_module_of_the_working_directory_runs_as_python_m_runs_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "trainmod.py").write_text(SCRIPT)
+    monkeypatch.chdir(tmp_path)
+    path = sys.path[:]
+    assert main(["record", "--out", "m.trace", "--", "python", "-m", "trainmod", "x"]) == 0
+    assert sys.path == path and "argv ['x']" in capsys.readouterr().out
+    assert any(r.target == "aten::add_.Tensor" for r in opwire.load_trace(tmp_path / "m.trace"))
+    assert main(["record", "--out", "n.trace", "--", "python", "-m", "no_such_module_here"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("opwire record: error: no module 'no_such_module_here' (searched as `python -m` does")
+    assert not (tmp_path / "n.trace").exists()
+    assert main(["record", "--out", "n.trace", "--", "python", "-m", "no_such_pkg.sub"]) == 2
+
+
+def test_a_custom_op_not_loaded_at_replay_is_a_setup_error(tmp_path: Path, cli: Cli) -> None:
+    (tmp_path / "vdlib_ops.py").write_text(
+        "import torch\n"
+        "lib = torch.library.Library('vdlib_unloaded', 'DEF')\n"
+        "lib.define('twice(Tensor x) -> Tensor')\n"
+        "lib.impl('twice', lambda x: x * 2, 'CompositeExplicitAutograd')\n"
+    )
+    (tmp_path / "job.py").write_text("import torch, vdlib_ops\ntorch.ops.vdlib_unloaded.twice(torch.ones(3)) + 1\n")
+    assert cli("record", "--out", "t.trace", "--", "python", "job.py").returncode == 0
+    done = cli("replay", "t.trace")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.strip() == (
+        "opwire replay: error: call 1 (vdlib_unloaded::twice.default): op vdlib_unloaded::twice.default is not loaded "
+        "in this process; the recorded program had loaded the library that defines namespace 'vdlib_unloaded'. Load "
+        "it before replaying: --import MODULE (its Python package) or --load-library PATH.so (opwire.replay: import "
+        "it, or torch.ops.load_library(PATH), first)"
+    )
+    assert cli("replay", "t.trace", "--import", "vdlib_ops").returncode == 0

@@ -7,6 +7,7 @@ from pathlib import Path
 import torch
 
 import opwire
+from opwire.recording.trace_diff import CallDifference
 
 
 def _script(
@@ -40,7 +41,7 @@ def test_a_changed_op_is_found(tmp_path: Path) -> None:
     first = d.first_divergence
     assert first is not None and first.op in ("aten::relu.default", "aten::sigmoid.default")
     assert "test_trace_diff.py:" in first.source
-    assert "first divergence: only in" in str(d)
+    assert "first local divergence: only in" in str(d)
 
 
 def test_an_inserted_call_does_not_shift_the_rest(tmp_path: Path) -> None:
@@ -63,3 +64,22 @@ def test_changed_arguments_and_values_are_reported_per_op(tmp_path: Path) -> Non
     assert seeded.ops[first.op].value_diffs >= 1 and seeded.ops[first.op].worst_abs > 0
     assert "per op (ops with differences):" in str(seeded)
     assert seeded.to_dict()["first_divergence"]["difference"]["kind"] == "value"  # TraceDivergence: one member set
+
+
+def test_each_difference_is_labelled_local_or_inherited(tmp_path: Path) -> None:
+    a = opwire.load_trace(_script(tmp_path, "a"))
+    b = opwire.load_trace(_script(tmp_path, "b", seed=1))  # other random inputs: every value differs, inherited
+    relu = next(r for r in b.records if r.target == "aten::relu.default")
+    name = relu.outputs[0].value.name
+    b.set_tensor(name, b.tensor(name) * 3 + 1)  # as if relu's kernel had computed something else in B
+    for isolate in (False, True):
+        d = opwire.diff_traces(a, b, isolate=isolate)
+        first, local = d.first_divergence, d.first_local
+        assert first is not None and local is not None and first is not local
+        assert isinstance(first, CallDifference) and first.origin == "inherited", str(d)
+        assert isinstance(local, CallDifference) and (local.op, local.origin) == ("aten::relu.default", "local")
+        assert {x.origin for x in d.differences} == {"local", "inherited"}
+        text = str(d)
+        assert text.splitlines()[1] == f"first local divergence: {local}"
+        assert f"first divergence: inherited: {first}" in text
+        assert d.to_dict()["first_local"]["difference"]["origin"] == "local"

@@ -122,7 +122,7 @@ def test_cli_records_diffs_and_replays_the_loop(cli: Cli, tmp_path: Path) -> Non
     assert same.stdout.startswith("A a.trace (") and "the traces agree" in same.stdout
     other = cli("diff", "a.trace", "c.trace")
     assert other.returncode == 1
-    first = next(line for line in other.stdout.splitlines() if line.startswith("first divergence:"))
+    first = next(line for line in other.stdout.splitlines() if line.startswith("first local divergence:"))
     assert "empty" not in first and "rand" not in first
     clean = cli("replay", "a.trace")
     assert clean.returncode == 0, clean.stdout + clean.stderr

@@ -16,6 +16,7 @@ import torch
 
 from opwire.errors import EncodeError
 from opwire.recording.arguments import named_inputs, to_argument
+from opwire.recording.definedness import flat_tensors
 from opwire.recording.distributed.collectives import collective_of
 from opwire.recording.mutations import MUTATED, mutated_metadata
 from opwire.schema import models as m
@@ -127,18 +128,23 @@ def record_call(mode: Any, func: Any, schema: OpSchema, args: Any, kwargs: dict[
     extra = spec.writes if spec is not None else ()
     try:
         bound = bind_arguments(schema, args, kwargs)
+        written = [
+            (a.name, bound[a.name]) for a in schema.arguments if (a.is_write or a.name in extra) and a.name in bound
+        ]
+        # what a collective writes and does not take as input (allgather's outputs, a receive's buffer)
+        overwritten = {n for n, _ in written if spec is None or n != spec.inputs}
+        reads = mode._reads(target, bound, overwritten)
         if spec is not None and spec.kind != "wait":
             # a collective reads what is there now: c10d's C++ side (DDP's parameter checks and buckets) writes
             # through data pointers no dispatch mode sees, so its inputs are taken afresh, never from an older name
             for value in bound.values():
-                for t in _flat(value):
+                for t in flat_tensors(value):
                     mode._bump(t)
         inputs = _inputs(mode, schema, bound, target)
     except EncodeError as exc:
         return mode._skip(target, str(exc), func(*args, **kwargs))
-    written = [(a.name, bound[a.name]) for a in schema.arguments if (a.is_write or a.name in extra) and a.name in bound]
     for _, value in written:
-        for t in _flat(value):
+        for t in flat_tensors(value):
             mode._bump(t)
     out = wait(target, func(*args, **kwargs))
     try:
@@ -146,9 +152,10 @@ def record_call(mode: Any, func: Any, schema: OpSchema, args: Any, kwargs: dict[
     except EncodeError as exc:
         return mode._skip(target, str(exc), out)
     metadata: dict[str, str] = {}
-    mutated = {n: [mode._name(t, True) for t in _flat(v)] for n, v in written}
+    mutated = {n: [mode._name(t, True) for t in flat_tensors(v)] for n, v in written}
     if mutated:
         metadata[MUTATED] = mutated_metadata(mutated)
+    mode._defined(target, reads, out, written, outputs, metadata)
     mode._append(m.CallRecord(target=target, inputs=inputs, outputs=outputs, metadata=metadata))
     return out
 
@@ -158,12 +165,3 @@ def _inputs(mode: Any, schema: OpSchema, bound: dict[str, Any], target: str) -> 
     return named_inputs(
         schema, bound, mode.write_defaults, lambda v, a: rec.argument(v, a, target, lambda t: mode._name(t, False))
     )
-
-
-def _flat(v: Any) -> list[torch.Tensor]:
-    """Tensors in a value, nested lists included (`Tensor[][]`)."""
-    if isinstance(v, torch.Tensor):
-        return [v]
-    if isinstance(v, list | tuple):
-        return [t for x in v for t in _flat(x)]
-    return []

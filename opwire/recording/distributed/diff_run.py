@@ -1,52 +1,37 @@
-"""`opwire diff RUN_A RUN_B`: two runs rank by rank, the earliest divergence across ranks first.
+"""`opwire diff RUN_A RUN_B`: two runs rank by rank, the first *local* divergence across ranks first.
 
-Rank r of A is diffed with rank r of B (`opwire.diff_traces`). A rank whose first difference is a collective's
-result (everything before it agreed) got it from another rank, so it is listed after the ranks whose
-difference starts in their own calls; values of ops no run reproduces (`empty`, random draws) are not
-differences. Ranks are read by a few threads at a time,
-each pair opened and closed on its own, so memory holds at most that many rank pairs, never the whole run.
+Rank r of A is diffed with rank r of B (`opwire.diff_traces`), and each difference is labelled local or
+inherited (`opwire.recording.origin`: the call run again on the other run's inputs). A collective cannot run
+alone: when its inputs agree on this rank but its result differs, the member ranks' inputs to the same
+collective (same group, same place in the group's sequence) are compared, and the result is **inherited from
+rank q**, the lowest member rank whose inputs differ, or **local** when none does (the collective itself
+computed differently). Each rank's headline is its first local divergence; ranks whose headline is local come
+first, earliest call first. Values no run reproduces (random draws, undefined memory) are not compared
+(`compare.reproducible`, the rule replay uses). Ranks are diffed by a few threads at a time, each pair opened and
+closed on its own; calls are run again afterwards, one rank at a time (in the sandbox from the CLI).
 """
 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 
-from opwire.errors import DecodeError, OpwireError
-from opwire.recording.distributed.collectives import collective_of
+from opwire.errors import DecodeError
 from opwire.recording.distributed.run import Run
+from opwire.recording.distributed.sequence import CollectiveCall, collective_calls
+from opwire.recording.origin import ANOTHER_RANK, LOCAL, values_differ
 from opwire.recording.recorder import Trace
-from opwire.recording.trace_diff import CallDifference, OnlyIn, TraceDiff, diff_traces
+from opwire.recording.source import TraceSource
+from opwire.recording.trace_diff import CallDifference, OnlyIn, TraceDiff, diff_traces, relabel, set_origins
 from opwire.schema import models as m
 
 __all__ = ["RunDiff", "diff_runs"]
 
 
-def _noise(event: CallDifference | OnlyIn) -> bool:
-    """A value difference of an op whose values no run reproduces (random numbers, uninitialized `empty`)."""
-    if not isinstance(event, CallDifference) or event.kind in ("argument", "shape", "dtype", "missing"):
-        return False
-    return _nondeterministic(event.op)
-
-
-@cache
-def _nondeterministic(target: str) -> bool:
-    import torch
-
-    from opwire.proxy_executor.targets import resolve
-
-    try:
-        tags = getattr(resolve(target).fn, "tags", ())
-    except OpwireError:
-        return False
-    return torch.Tag.nondeterministic_seeded in tags or "empty" in target.partition("::")[2].split(".")[0]
-
-
-def _inherited(event: CallDifference | OnlyIn) -> bool:
-    """A collective's output differs while everything before it on this rank agreed: another rank sent it."""
-    return isinstance(event, CallDifference) and event.kind != "argument" and collective_of(event.op) is not None
+def _origin(event: CallDifference | OnlyIn) -> str:
+    return LOCAL if isinstance(event, OnlyIn) else event.origin
 
 
 def _index(event: CallDifference | OnlyIn) -> int:
@@ -57,7 +42,7 @@ def _index(event: CallDifference | OnlyIn) -> int:
 
 @dataclass
 class RunDiff:
-    """Each rank's TraceDiff, and the ranks ordered by their first divergence."""
+    """Each rank's TraceDiff, and the ranks ordered by their first local divergence."""
 
     a: str
     b: str
@@ -70,9 +55,14 @@ class RunDiff:
         return all(d.ok for d in self.ranks)
 
     def divergences(self) -> list[tuple[int, CallDifference | OnlyIn]]:
-        """(rank, first divergence) of every rank that diverges, earliest call first (then lowest rank)."""
-        found = [(r, e) for r, d in enumerate(self.ranks) for e in d.events[:1] if e is not None]
-        return sorted(found, key=lambda x: (_inherited(x[1]), _index(x[1]), x[0]))
+        """(rank, headline) of every rank that diverges: its first local divergence, else its first one; ranks
+        whose headline is local first, then by call index, then rank."""
+        found: list[tuple[int, CallDifference | OnlyIn]] = []
+        for r, d in enumerate(self.ranks):
+            head = d.first_local or d.first_divergence
+            if head is not None:
+                found.append((r, head))
+        return sorted(found, key=lambda x: (_origin(x[1]) != LOCAL, _index(x[1]), x[0]))
 
     def __str__(self) -> str:
         lines = [f"A {self.a} vs B {self.b}: {self.world_size} ranks"]
@@ -80,35 +70,41 @@ class RunDiff:
         if not div:
             lines.append("every rank agrees")
         else:
-            lines.append(f"{len(div)} of {self.world_size} ranks diverge; earliest first:")
+            lines.append(f"{len(div)} of {self.world_size} ranks diverge; first local divergence first:")
             for r, e in div:
-                why = " (a collective's result: it came from another rank)" if _inherited(e) else ""
-                lines.append(f"  rank {r}, {e}{why}")
+                origin = _origin(e)
+                lines.append(f"  rank {r}, {origin}: {e}" if origin else f"  rank {r}, {e}")
         for r, d in enumerate(self.ranks):
             n = len(d.differences)
+            local = sum(x.origin == LOCAL for x in d.differences)
+            inherited = sum(x.origin.startswith("inherited") for x in d.differences)
+            labels = f" ({local} local, {inherited} inherited)" if local or inherited else ""
             lines.append(
-                f"rank {r}: {d.matched} aligned calls, {n} difference{'' if n == 1 else 's'}, "
+                f"rank {r}: {d.matched} aligned calls, {n} difference{'' if n == 1 else 's'}{labels}, "
                 f"{len(d.only_a)} only in A, {len(d.only_b)} only in B"
             )
         return "\n".join(lines)
 
     def to_model(self) -> m.RunDiffOutput:
-        """The IDL's `RunDiffOutput` record: every rank's diff and the ordered first divergences."""
+        """The IDL's `RunDiffOutput` record: every rank's diff and the ordered headlines."""
         return m.RunDiffOutput(
             a=self.a,
             b=self.b,
             world_size=self.world_size,
             ok=self.ok,
-            divergences=[m.RunDiffDivergence(rank=r, index=_index(e), text=str(e)) for r, e in self.divergences()],
+            divergences=[
+                m.RunDiffDivergence(rank=r, index=_index(e), text=str(e), origin=_origin(e))
+                for r, e in self.divergences()
+            ],
             ranks=[d.to_model() for d in self.ranks],
         )
 
 
 def diff_runs(
     a: str | Path, b: str | Path, rtol: float | None = None, atol: float | None = None, max_listed: int = 10,
-    threads: int = 2,
+    threads: int = 2, *, origins: bool = True, isolate: bool = False,
 ) -> RunDiff:  # fmt: skip
-    """Diff run directories `a` and `b` rank by rank (same world size required)."""
+    """Diff run directories `a` and `b` rank by rank (same world size required), each difference labelled."""
     ra, rb = Run(a), Run(b)
     if ra.world_size != rb.world_size:
         raise DecodeError(
@@ -118,13 +114,61 @@ def diff_runs(
 
     def one(rank: int) -> TraceDiff:
         with ra.open(rank) as sa, rb.open(rank) as sb:
-            d = diff_traces(Trace(source=sa), Trace(source=sb), rtol=rtol, atol=atol, max_listed=max_listed)
-        noise = [e for e in d.events if _noise(e)]
-        if noise:  # uninitialized memory and random draws differ from run to run by design
-            d.events = [e for e in d.events if not _noise(e)]
-            d.differences = [e for e in d.differences if not _noise(e)]
-        return d
+            return diff_traces(Trace(source=sa), Trace(source=sb), rtol, atol, max_listed, origins=False)
 
     with ThreadPoolExecutor(max_workers=max(1, min(threads, ra.world_size))) as pool:
         ranks = list(pool.map(one, range(ra.world_size)))
+    if origins:
+        for rank, d in enumerate(ranks):
+            if d.differences:
+                with ra.open(rank) as sa, rb.open(rank) as sb:
+                    set_origins(d, Trace(source=sa), Trace(source=sb), rtol, atol, isolate)
+        _from_ranks(ra, rb, ranks, rtol, atol)
     return RunDiff(str(a), str(b), ra.world_size, ranks)
+
+
+def _from_ranks(ra: Run, rb: Run, ranks: list[TraceDiff], rtol: float | None, atol: float | None) -> None:
+    """Name the rank each "inherited from another rank" collective result came from (or call it local)."""
+    wanted = {r: [x for x in d.differences if x.origin == ANOTHER_RANK] for r, d in enumerate(ranks)}
+    if not any(wanted.values()):
+        return
+    with ExitStack() as stack:
+        src_a = [stack.enter_context(ra.open(r)) for r in range(ra.world_size)]
+        src_b = [stack.enter_context(rb.open(r)) for r in range(rb.world_size)]
+        places_a = [_places(s, r) for r, s in enumerate(src_a)]
+        places_b = [_places(s, r) for r, s in enumerate(src_b)]
+        for r, found in wanted.items():
+            at = {c.index: place for place, c in places_a[r].items()}
+            labels: dict[tuple[int, int], str] = {}
+            for x in found:
+                place = at.get(x.a_index)
+                culprit = None if place is None else _culprit(place, r, places_a, places_b, src_a, src_b, rtol, atol)
+                labels[(x.a_index, x.b_index)] = LOCAL if culprit is None else f"inherited from rank {culprit}"
+            relabel(ranks[r], labels)
+
+
+def _places(src: TraceSource, rank: int) -> dict[tuple[str, int], CollectiveCall]:
+    """Each collective of a rank by (group, place in the group's sequence)."""
+    seen: dict[str, int] = {}
+    out: dict[tuple[str, int], CollectiveCall] = {}
+    for c in collective_calls(src, rank):
+        if c.spec.p2p:
+            continue
+        k = seen[c.group] = seen.get(c.group, -1) + 1
+        out[(c.group, k)] = c
+    return out
+
+
+def _culprit(
+    place: tuple[str, int], rank: int, places_a: list[dict[tuple[str, int], CollectiveCall]],
+    places_b: list[dict[tuple[str, int], CollectiveCall]], src_a: list[TraceSource], src_b: list[TraceSource],
+    rtol: float | None, atol: float | None,
+) -> int | None:  # fmt: skip
+    """The lowest other rank whose inputs to the collective at `place` differ between the runs."""
+    for q in range(len(src_a)):
+        if q == rank:
+            continue
+        ca, cb = places_a[q].get(place), places_b[q].get(place)
+        if ca is not None and cb is not None and values_differ(src_a[q], src_b[q], ca.inputs, cb.inputs, rtol, atol):
+            return q
+    return None

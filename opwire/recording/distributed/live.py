@@ -252,11 +252,12 @@ def _collective(
             runner.live[object_of(b)] = runner._tensor(a, False)
         return []
     assert isinstance(call, CollectiveCall)
+    runner.take_external(i, rec)
     got = run_collective(call, groups, ranks, lambda n: runner._tensor(n, False), src.meta)
     found: list[Mismatch] = []
     for k, (name, t) in enumerate(zip(_flat(call.outputs), got, strict=False)):
         runner.live[object_of(name)] = t
-        found += runner._check(i, rec, f"output [{k}]", t, name, True)
+        found += runner.check_value(i, rec, f"output [{k}]", t, name)
     return found
 
 

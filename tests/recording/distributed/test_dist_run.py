@@ -131,9 +131,9 @@ def test_diff_names_the_rank_where_two_runs_part(run_dir: Path, tmp_path: Path, 
     _tamper(run_dir, tmp_path / "b", 1, "aten::mul", delta=1e-3)
     result = diff_runs(run_dir, tmp_path / "b")
     rank, first = result.divergences()[0]
-    assert rank == 1 and "aten::mul" in first.op
+    assert rank == 1 and "aten::mul" in first.op and first.origin == "local"  # its recorded value was changed
     done = cli("diff", run_dir, tmp_path / "b")
-    assert done.returncode == 1 and "  rank 1, call " in done.stdout
+    assert done.returncode == 1 and "  rank 1, local: call " in done.stdout
     assert cli("diff", run_dir, run_dir).returncode == 0
 
 
