@@ -35,17 +35,19 @@ def check_policy(src: TraceSource, exec_policy: ExecPolicy) -> None:
     """Refuse the trace before anything runs when a call (or an `as_operator` argument) names a refused op, or
     an op this process has not loaded (a setup error: the recording's process had loaded its library)."""
     seen: set[str] = set()
+    calls: list[tuple[str, str]] = []
+    for i, rec in enumerate(src.records(0, len(src))):
+        if "skipped" in rec.metadata:
+            continue  # never executed
+        names = [rec.target, *(na.arg.value for na in rec.inputs if na.arg.type == "as_operator")]
+        for name in names:
+            if name not in seen:
+                _check_loaded(name, f"call {i} ({rec.target})")  # a setup error comes before any refusal
+                calls.append((name, f"call {i} ({rec.target})"))
+                seen.add(name)
     with refusals_collected():  # one BindError naming every refused op of the trace
-        for i, rec in enumerate(src.records(0, len(src))):
-            if "skipped" in rec.metadata:
-                continue  # never executed
-            names = [rec.target, *(na.arg.value for na in rec.inputs if na.arg.type == "as_operator")]
-            for name in names:
-                if name not in seen:
-                    _check_loaded(name, f"call {i} ({rec.target})")  # a setup error comes before any refusal
-                    exec_policy.check_name(name, f"call {i} ({rec.target})")
-                    seen.add(name)
-
+        for name, where in calls:
+            exec_policy.check_name(name, where)
 
 def _check_loaded(name: str, where: str) -> None:
     """UnknownTargetError (a setup error) when op `name` is not registered in this process."""
