@@ -49,6 +49,7 @@ def check_policy(src: TraceSource, exec_policy: ExecPolicy) -> None:
         for name, where in calls:
             exec_policy.check_name(name, where)
 
+
 def _check_loaded(name: str, where: str) -> None:
     """UnknownTargetError (a setup error) when op `name` is not registered in this process."""
     try:
