@@ -126,8 +126,8 @@ def node_checks(target: Target, node: m.Node, where: str, max_memory: int) -> Ch
     if not owns:
         heavy = False
     elif not heavy and tensors_in:
-        tensor_args = [a for a in schema.arguments if "Tensor" in a.type]
-        one_in = len(tensor_args) == 1 and "[]" not in tensor_args[0].type
+        typed = [a for a in schema.arguments if "Tensor" in a.type]
+        one_in = len(typed) == 1 and "[]" not in typed[0].type
         grows = schema.name.partition("::")[2] in _GROWERS or schema.qualname in _SIZE_RULES
         light = not grows and (one_in or _pointwise(target))
         heavy = True
