@@ -54,6 +54,8 @@ class Checks:
     light: bool = False
     """Every tensor-returning op is estimated, but a light one (pointwise, or one tensor in and not a grower)
     only when its inputs differ in shape or one is expanded (a zero stride): the case where outputs outgrow them."""
+    tensor_args: tuple[tuple[int, str], ...] = ()
+    """(position, name) of the op's Tensor arguments: what the light filter reads."""
     seen: tuple[Any, int | None] | None = None
     """The last (argument shapes, output bytes) estimated: a node run again on the same shapes is not re-run on meta."""
 
@@ -64,7 +66,7 @@ class Checks:
             if wrong is not None:
                 raise KernelError(f"{self.where}: refused before the kernel ran: {wrong}")
         if self.memory is not None:
-            if self.light and _same_size_out(pos, kw):
+            if self.light and _same_size_out(self.tensor_args, pos, kw):
                 return  # one shape in, nothing expanded: the outputs are no larger than the inputs
             key = _shapes(pos, kw)
             if self.seen is not None and self.seen[0] == key:
@@ -124,8 +126,8 @@ def node_checks(target: Target, node: m.Node, where: str, max_memory: int) -> Ch
     if not owns:
         heavy = False
     elif not heavy and tensors_in:
-        tensor_args = [a for a in schema.arguments if "Tensor" in a.type]
-        one_in = len(tensor_args) == 1 and "[]" not in tensor_args[0].type
+        typed = [a for a in schema.arguments if "Tensor" in a.type]
+        one_in = len(typed) == 1 and "[]" not in typed[0].type
         grows = schema.name.partition("::")[2] in _GROWERS or schema.qualname in _SIZE_RULES
         light = not grows and (one_in or _pointwise(target))
         heavy = True
@@ -134,7 +136,9 @@ def node_checks(target: Target, node: m.Node, where: str, max_memory: int) -> Ch
     device_arg = any(a.name == "device" for a in schema.arguments)
     if heavy and not tensors_in and not device_arg:
         heavy = False  # no way to place it on meta: nothing to estimate without running it
-    return Checks(where, pre, max_memory if heavy else None, device_arg, _SIZE_RULES.get(schema.qualname), light)
+    tensor_args = tuple((i, a.name) for i, a in enumerate(schema.arguments) if a.type in ("Tensor", "Tensor?"))
+    rule = _SIZE_RULES.get(schema.qualname)
+    return Checks(where, pre, max_memory if heavy else None, device_arg, rule, light, tensor_args)
 
 
 _GROWERS = frozenset({"diag", "diag_embed", "diagflat", "combinations", "tile", "bincount", "nonzero", "argwhere",
@@ -148,19 +152,18 @@ def _pointwise(target: Target) -> bool:
     return torch.Tag.pointwise in getattr(target.fn, "tags", ())
 
 
-def _same_size_out(pos: list[Any], kw: dict[str, Any]) -> bool:
-    """The tensor arguments have one shape and none is expanded (a zero stride over more than one element)."""
-    Tensor = _tensor_type()
-    shape = None
-    for v in (*pos, *kw.values()):
-        if isinstance(v, Tensor):
-            if shape is None:
-                shape = v.shape
-            elif v.shape != shape:
-                return False
-            if 0 in v.stride() and v.numel() > 1:
-                return False
-        elif isinstance(v, (list, tuple)) and v and isinstance(v[0], Tensor):
+def _same_size_out(tensor_args: tuple[tuple[int, str], ...], pos: list[Any], kw: dict[str, Any]) -> bool:
+    """The tensor arguments have one shape and are contiguous (nothing expanded, nothing broadcast)."""
+    shape, tensor = None, _tensor_type()
+    for i, name in tensor_args:
+        v = pos[i] if i < len(pos) else kw.get(name)
+        if not isinstance(v, tensor):
+            continue  # None, or a number the converter kept for a 0-dim tensor
+        if not v.is_contiguous():
+            return False  # expanded (a zero stride) or strided: estimated, once per shape
+        if shape is None:
+            shape = v.shape
+        elif v.shape != shape:
             return False
     return True
 
