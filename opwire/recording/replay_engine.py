@@ -51,16 +51,35 @@ def check_policy(src: TraceSource, exec_policy: ExecPolicy) -> None:
 
 
 def _check_loaded(name: str, where: str) -> None:
-    """UnknownTargetError (a setup error) when op `name` is not registered in this process."""
+    """UnknownTargetError (a setup error) when op `name` ("ns::op.overload") is not registered in this process."""
+    if "::" not in name or name.partition("::")[0] in _TORCH_NAMESPACES:
+        return  # torch's own ops: one it does not know is the executor's to report at its call
     try:
         resolve(name)
+        return
     except UnknownTargetError:
+        if _registered(name):  # torch has it; the executor says at the call why it will not run it
+            return
         namespace = name.partition("::")[0]
         raise UnknownTargetError(
             f"{where}: op {name} is not loaded in this process; the recorded program had loaded the library "
             f"that defines namespace '{namespace}'. Load it before replaying: --import MODULE (its Python "
             f"package) or --load-library PATH.so (opwire.replay: import it, or torch.ops.load_library(PATH), first)"
         ) from None
+
+
+_TORCH_NAMESPACES = frozenset(("aten", "prims", "prim", "c10d", "_c10d_functional", "_dtensor", "fsdp", "profiler"))
+"""Namespaces torch itself defines (some only once a torch module is imported, as the distributed ones)."""
+
+
+def _registered(name: str) -> bool:
+    namespace, _, rest = name.partition("::")
+    op, _, overload = rest.partition(".")
+    try:
+        getattr(getattr(getattr(torch.ops, namespace), op), overload or "default")
+    except (AttributeError, RuntimeError):
+        return False
+    return True
 
 
 @dataclass(frozen=True)
