@@ -38,7 +38,7 @@ from opwire.schema.idl import FieldDef, StructDef, TypeRef
 from opwire.schema.models import MODELS, SCHEMA
 from opwire.schema.symexpr import check_expr
 
-__all__ = ["COUNT", "Fallback", "TooMany", "json_builders", "thrift_builders"]
+__all__ = ["COUNT", "Builders", "Fallback", "TooMany", "json_builders", "thrift_builders"]
 
 _INT_BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64}
 _NONFINITE = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}  # the objects base.py returns
@@ -307,25 +307,63 @@ class _Compiler:
             self.lines += body + self.finish(s.name, "r", "{" + repr(f.name) + "}")
         self.lines += [*head, f"    return {members}[k](v)  # an unknown member: a KeyError", ""]
 
-    def compile(self) -> dict[str, Any]:
-        for s in SCHEMA.structs.values():
+    def compile(self, names: list[str]) -> None:
+        """Write and run the builders of `names` (structs and unions not compiled yet) in the namespace."""
+        self.lines = []
+        for name in names:
+            s = SCHEMA.structs[name]
             (self.union if s.kind == "union" else self.struct)(s)
         ns = self.ns
         exec(compile("\n".join(self.lines), f"<opwire builders: {'json' if self.json else 'thrift'}>", "exec"), ns)
-        for s in SCHEMA.structs.values():  # large unions dispatch to member functions by name
-            if f"U_{s.name}" in ns:
-                ns[f"U_{s.name}"] = {k: ns[fn] for k, fn in ns[f"U_{s.name}"].items()}
-        return {name: ns[self.builder(name)] for name in SCHEMA.structs}
+        for name in names:  # large unions dispatch to member functions by name
+            if f"U_{name}" in ns:
+                ns[f"U_{name}"] = {k: ns[fn] for k, fn in ns[f"U_{name}"].items()}
+
+
+def _reachable(root: str) -> set[str]:
+    """`root` and every struct and union a value of it can contain."""
+    seen: set[str] = set()
+    todo = [TypeRef("struct", root)]
+    while todo:
+        t = todo.pop()
+        if t.kind != "struct":
+            todo += t.args
+        elif t.name not in seen:
+            seen.add(str(t.name))
+            todo += [f.type for f in SCHEMA.structs[str(t.name)].fields]
+    return seen
+
+
+class Builders:
+    """Builders by struct or union name, compiled on first use of a root type: only what that root can contain
+    (compiling every type costs tens of milliseconds a process; a program's types are fewer than half)."""
+
+    def __init__(self, flavour: str) -> None:
+        self._compiler = _Compiler(flavour)
+        self._done: set[str] = set()
+        self._lock = threading.Lock()
+
+    def __getitem__(self, name: str) -> Any:
+        """The builder of `name` (KeyError for a name that is no struct or union)."""
+        if name not in self._done:
+            if name not in SCHEMA.structs:
+                raise KeyError(name)
+            with self._lock:  # one compiler, one namespace: a root's types appear in `_done` once all are built
+                missing = sorted(_reachable(name) - self._done)
+                if missing:
+                    self._compiler.compile(missing)
+                    self._done.update(missing)
+        return self._compiler.ns[self._compiler.builder(name)]
 
 
 @cache
-def json_builders() -> dict[str, Any]:
+def json_builders() -> Builders:
     """struct or union name -> function building its model from `pydantic_core.from_json` output (or Fallback)."""
-    return _Compiler("json").compile()
+    return Builders("json")
 
 
 @cache
-def thrift_builders() -> dict[str, Any]:
+def thrift_builders() -> Builders:
     """struct or union name -> `__new__(cls, **fields)` building its model from the C codec's keyword arguments,
     charging `COUNT.state` what it holds (raises on anything it does not take, TooMany past the limit)."""
-    return _Compiler("thrift").compile()
+    return Builders("thrift")

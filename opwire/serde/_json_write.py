@@ -26,6 +26,19 @@ __all__ = ["json_writers"]
 _INTS = frozenset({"i8", "i16", "i32", "i64", "enum"})
 
 
+_SMALL_UNION = 4  # members up to which a union's writer branches on the member
+
+
+def _fstring(parts: list[str]) -> str:
+    """Source of an f-string joining `parts`: `{expr}` parts are expressions (no single quotes in them), the
+    others literal text (braces doubled here)."""
+    out = []
+    for p in parts:
+        is_expr = p.startswith("{") and p.endswith("}") and len(p) > 2
+        out.append(p if is_expr else p.replace("{", "{{").replace("}", "}}"))
+    return "f'" + "".join(out) + "'"
+
+
 class _Unexpected(Exception):
     """A value the writer does not take: the reference path writes (or refuses) the model."""
 
@@ -103,29 +116,31 @@ class _Compiler:
         return name
 
     def struct(self, s: StructDef) -> None:
-        parts = []
+        parts: list[str] = []
         for i, f in enumerate(s.fields):
-            sep = "" if i == 0 else ", "
-            value = f'{self.fn(f.type)}(d["{f.name}"])'  # double quotes: the f-string is single-quoted
+            value = f'{self.fn(f.type)}(d["{f.name}"])'
             if f.optional:
                 value = f'"null" if (x := d["{f.name}"]) is None else {self.fn(f.type)}(x)'
-            parts.append(f'{sep}"{f.name}": {{{value}}}')
-        self.lines += [f"def w_{s.name}(o):", "    d = o.__dict__", f"    return f'{{{{{''.join(parts)}}}}}'", ""]
+            parts += [("" if i == 0 else ", ") + f'"{f.name}": ', "{" + value + "}"]
+        self.lines += [f"def w_{s.name}(o):", "    d = o.__dict__", f"    return {_fstring(['{', *parts, '}'])}", ""]
 
     def union(self, s: StructDef) -> None:
-        """The one member named by the fields set (as `json._single_member`'s fast path); otherwise raise."""
+        """The one member named by the fields set (as `json._single_member`'s fast path); otherwise raise. A small
+        union branches on the member (ints written inline), a large one looks its writer up."""
         writers = f"M_{s.name}"
         self.ns[writers] = {f.name: (f'{{"{f.name}": ', self.fn(f.type)) for f in s.fields}
-        self.lines += [
-            f"def w_{s.name}(o):",
-            "    (k,) = o.__pydantic_fields_set__",
-            "    v = o.__dict__[k]",
-            "    if v is None:",
-            "        raise U",
-            f"    key, write = {writers}[k]",
-            "    return key + write(v) + '}'",
-            "",
-        ]
+        lines = [f"def w_{s.name}(o):", "    (k,) = o.__pydantic_fields_set__", "    v = o.__dict__[k]"]
+        if len(s.fields) <= _SMALL_UNION:
+            for f in s.fields:
+                if f.type.kind in _INTS - {"enum"}:
+                    test, value = " and v.__class__ is int", "{irepr(v)}"
+                else:
+                    test, value = " and v is not None", "{" + self.fn(f.type) + "(v)}"
+                text = _fstring(["{", f'"{f.name}": ', value, "}"])
+                lines += [f'    if k == "{f.name}"{test}:', f"        return {text}"]
+        lines += ["    if v is None:", "        raise U", f"    key, write = {writers}[k]"]
+        text = _fstring(["{key}", "{write(v)}", "}"])
+        self.lines += [*lines, f"    return {text}", ""]
 
     def compile(self) -> dict[str, Any]:
         for s in SCHEMA.structs.values():

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -24,7 +25,7 @@ from support.typed import MODEL_NAMES, strategy_for
 import opwire
 from opwire.schema import models as m
 from opwire.serde import EncodeError
-from opwire.serde._build import json_builders
+from opwire.serde._build import Builders, json_builders
 from opwire.serde._json_write import json_writers
 from opwire.serde._thrift import fast
 from opwire.serde.json import to_jsonable
@@ -259,3 +260,19 @@ def test_writers_decline_what_the_reference_path_decides(obj: BaseModel) -> None
             opwire.dumps(obj)
     else:
         assert opwire.dumps(obj) == expected
+
+
+def test_builders_compile_once_per_root_under_threads() -> None:
+    builders = Builders("json")  # a fresh set: the first use of each root compiles, in several threads at once
+    docs = {
+        "ExportedProgram": corpus.get_program(corpus.program_names()[0]).json_bytes,
+        "Device": b'{"type": "cpu", "index": 1}',
+        "Argument": b'{"as_tensors": [{"name": "x"}]}',
+        "SymInt": b'{"as_int": 3}',
+    }
+    with ThreadPoolExecutor(8) as pool:
+        built = list(pool.map(lambda name: (name, builders[name](from_json(docs[name]))), list(docs) * 4))
+    for name, obj in built:
+        _same(obj, m.MODELS[name].model_validate_json(docs[name]))
+    with pytest.raises(KeyError):
+        builders["NoSuchStruct"]
