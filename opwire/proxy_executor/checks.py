@@ -95,6 +95,8 @@ def _tensor_type() -> Any:
 def _shapes(pos: list[Any], kw: dict[str, Any]) -> Any:
     """A hashable key of the arguments' shapes and dtypes (tensors), or the values themselves."""
     Tensor = _tensor_type()
+    if not kw and not any(isinstance(v, (list, tuple, dict)) for v in pos):  # the common flat call: one pass
+        return tuple((v.shape, v.dtype) if isinstance(v, Tensor) else v for v in pos), ()
 
     def key(v: Any) -> Any:
         if isinstance(v, Tensor):
@@ -121,7 +123,12 @@ def node_checks(target: Target, node: m.Node, where: str, max_memory: int) -> Ch
     tensors_in = any("Tensor" in a.type for a in schema.arguments)
     heavy = not tensors_in or any(a.name in SIZE_ARGS for a in schema.arguments)
     writes_out = any(a.kwarg_only and (a.alias or "").endswith("!") for a in schema.arguments)  # out=: resized
-    owns = [r for r in schema.returns if "Tensor" in r.type and (writes_out or not (r.alias or "").endswith("!"))]
+    may_copy = _composite(schema.qualname)  # reshape, contiguous, to: an alias when they can, else a copy
+    owns = [
+        r
+        for r in schema.returns
+        if "Tensor" in r.type and (writes_out or r.alias is None or (may_copy and not r.alias.endswith("!")))
+    ]  # a view (view, permute, expand) allocates nothing: its copy is estimated where it happens
     light = False
     if not owns:
         heavy = False
@@ -144,6 +151,12 @@ def node_checks(target: Target, node: m.Node, where: str, max_memory: int) -> Ch
 _GROWERS = frozenset({"diag", "diag_embed", "diagflat", "combinations", "tile", "bincount", "nonzero", "argwhere",
                       "repeat_interleave", "kron", "cartesian_prod", "outer", "ger", "block_diag"})  # fmt: skip
 """One-tensor ops whose output can outgrow their input (N -> N*N, or a size the data decides)."""
+
+
+def _composite(qualname: str) -> bool:
+    import torch
+
+    return bool(torch._C._dispatch_has_kernel_for_dispatch_key(qualname, "CompositeImplicitAutograd"))
 
 
 def _pointwise(target: Target) -> bool:

@@ -21,6 +21,7 @@ from opwire.proxy_executor.convert import Converted, Lookup, convert
 from opwire.proxy_executor.default_policy import DefaultPolicy
 from opwire.proxy_executor.exec_policy import TORCH_NAMESPACES
 from opwire.proxy_executor.outputs import check_span, describe, store_output
+from opwire.proxy_executor.preconditions import family_of
 from opwire.proxy_executor.run_budgets import while_loop_with_budget
 from opwire.proxy_executor.targets import Target, resolve
 from opwire.schema import models as m
@@ -126,8 +127,14 @@ class NodePlan:
 
 
 def _view_returns(p: NodePlan) -> frozenset[int]:
-    """The returns of `p`'s op that alias an input without writing it (views): new metadata over old storage."""
-    if p.target.kind != "op":
+    """The returns whose span is checked against their storage: views (an alias, no write) of ops whose geometry
+    the file chooses unchecked by review: the `as_strided` family and torch ops run only because allow_ops names
+    them. (torch's other views check their sizes against the storage themselves; checking every view cost a
+    sixth of a small program's run.)"""
+    schema = p.target.schema
+    if p.target.kind != "op" or schema is None or schema.namespace not in TORCH_NAMESPACES:
+        return frozenset()
+    if family_of(schema.qualname) != "as_strided" and schema.qualname in allowlist():
         return frozenset()
     return frozenset(i for i, r in enumerate(p.returns) if r is not None and r.alias and not r.alias.endswith("!"))
 
