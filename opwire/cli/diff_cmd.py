@@ -15,8 +15,10 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "diff",
         help="compare two traces call by call (exit 1 when they differ)",
-        description="Aligns the calls of two traces by op sequence (tolerating inserted or missing calls) and "
-        "reports the first divergence, per-op differences in values and arguments, and calls only one trace made. "
+        description="Aligns the calls of two traces as a diff tool aligns lines (tolerating inserted or missing "
+        "calls), labels each difference local or inherited (the call run again, in the sandbox, on the other trace's "
+        "inputs) and reports the first local divergence, per-op differences in values and arguments, and calls only "
+        "one trace made. "
         "A and B are traces from `opwire record --out A.trace -- python script.py` or `opwire.record(path=...)` "
         "(streamed or in-memory, any codec), e.g. the same script on two torch versions or devices. "
         "Exit 0 when they agree, 1 when they differ, 2 on an unreadable trace. " + LOADING_HELP,
@@ -36,6 +38,10 @@ def add_parser(sub: Any) -> None:
         "--atol", type=float, default=None, help="absolute tolerance for floating outputs (default: per dtype)"
     )
     p.add_argument("--max-mismatches", type=int, default=10, help="differences listed in the text (default 10)")
+    p.add_argument(
+        "--allow-op", action="append", default=[], metavar="OP",
+        help="run this op again for the local/inherited labels although the execution policy refuses it (repeatable)",
+    )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print every difference as JSON")
     p.set_defaults(func=run)
 
@@ -49,7 +55,9 @@ def run(args: argparse.Namespace) -> int:
     if is_run(args.a) or is_run(args.b):
         from opwire.recording.distributed.diff_run import diff_runs
 
-        runs = diff_runs(args.a, args.b, args.rtol, args.atol, args.max_mismatches, isolate=True)
+        runs = diff_runs(
+            args.a, args.b, args.rtol, args.atol, args.max_mismatches, isolate=True, allow_ops=args.allow_op
+        )
         if args.json:
             print_record(runs.to_model())
         else:
@@ -57,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         return 0 if runs.ok else 1
     a = opwire.load_trace(args.a, max_elements=args.max_elements)
     b = opwire.load_trace(args.b, max_elements=args.max_elements)
-    result = opwire.diff_traces(a, b, args.rtol, args.atol, args.max_mismatches, isolate=True)
+    result = opwire.diff_traces(a, b, args.rtol, args.atol, args.max_mismatches, isolate=True, allow_ops=args.allow_op)
     if args.json:
         print_record(result.to_model())
     else:

@@ -45,6 +45,8 @@ _OVERWRITING = frozenset(
      "log_normal_", "geometric_", "set_")
 )  # fmt: skip
 """In-place ops whose result does not depend on what their `self` held."""
+MAX_SHADOW_BYTES = 256 << 20
+"""Bytes of shadow copies (of storages not yet wholly defined) the recorder keeps at most."""
 
 
 def uninitialised(target: str) -> bool:
@@ -96,7 +98,7 @@ class _Storage:
     """A storage not (yet) wholly defined: its written byte ranges and the bytes the recording last saw."""
 
     nbytes: int
-    shadow: torch.Tensor  # uint8 copy of the whole storage
+    shadow: torch.Tensor | None  # uint8 copy of the whole storage (None: not kept, outside writes go unseen)
     written: list[tuple[int, int]] = field(default_factory=list)  # merged, sorted [start, end)
 
     def covers(self, start: int, end: int) -> bool:
@@ -120,10 +122,16 @@ class _Storage:
 
 
 class Definedness:
-    """Tracks, per storage, which bytes recorded calls (or detected outside writes) have defined."""
+    """Tracks, per storage, which bytes recorded calls (or detected outside writes) have defined.
 
-    def __init__(self) -> None:
+    Shadow copies take at most `max_shadow_bytes`; past that the oldest are dropped (their storages stay
+    undefined until written, but a write outside the dispatcher into them is no longer seen).
+    """
+
+    def __init__(self, max_shadow_bytes: int = MAX_SHADOW_BYTES) -> None:
         self._storages: dict[int, _Storage] = {}  # data pointer -> state; absent: wholly defined
+        self._shadow_bytes = 0
+        self._max_shadow_bytes = max_shadow_bytes
 
     def defined(self, t: torch.Tensor) -> bool:
         """Whether every byte `t` reads is defined."""
@@ -133,7 +141,7 @@ class Definedness:
     def outside_write(self, t: torch.Tensor) -> bool:
         """Whether `t`'s undefined bytes changed since the recording last saw them (then they count as written)."""
         state, start, end = self._at(t)
-        if state is None or state.covers(start, end):
+        if state is None or state.shadow is None or state.covers(start, end):
             return False
         now = _bytes(t, start, end)
         if now is None or torch.equal(now, state.shadow[start:end]):
@@ -147,13 +155,10 @@ class Definedness:
         key = _key(t)
         if key is None:
             return
-        if not undefined:
-            self._storages.pop(key, None)
-            return
-        storage = t.untyped_storage()
-        shadow = _storage_bytes(storage)
-        if shadow is not None:
-            self._storages[key] = _Storage(storage.nbytes(), shadow)
+        self._forget(key)
+        if undefined:
+            storage = t.untyped_storage()
+            self._storages[key] = _Storage(storage.nbytes(), self._shadow(storage))
 
     def written(self, t: torch.Tensor, defined: bool) -> None:
         """A recorded call wrote `t` (from defined values or not); the shadow takes the bytes it wrote."""
@@ -161,26 +166,46 @@ class Definedness:
         if state is None and defined:
             return
         if state is None:  # defined memory partly overwritten with undefined values
-            storage = t.untyped_storage()
-            shadow = _storage_bytes(storage)
             key = _key(t)
-            if shadow is None or key is None:
+            if key is None:
                 return
-            state = self._storages[key] = _Storage(storage.nbytes(), shadow, [(0, storage.nbytes())])
+            storage = t.untyped_storage()
+            state = self._storages[key] = _Storage(storage.nbytes(), self._shadow(storage), [(0, storage.nbytes())])
         now = _bytes(t, start, end)
-        if now is not None:
+        if now is not None and state.shadow is not None:
             state.shadow[start:end] = now
         if defined and _dense(t):
             self._write(t, state, start, end)
         elif not defined:
             state.remove(start, end)
 
+    def _shadow(self, storage: torch.UntypedStorage) -> torch.Tensor | None:
+        """A copy of `storage`'s bytes within the budget (the oldest shadows dropped to make room)."""
+        size = storage.nbytes()
+        if size > self._max_shadow_bytes:
+            return None
+        for state in self._storages.values():
+            if self._shadow_bytes + size <= self._max_shadow_bytes:
+                break
+            if state.shadow is not None:
+                self._shadow_bytes -= state.nbytes
+                state.shadow = None
+        copy = _storage_bytes(storage)
+        if copy is not None:
+            self._shadow_bytes += size
+        return copy
+
+    def _forget(self, key: int) -> None:
+        state = self._storages.pop(key, None)
+        if state is not None and state.shadow is not None:
+            self._shadow_bytes -= state.nbytes
+
     def _write(self, t: torch.Tensor, state: _Storage, start: int, end: int) -> None:
         state.add(start, end)
         if state.covers(0, state.nbytes):
             key = _key(t)
             if key is not None:
-                self._storages.pop(key, None)
+                self._forget(key)
 
     def _at(self, t: torch.Tensor) -> tuple[_Storage | None, int, int]:
         key = _key(t)

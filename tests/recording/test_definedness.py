@@ -17,7 +17,7 @@ import torch
 import opwire
 from opwire.errors import DecodeError
 from opwire.recording.compare import reproducible
-from opwire.recording.definedness import EXTERNAL, UNDEFINED, metadata_names
+from opwire.recording.definedness import EXTERNAL, UNDEFINED, Definedness, metadata_names
 
 
 def _poke(t: torch.Tensor, value: float) -> None:
@@ -94,3 +94,16 @@ def test_one_rule_says_what_is_compared() -> None:
     assert reproducible("aten::mul.Tensor", meta, "t4") and reproducible("aten::mul.Tensor", meta)
     with pytest.raises(DecodeError, match="metadata 'undefined' should be a JSON list of tensor names"):
         reproducible("aten::mul.Tensor", {UNDEFINED: "{"}, "t3")
+
+
+def test_shadow_copies_stay_within_their_budget() -> None:
+    defs = Definedness(max_shadow_bytes=64)
+    old, new = torch.empty(12), torch.empty(12)  # 48 bytes each: the second pushes the first's shadow out
+    defs.fresh(old, True)
+    defs.fresh(new, True)
+    _poke(old, 3.0)
+    _poke(new, 4.0)
+    assert not defs.outside_write(old) and not defs.defined(old)  # no longer watched, still undefined
+    assert defs.outside_write(new) and defs.defined(new)
+    defs.written(old, True)  # a recorded call wrote all of it
+    assert defs.defined(old)

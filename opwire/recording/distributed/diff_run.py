@@ -13,6 +13,7 @@ closed on its own; calls are run again afterwards, one rank at a time (in the sa
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -102,7 +103,7 @@ class RunDiff:
 
 def diff_runs(
     a: str | Path, b: str | Path, rtol: float | None = None, atol: float | None = None, max_listed: int = 10,
-    threads: int = 2, *, origins: bool = True, isolate: bool = False,
+    threads: int = 2, *, origins: bool = True, isolate: bool = False, allow_ops: Iterable[str] = (),
 ) -> RunDiff:  # fmt: skip
     """Diff run directories `a` and `b` rank by rank (same world size required), each difference labelled."""
     ra, rb = Run(a), Run(b)
@@ -122,7 +123,7 @@ def diff_runs(
         for rank, d in enumerate(ranks):
             if d.differences:
                 with ra.open(rank) as sa, rb.open(rank) as sb:
-                    set_origins(d, Trace(source=sa), Trace(source=sb), rtol, atol, isolate)
+                    set_origins(d, Trace(source=sa), Trace(source=sb), rtol, atol, isolate, allow_ops)
         _from_ranks(ra, rb, ranks, rtol, atol)
     return RunDiff(str(a), str(b), ra.world_size, ranks)
 

@@ -59,6 +59,9 @@ def test_the_perturbed_rank_and_line_are_the_headline(runs: Path, cli: Cli) -> N
     # on rank 1 every call it made in both runs differs only through its inputs; the local ones are the additions
     assert not [d for d in result.ranks[1].differences if d.origin == "local"]
     assert [o.source for o in result.ranks[1].only_b] == [f"{JOB.name}:{PERTURBED} in train"] * 3
+    # with the op the policy refuses allowed, every difference is labelled, and none falsely local
+    labelled = diff_runs(runs / "a", runs / "perturbed", allow_ops=ALLOW)
+    assert all(d.origin.startswith("inherited") for r in labelled.ranks for d in r.differences)
     done = cli("diff", runs / "a", runs / "perturbed", "--json")
     assert done.returncode == 1
     report = opwire.loads(done.stdout.encode(), m.RunDiffOutput, format="json")
