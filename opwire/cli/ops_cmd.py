@@ -80,11 +80,10 @@ def add_parser(sub: Any) -> None:
         description="For each overload of each OP (aten::lstm: every overload; aten::lstm.input: one), say whether "
         "`opwire run`, `exec` and `replay` admit it, which precondition is checked before its kernel runs, or why "
         "it is refused and the --allow-op that runs it anyway. Exit 0 when every overload is admitted, 1 when one "
-        "is refused, 2 on bad usage (an unknown op).",
+        "is refused, 2 on bad usage (an unknown op).",  # no --json yet: every --json output is an IDL record
     )
     q.add_argument("ops", nargs="+", metavar="OP", help="ns::op or ns::op.overload")
     add_loading(q)
-    q.add_argument("--json", action="store_true", help="print the verdicts as JSON")
     q.set_defaults(func=run_policy)
 
 
@@ -150,9 +149,6 @@ def run_policy(args: argparse.Namespace) -> int:
     from opwire.proxy_executor.policy_report import explain
 
     verdicts = [v for op in args.ops for v in explain(op)]
-    if args.json:
-        print(json.dumps([v.to_dict() for v in verdicts], indent=2))
-    else:
-        for v in verdicts:
-            print(v)
+    for v in verdicts:
+        print(v)
     return 1 if any(v.verdict == "refused" for v in verdicts) else 0

@@ -144,8 +144,6 @@ class FlatPlan:
 
         if self.plan.target.kind != "op" or [e.kind for e in self.outputs] != ["tensor"]:
             return None
-        if self.plan.checks is not None:
-            return None  # a precondition or the memory estimate runs first: the general path
         if any(e.kind not in ("tensor", "int", "static") for e in self.inputs):
             return None
         n_ints, n_tensors = sum(self.n_ints), sum(self.n_tensors)
@@ -164,8 +162,11 @@ class FlatPlan:
             else:
                 kw.append((e.name, src, x))
         out_slot, fn, tensor, plan = ti, self.plan.fn, torch.Tensor, self.plan
+        checks = plan.checks  # a precondition or the memory estimate, run before the kernel as on the general path
 
         def finish(args: list[Any], kwargs: dict[str, Any], tensor_args: MutableSequence[Any]) -> list[Any]:
+            if checks is not None:
+                checks.before(fn, args, kwargs)
             try:
                 r = fn(*args, **kwargs)
             except Exception as exc:

@@ -156,7 +156,10 @@ _GROWERS = frozenset({"diag", "diag_embed", "diagflat", "combinations", "tile", 
 def _composite(qualname: str) -> bool:
     import torch
 
-    return bool(torch._C._dispatch_has_kernel_for_dispatch_key(qualname, "CompositeImplicitAutograd"))
+    try:
+        return bool(torch._C._dispatch_has_kernel_for_dispatch_key(qualname, "CompositeImplicitAutograd"))
+    except RuntimeError:  # a TorchScript builtin (aten::manual_seed): no dispatcher entry, no decomposition
+        return False
 
 
 def _pointwise(target: Target) -> bool:

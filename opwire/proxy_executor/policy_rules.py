@@ -51,6 +51,16 @@ REFUSED: dict[str, tuple[str, str]] = {
     "record_stream": _PROCESS,
     "_propagate_xla_data": _PROCESS,
     "_backward": ("process", "runs autograd's engine on a graph the file does not carry"),
+    "_nnpack_spatial_convolution": (
+        "internal",
+        "is NNPACK's convolution kernel, which trusts its arguments (the per-op fuzz crashed it); programs and "
+        "recordings hold convolution",
+    ),
+    "_slow_conv2d_backward": (
+        "internal",
+        "is the slow convolution path's backward kernel, which trusts its arguments (the per-op fuzz crashed it); "
+        "recordings hold convolution_backward",
+    ),
     **{
         name: (
             "sparse",
@@ -130,6 +140,11 @@ FAMILIES: dict[str, tuple[str, re.Pattern[str]]] = {
     "as_strided": (
         "the view (size, stride, storage_offset) lies within the input's storage",
         re.compile(r"^as_strided(_|_copy|_scatter)?$"),
+    ),
+    "pad_backward": (
+        "grad_output is the input padded by the padding (same leading dimensions); reflection pads are shorter "
+        "than the dimension they reflect",
+        re.compile(r"^(reflection|replication)_pad[123]d_backward$"),
     ),
     "ctc": (
         "input and target lengths have one value per batch item, within the time steps and the targets; target "

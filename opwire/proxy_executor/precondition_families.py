@@ -364,6 +364,30 @@ def _ctc(args: Args) -> str | None:
     return None
 
 
+def _pad_backward(op: str) -> Callable[[Args], str | None]:
+    dims = int(op.partition("_pad")[2][0])
+    reflect = "reflection" in op
+
+    def check(args: Args) -> str | None:
+        grad, x, pad = args.get("grad_output"), args.get("self"), args.get("padding")
+        if not (_is_tensor(grad) and _is_tensor(x)) or pad is None:
+            return None
+        pad = [int(p) for p in pad]
+        if len(pad) != 2 * dims or x.dim() < dims or grad.dim() != x.dim():
+            return f"padding must have {2 * dims} values and grad_output the input's {x.dim()} dimensions"
+        if _shape(grad)[:-dims] != _shape(x)[:-dims]:
+            return f"grad_output must share the input's leading dimensions {_shape(x)[:-dims]}, got {_shape(grad)}"
+        for j in range(dims):  # padding lists the last dimension first
+            size, left, right = int(x.shape[-1 - j]), pad[2 * j], pad[2 * j + 1]
+            if int(grad.shape[-1 - j]) != size + left + right:
+                return f"grad_output's dimension {-1 - j} must be {size + left + right}, got {int(grad.shape[-1 - j])}"
+            if reflect and not (0 <= left < size and 0 <= right < size):
+                return f"reflection padding ({left}, {right}) must be non-negative and shorter than {size}"
+        return None
+
+    return check
+
+
 def _resize_as(args: Args) -> str | None:
     x, template = args.get("self"), args.get("the_template")
     if not (_is_tensor(x) and _is_tensor(template)):
@@ -467,6 +491,7 @@ CHECKS: dict[str, Callable[[str], Callable[[Args], str | None]]] = {
     "attention_backward": _static(_attention_backward),
     "as_strided": _static(_as_strided),
     "ctc": _static(_ctc),
+    "pad_backward": _pad_backward,
     "resize_as": _static(_resize_as),
     "fft": _static(_fft),
     "fused_optimizer": _static(_fused_optimizer),

@@ -171,6 +171,9 @@ def _real_work() -> None:
     for targets in (torch.tensor([[1, 2, 3], [2, 4, 1]]), torch.tensor([1, 2, 3, 2, 4])):
         F.ctc_loss(log_probs, targets, torch.tensor([12, 10]), torch.tensor([3, 2])).backward()
         F.ctc_loss(log_probs, targets, [12, 10], [3, 2], reduction="sum").backward()
+    for mode in ("reflect", "replicate"):
+        for shape, pad in (((2, 3, 8), (1, 2)), ((2, 3, 6, 6), (1, 2, 2, 1)), ((1, 2, 4, 4, 4), (1, 1, 2, 0, 1, 2))):
+            F.pad(torch.randn(*shape, requires_grad=True), pad, mode=mode).sum().backward()
     data = torch.randn(6, 3, requires_grad=True)
     torch.segment_reduce(data, "sum", lengths=torch.tensor([2, 0, 4])).sum().backward()
     torch.segment_reduce(data, "max", offsets=torch.tensor([0, 1, 6])).sum().backward()
