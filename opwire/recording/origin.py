@@ -26,9 +26,12 @@ from opwire.proxy_executor.default_policy import DefaultPolicy
 from opwire.proxy_executor.exec_policy import ExecPolicy
 from opwire.proxy_executor.executor import ProxyExecutor
 from opwire.proxy_executor.guard import RunGuard
+from opwire.proxy_executor.isolate import Child, run_in_child
+from opwire.proxy_executor.isolate_program import api_limits
 from opwire.recording.compare import compare_tensor
 from opwire.recording.distributed.collectives import collective_of
 from opwire.recording.replay_engine import Replayer, ReplayOptions
+from opwire.recording.replay_isolated import descriptors
 from opwire.recording.source import TraceSource
 from opwire.schema import models as m
 from opwire.schema.refs import tensor_names
@@ -66,15 +69,15 @@ def origins(
     policy = ExecPolicy(allow_ops)
     if not isolate:
         return _judge_all(src_a, src_b, todo, rtol, atol, policy)
-    from opwire.proxy_executor.isolate import run_in_child
-    from opwire.proxy_executor.isolate_program import api_limits
 
-    def work(child: object) -> dict[str, bytes]:
-        child.ready()  # type: ignore[attr-defined]
+    def work(child: Child) -> dict[str, bytes]:
+        child.ready()
         found = _judge_all(src_a, src_b, todo, rtol, atol, policy)
         return {"verdicts": json.dumps([[i, j, v.origin, v.why] for (i, j), v in found.items()]).encode()}
 
-    blobs = run_in_child(work, api_limits(None, None)).result()
+    # the child keeps the traces' open files: every other descriptor is closed as it enters the sandbox
+    keep = [*descriptors(src_a), *descriptors(src_b)]
+    blobs = run_in_child(work, api_limits(None, None), keep=keep).result()
     return _read_verdicts(blobs.get("verdicts", b""))
 
 
