@@ -69,6 +69,13 @@ HOSTILE: dict[str, tuple[str, str]] = {
         " bidirectional=False, batch_first=False, train=False)",
         "hx_ must be (batch, hidden_size=4096)",
     ),
+    "mkldnn_rnn_layer with hx_'s batch taken from the sequence axis (SIGSEGV: hy_ written past its end)": (
+        "run('aten::mkldnn_rnn_layer', input=torch.randn(3, 64, 6), weight0=torch.randn(20, 6),"
+        " weight1=torch.randn(20, 5), weight2=torch.randn(20), weight3=torch.randn(20), hx_=torch.zeros(3, 5),"
+        " cx_=torch.zeros(3, 5), reverse=False, batch_sizes=[], mode=2, hidden_size=5, num_layers=1,"
+        " has_biases=True, bidirectional=False, batch_first=True, train=True)",
+        "hx_ must be (batch, hidden_size=5) with the input's batch, got (3, 5) for input (3, 64, 6)",
+    ),
     "mkldnn_rnn_layer_backward with a one-element workspace (SIGSEGV, heap corruption; found by companion_fuzz.py)": (
         "x, w0, w1, b = torch.randn(7, 3, 6), torch.randn(20, 6), torch.randn(20, 5), torch.randn(20)\n"
         "h = torch.zeros(3, 5)\n"
