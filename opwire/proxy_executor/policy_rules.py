@@ -113,7 +113,8 @@ FAMILIES: dict[str, tuple[str, re.Pattern[str]]] = {
     "rnn": (
         "RNN weights match hx: every layer's weights have the gate rows of the hidden size hx gives and the "
         "columns of that layer's input; hx matches the batch; packed batch_sizes are positive, non-increasing "
-        "and sum to the rows",
+        "and sum to the rows; the oneDNN layer's buffers (input, hx_, cx_, output, hy_, cy_) are contiguous and "
+        "its backward's workspace is the uint8 buffer of the size the forward's primitive uses",
         re.compile(r"^(lstm|gru|rnn_tanh|rnn_relu|mkldnn_rnn_layer(_backward)?)$"),
     ),
     "embedding": (

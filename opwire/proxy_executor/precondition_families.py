@@ -7,6 +7,7 @@ every check is cheap next to its kernel (shapes, and one min/max pass over index
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -191,11 +192,14 @@ def _mkldnn_rnn(args: Args) -> str | None:
         return "the input must be a 3-D tensor"
     if gates == 0:
         return f"mode must be 0, 1, 2 or 3 (RNN_RELU, RNN_TANH, LSTM, GRU), got {args.get('mode')!r}"
-    hx = args.get("hx_")
-    if not _is_tensor(hx) or hx.dim() != 2 or int(hx.shape[1]) != hidden or int(hx.shape[0]) not in _shape(x)[:2]:
+    hx, batch = args.get("hx_"), int(x.shape[1])  # the kernel reads (sequence, batch, features), batch_first or not
+    if not _is_tensor(hx) or _shape(hx) != (batch, hidden):
         got = _shape(hx) if _is_tensor(hx) else hx
         return f"hx_ must be (batch, hidden_size={hidden}) with the input's batch, got {got} for input {_shape(x)}"
-    batch = int(hx.shape[0])
+    for name in ("input", "hx_", "cx_", "cx_tmp", "output", "hy_", "cy_"):  # handed to oneDNN as raw dense buffers
+        t = args.get(name)
+        if _is_tensor(t) and not t.is_contiguous():
+            return f"{name} must be contiguous (the kernel reads its buffer as dense), got strides {t.stride()}"
     weights = [args.get(f"weight{i}") for i in (0, 1, 2, 3)] if "weight0" in args else []
     weights = weights or [args.get(f"weight{i}") for i in (1, 2, 3, 4)]
     want = [(gates * hidden, int(x.shape[2])), (gates * hidden, hidden), (gates * hidden,), (gates * hidden,)]
@@ -210,8 +214,40 @@ def _mkldnn_rnn(args: Args) -> str | None:
     if _is_tensor(out):
         if out.numel() != x.numel() // max(int(x.shape[2]), 1) * hidden:
             return f"output must have one hidden_size row per input row, got shape {_shape(out)}"
-        return _same_shape(args, ("grad_output",), _shape(out), "output")
+        wrong = _same_shape(args, ("grad_output",), _shape(out), "output")
+        if wrong is not None:
+            return wrong
+    return _mkldnn_workspace(args, weights) if "workspace" in args else None
+
+
+def _mkldnn_workspace(args: Args, weights: list[Any]) -> str | None:
+    """The backward hands `workspace` to oneDNN as the forward's buffer: it must be that buffer's size."""
+    ws, x, hx = args.get("workspace"), args["input"], args["hx_"]
+    if not _is_tensor(ws) or str(ws.dtype) != "torch.uint8" or ws.dim() != 1 or not ws.is_contiguous():
+        return f"workspace must be the 1-D uint8 buffer the forward returned, got {ws if ws is None else ws.dtype}"
+    key = tuple((_shape(t), str(t.dtype)) for t in (x, hx, *(w for w in weights if _is_tensor(w))))
+    try:
+        flags = bool(args.get("has_biases")), bool(args.get("reverse"))
+        want = _workspace_bytes(key, int(args["mode"]), int(args["hidden_size"]), *flags)
+    except RuntimeError as exc:
+        return f"the forward's workspace size for these shapes is unknown: {str(exc).splitlines()[0]}"
+    if ws.numel() != want:
+        return f"workspace must hold the {want} bytes the forward's oneDNN primitive uses, got {ws.numel()}"
     return None
+
+
+@functools.lru_cache(maxsize=64)
+def _workspace_bytes(
+    key: tuple[tuple[tuple[int, ...], str], ...], mode: int, hidden: int, biases: bool, reverse: bool
+) -> int:
+    """oneDNN's workspace size, in bytes, for a layer of these shapes and dtypes: a forward on zeros says it."""
+    import torch
+
+    x, hx, *weights = (torch.zeros(shape, dtype=getattr(torch, dtype.split(".")[-1])) for shape, dtype in key)
+    w = weights + [torch.zeros(0)] * (4 - len(weights))
+    with torch.enable_grad():  # the forward returns its workspace only when grad mode is on
+        out = torch.ops.aten.mkldnn_rnn_layer(x, *w, hx, hx, reverse, [], mode, hidden, 1, biases, False, False, True)
+    return int(out[3].numel())
 
 
 def _embedding(args: Args) -> str | None:

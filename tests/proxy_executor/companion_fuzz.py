@@ -9,7 +9,7 @@ each before running it, so the parent knows which one killed it and resumes afte
 
 `python tests/proxy_executor/companion_fuzz.py [MAX_CASES]` runs the whole fuzz (the real calls of the coverage
 corpus's modules, losses and functions too) and prints the figures; tests/proxy_executor/test_fuzz_executor.py
-runs a sample of the family ops' calls.
+runs every case of the family ops' calls.
 """
 
 from __future__ import annotations

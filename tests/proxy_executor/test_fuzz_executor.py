@@ -68,16 +68,14 @@ def test_every_allowlisted_op_survives_hostile_index_and_size_arguments() -> Non
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=False,
-    reason="a known finding, open: run in one child in this order, the sample has died (SIGSEGV) at `aten::mm self: "
-    "huge index`, which passes alone and after any single earlier case, so an earlier admitted kernel corrupts the "
-    "heap without crashing; whether it dies depends on the sample's order (see the report of issue 25)",
-)
 def test_hostile_companions_of_real_calls_never_crash() -> None:
-    """A sample of companion_fuzz.py: real calls of the family ops with one tensor made hostile, in children."""
+    """companion_fuzz.py over the family ops: each real call with one tensor made hostile, in order, in children.
+
+    Every case, not a sample: a kernel that corrupts the heap without crashing (mkldnn_rnn_layer_backward with a
+    short workspace did) kills the child cases later, and only in some orders; the whole set (~900 cases, ~10 s)
+    died on each run before the rnn family checked the workspace, a sixth of it in half the runs."""
     from proxy_executor.companion_fuzz import cases, real_calls, run
 
-    result = run(cases(real_calls())[::6])
-    assert result["cases"] > 100
+    result = run(cases(real_calls()))
+    assert result["cases"] > 600
     assert result["crashes"] == []

@@ -69,6 +69,24 @@ HOSTILE: dict[str, tuple[str, str]] = {
         " bidirectional=False, batch_first=False, train=False)",
         "hx_ must be (batch, hidden_size=4096)",
     ),
+    "mkldnn_rnn_layer with hx_'s batch taken from the sequence axis (SIGSEGV: hy_ written past its end)": (
+        "run('aten::mkldnn_rnn_layer', input=torch.randn(3, 64, 6), weight0=torch.randn(20, 6),"
+        " weight1=torch.randn(20, 5), weight2=torch.randn(20), weight3=torch.randn(20), hx_=torch.zeros(3, 5),"
+        " cx_=torch.zeros(3, 5), reverse=False, batch_sizes=[], mode=2, hidden_size=5, num_layers=1,"
+        " has_biases=True, bidirectional=False, batch_first=True, train=True)",
+        "hx_ must be (batch, hidden_size=5) with the input's batch, got (3, 5) for input (3, 64, 6)",
+    ),
+    "mkldnn_rnn_layer_backward with a one-element workspace (SIGSEGV, heap corruption; found by companion_fuzz.py)": (
+        "x, w0, w1, b = torch.randn(7, 3, 6), torch.randn(20, 6), torch.randn(20, 5), torch.randn(20)\n"
+        "h = torch.zeros(3, 5)\n"
+        "out, hy, cy, ws = torch.ops.aten.mkldnn_rnn_layer(x, w0, w1, b, b, h, h, False, [], 2, 5, 1, True, False,"
+        " False, True)\n"
+        "run('aten::mkldnn_rnn_layer_backward', input=x, weight1=w0, weight2=w1, weight3=b, weight4=b, hx_=h,"
+        " cx_tmp=h, output=out, hy_=hy, cy_=cy, grad_output=torch.ones_like(out), grad_hy=None, grad_cy=None,"
+        " reverse=False, mode=2, hidden_size=5, num_layers=1, has_biases=True, train=True, bidirectional=False,"
+        " batch_sizes=[], batch_first=False, workspace=torch.zeros(1, dtype=torch.uint8))",
+        "bytes the forward's oneDNN primitive uses, got 1",
+    ),
     "SDPA backward with a short logsumexp (heap read)": (
         "q = torch.randn(2, 4, 64, 16)\n"
         "run('aten::_scaled_dot_product_flash_attention_for_cpu_backward', grad_out=q, query=q, key=q, value=q,"
