@@ -58,6 +58,12 @@ class Checks:
     """(position, name) of the op's Tensor arguments: what the light filter reads."""
     seen: tuple[Any, int | None] | None = None
     """The last (argument shapes, output bytes) estimated: a node run again on the same shapes is not re-run on meta."""
+    arg_names: tuple[tuple[int, str], ...] = ()
+    """(position, name) of every schema argument: what the estimate's cache key reads."""
+    small: Callable[[list[Any], dict[str, Any]], bool] | None = None
+    """A light op's cheapest filter (bind time, `_numel_bound`): its tensor inputs' element counts multiplied
+    bound its outputs' elements (broadcast, or one tensor in); under the budget at 16 bytes an element, nothing to
+    estimate. Checked before the shape filter, which stays for large tensors."""
 
     def before(self, fn: Callable[..., Any], pos: list[Any], kw: dict[str, Any]) -> None:
         """Raise before the kernel runs when a check fails."""
@@ -66,9 +72,11 @@ class Checks:
             if wrong is not None:
                 raise KernelError(f"{self.where}: refused before the kernel ran: {wrong}")
         if self.memory is not None:
+            if self.small is not None and self.small(pos, kw):
+                return  # every output element at 16 bytes fits the budget: nothing can go over it
             if self.light and _same_size_out(self.tensor_args, pos, kw):
                 return  # one shape in, nothing expanded: the outputs are no larger than the inputs
-            key = _shapes(pos, kw)
+            key = _shapes(self.arg_names, pos, kw)
             if self.seen is not None and self.seen[0] == key:
                 need = self.seen[1]
             else:
@@ -92,22 +100,28 @@ def _tensor_type() -> Any:
     return Tensor
 
 
-def _shapes(pos: list[Any], kw: dict[str, Any]) -> Any:
-    """A hashable key of the arguments' shapes and dtypes (tensors), or the values themselves."""
-    Tensor = _tensor_type()
-    if not kw and not any(isinstance(v, (list, tuple, dict)) for v in pos):  # the common flat call: one pass
-        return tuple((v.shape, v.dtype) if isinstance(v, Tensor) else v for v in pos), ()
+def _elem(v: Any) -> Any:
+    return (v.shape, v.dtype) if isinstance(v, _tensor_type()) else v
 
-    def key(v: Any) -> Any:
-        if isinstance(v, Tensor):
-            return (v.shape, v.dtype)  # what output sizes depend on
-        if isinstance(v, (list, tuple)):
-            return tuple(map(key, v))
-        if isinstance(v, dict):
-            return tuple((k, key(e)) for k, e in v.items())
-        return v
 
-    return tuple(map(key, pos)), tuple((k, key(e)) for k, e in kw.items())
+def _shapes(names: tuple[tuple[int, str], ...], pos: list[Any], kw: dict[str, Any]) -> list[Any]:
+    """A key of the arguments' shapes and dtypes (tensors), or the values themselves (lists copied to tuples).
+
+    `names` are the schema's (position, name) pairs, fixed at bind time: one pass, no search for nesting."""
+    tensor, n, key = _tensor_type(), len(pos), []
+    for i, name in names:
+        v = pos[i] if i < n else kw.get(name, _ABSENT)
+        if isinstance(v, tensor):
+            key.append((v.shape, v.dtype))  # what output sizes depend on
+        elif isinstance(v, (list, tuple)):
+            key.append(tuple(map(_elem, v)))
+        else:
+            key.append(v)
+    return key
+
+
+_ABSENT = object()
+"""An argument not passed (its schema default applies)."""
 
 
 def node_checks(target: Target, node: m.Node, where: str, max_memory: int) -> Checks | None:
@@ -145,7 +159,59 @@ def node_checks(target: Target, node: m.Node, where: str, max_memory: int) -> Ch
         heavy = False  # no way to place it on meta: nothing to estimate without running it
     tensor_args = tuple((i, a.name) for i, a in enumerate(schema.arguments) if a.type in ("Tensor", "Tensor?"))
     rule = _SIZE_RULES.get(schema.qualname)
-    return Checks(where, pre, max_memory if heavy else None, device_arg, rule, light, tensor_args)
+    small = None
+    if light and heavy and all(a.type in ("Tensor", "Tensor?") for a in schema.arguments if "Tensor" in a.type):
+        inputs = tuple(
+            (i, a.name)
+            for i, a in enumerate(schema.arguments)
+            if a.type in ("Tensor", "Tensor?") and not (a.kwarg_only and (a.alias or "").endswith("!"))
+        )  # an out= tensor is resized: its size bounds nothing
+        small = _numel_bound(inputs, max_memory // (_MAX_ELEMENT * len(owns)))
+    names = tuple(enumerate(a.name for a in schema.arguments))
+    return Checks(where, pre, max_memory if heavy else None, device_arg, rule, light, tensor_args, None, names, small)
+
+
+_MAX_ELEMENT = 16
+"""The widest element torch has (complex128), in bytes."""
+
+
+def _numel_bound(inputs: tuple[tuple[int, str], ...], limit: int) -> Callable[[list[Any], dict[str, Any]], bool]:
+    """Whether the product of the tensor `inputs`' element counts is at most `limit` (specialized for 1 and 2).
+
+    A light op's outputs have at most that many elements: one tensor in, out no more than in (what made it light);
+    pointwise, the broadcast shape's elements are at most the product (each output dim is some input's). A number
+    or None in a tensor's place counts 1, and so does an empty tensor (a bound, not the count)."""
+    tensor = _tensor_type()
+    if len(inputs) == 1:
+        ((i, name),) = inputs
+
+        def one(pos: list[Any], kw: dict[str, Any]) -> bool:
+            v = pos[i] if i < len(pos) else kw.get(name)
+            return not isinstance(v, tensor) or v.numel() <= limit
+
+        return one
+    if len(inputs) == 2:
+        (i, name), (j, other) = inputs
+
+        def two(pos: list[Any], kw: dict[str, Any]) -> bool:
+            n = len(pos)
+            a = pos[i] if i < n else kw.get(name)
+            b = pos[j] if j < n else kw.get(other)
+            na = max(a.numel(), 1) if isinstance(a, tensor) else 1
+            nb = max(b.numel(), 1) if isinstance(b, tensor) else 1
+            return na * nb <= limit
+
+        return two
+
+    def many(pos: list[Any], kw: dict[str, Any]) -> bool:
+        total, n = 1, len(pos)
+        for k, name in inputs:
+            v = pos[k] if k < n else kw.get(name)
+            if isinstance(v, tensor):
+                total *= max(v.numel(), 1)
+        return total <= limit
+
+    return many
 
 
 _GROWERS = frozenset({"diag", "diag_embed", "diagflat", "combinations", "tile", "bincount", "nonzero", "argwhere",
