@@ -161,8 +161,9 @@ def _prepare(p: NodePlan) -> Callable[[Mapping[str, Any]], dict[str, Any]] | Non
         except KeyError:
             p.args(values.__getitem__, None)  # raises the BindError naming the missing value
             raise
-        if p.checks is not None:
-            p.checks.before(fn, args, kwargs)
+        checks = p.checks
+        if checks is not None and (checks.enough is None or not checks.enough(args, kwargs)):
+            checks.before(fn, args, kwargs)
         try:
             r = fn(*args, **kwargs)
         except OpwireError:
