@@ -31,6 +31,7 @@ SIZE_ARGS = frozenset(
         "size", "sizes", "repeats", "output_size", "pad", "padding", "num_classes", "minlength", "bins", "end",
         "steps", "length", "n", "m", "scale_factors", "scales_h", "scales_w", "scales_d", "new_size", "shape",
         "window_length", "N", "output_padding", "dilation", "stride", "kernel_size", "lengths", "split_size",
+        "s", "input_sizes", "last_dim_size", "num_samples", "row", "col",
     }
 )  # fmt: skip
 """Argument names whose value sets how much an op allocates: a node with one runs the memory check."""
