@@ -168,7 +168,11 @@ def node_checks(target: Target, node: m.Node, where: str, max_memory: int) -> Ch
     tensor_args = tuple((i, a.name) for i, a in enumerate(schema.arguments) if a.type in ("Tensor", "Tensor?"))
     rule = _SIZE_RULES.get(schema.qualname)
     small = None
-    if light and heavy and all(a.type in ("Tensor", "Tensor?") for a in schema.arguments if "Tensor" in a.type):
+    if (
+        (light or schema.qualname in _BOUNDED)
+        and heavy
+        and all(a.type in ("Tensor", "Tensor?") for a in schema.arguments if "Tensor" in a.type)
+    ):
         inputs = tuple(
             (i, a.name)
             for i, a in enumerate(schema.arguments)
@@ -178,6 +182,19 @@ def node_checks(target: Target, node: m.Node, where: str, max_memory: int) -> Ch
     names = tuple(enumerate(a.name for a in schema.arguments))
     return Checks(where, pre, max_memory if heavy else None, device_arg, rule, light, tensor_args, None, names, small)
 
+
+_BOUNDED = frozenset(
+    {
+        "aten::linear", "aten::mm", "aten::bmm", "aten::matmul", "aten::addmm", "aten::baddbmm",
+        "aten::layer_norm", "aten::native_layer_norm", "aten::scaled_dot_product_attention",
+        "aten::reshape", "aten::unflatten.int", "aten::_unsafe_view", "aten::view_copy",
+    }
+)  # fmt: skip
+"""Reviewed: ops that are not light but whose outputs, for every argument value, have at most as many elements
+as their tensor inputs' element counts multiplied (products: linear, mm, bmm, matmul (broadcast batch dims),
+addmm, baddbmm, attention's [L, Ev] from query [L, E] and value [S, Ev]; the input's own count: the norms, and
+reshapes whose sizes must keep it, else torch raises before allocating). So `_numel_bound` filters them too.
+(Not every tensor-only op qualifies: lu_unpack makes an m x m P from an m x 1 LU and 1 pivot.)"""
 
 _MAX_ELEMENT = 16
 """The widest element torch has (complex128), in bytes."""
