@@ -108,21 +108,18 @@ def _tensor_type() -> Any:
     return Tensor
 
 
-def _elem(v: Any) -> Any:
-    return (v.shape, v.dtype) if isinstance(v, _tensor_type()) else v
-
-
 def _shapes(names: tuple[tuple[int, str], ...], pos: list[Any], kw: dict[str, Any]) -> list[Any]:
     """A key of the arguments' shapes and dtypes (tensors), or the values themselves (lists copied to tuples).
 
     `names` are the schema's (position, name) pairs, fixed at bind time: one pass, no search for nesting."""
-    tensor, n, key = _tensor_type(), len(pos), []
+    tensor, n = _tensor_type(), len(pos)
+    key: list[Any] = []
     for i, name in names:
         v = pos[i] if i < n else kw.get(name, _ABSENT)
         if isinstance(v, tensor):
             key.append((v.shape, v.dtype))  # what output sizes depend on
         elif isinstance(v, (list, tuple)):
-            key.append(tuple(map(_elem, v)))
+            key.append(tuple([(e.shape, e.dtype) if isinstance(e, tensor) else e for e in v]))
         else:
             key.append(v)
     return key
