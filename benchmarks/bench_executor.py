@@ -1,16 +1,30 @@
-"""Median per-call time of ProxyExecutor.call / call_function (plans built) against direct torch.ops calls."""
+"""Median per-call time of ProxyExecutor.call / call_function (plans built) against direct torch.ops calls,
+and a checked `run_program` of the corpus models against the same runs with the checks off.
+
+Ratios are medians of per-round ratios, the calls compared alternating within each round (a shared, noisy
+machine moves both sides of one round together). `--programs NAME...` picks corpus programs (default: the
+largest; `--programs none` skips them).
+"""
 
 from __future__ import annotations
 
+import argparse
 import statistics
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
 
 from opwire.proxy_executor import ProxyExecutor
+from opwire.proxy_executor.runner import ProgramRunner
 from opwire.schema import models as m
+from opwire.serde import torch_bridge
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from support import corpus  # the tests' corpus (importable once its folder is on the path)
 
 LIB = torch.library.Library("opwire_bench", "DEF")
 LIB.define("scale(Tensor x, float alpha=2.0, int n=1) -> Tensor")
@@ -26,6 +40,26 @@ def _median_us(fn: Callable[[], Any], repeat: int = 7, number: int = 2000) -> fl
             fn()
         runs.append((time.perf_counter() - start) / number * 1e6)
     return statistics.median(runs)
+
+
+def _rounds(fns: list[Callable[[], Any]], repeat: int = 9, number: int = 1000) -> list[list[float]]:
+    """Per round, each fn's mean us per call; the fns alternate within a round."""
+    for fn in fns:
+        fn()
+    rounds = []
+    for _ in range(repeat):
+        row = []
+        for fn in fns:
+            start = time.perf_counter()
+            for _ in range(number):
+                fn()
+            row.append((time.perf_counter() - start) / number * 1e6)
+        rounds.append(row)
+    return rounds
+
+
+def _ratio(rounds: list[list[float]], i: int, base: int = 0) -> float:
+    return statistics.median(r[i] / r[base] for r in rounds)
 
 
 def _t(name: str) -> m.Argument:
@@ -62,10 +96,15 @@ def main() -> None:
     for label, node, values, tensors, ints, direct in cases:
         ex = ProxyExecutor(m.ExternKernelNodes(nodes=[m.ExternKernelNode(name="buf0", node=node)]))
         slots = [*tensors, None]
-        d = _median_us(direct)
-        c = _median_us(lambda ex=ex, values=values: ex.call(0, values))
-        f = _median_us(lambda ex=ex, ints=ints, slots=slots: ex.call_function(0, ints, slots))
-        print(f"{label:14s} {d:10.2f} {c:9.2f} {c / d:6.2f} {f:17.2f} {f / d:6.2f}")
+        rounds = _rounds(
+            [
+                direct,
+                lambda ex=ex, values=values: ex.call(0, values),
+                lambda ex=ex, ints=ints, slots=slots: ex.call_function(0, ints, slots),
+            ]
+        )
+        d, c, f = (statistics.median(r[i] for r in rounds) for i in range(3))
+        print(f"{label:14s} {d:10.2f} {c:9.2f} {_ratio(rounds, 1):6.2f} {f:17.2f} {_ratio(rounds, 2):6.2f}")
     add = cases[0][1]
     build = _median_us(
         lambda: ProxyExecutor(m.ExternKernelNodes(nodes=[m.ExternKernelNode(name="b", node=add)])), 5, 200
@@ -73,5 +112,35 @@ def main() -> None:
     print(f"plan build per node (aten.add): {build:.1f} us")
 
 
+def _unchecked(runner: ProgramRunner, args: tuple[Any, ...]) -> None:
+    """Turn off the runner's checks (preconditions, memory estimates) and its storage write guard, once bound."""
+    runner(*args)
+    for p in runner.bound.plans:
+        p.checks = None  # the fast call of each plan reads its checks at call time
+    runner.bound.write_guard = None
+
+
+def programs(names: list[str]) -> None:
+    """Print, per corpus program, a checked run against the same run with the checks off."""
+    print(f"\n{'program':24s} {'checked us':>11s} {'unchecked us':>13s} {'ratio':>6s}")
+    for name in names:
+        prog = corpus.get_program(name)
+        archive = torch_bridge.archive_from_exported_program(prog.ep)
+        checked, bare = ProgramRunner(archive), ProgramRunner(archive)
+        _unchecked(bare, prog.args)
+        args = prog.args
+        rounds = _rounds([lambda r=checked, a=args: r(*a), lambda r=bare, a=args: r(*a)], repeat=9, number=30)
+        c, u = (statistics.median(r[i] for r in rounds) for i in range(2))
+        print(f"{name:24s} {c:11.1f} {u:13.1f} {_ratio(rounds, 0, 1):6.2f}")
+
+
+LARGEST = ["transformer/training", "transformer/decomposed", "lstm/training", "lstm/decomposed", "conv_bn/decomposed"]
+
+
 if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--programs", nargs="*", default=LARGEST, help="corpus programs, or none")
+    chosen = parser.parse_args().programs
     main()
+    if chosen != ["none"]:
+        programs(chosen)

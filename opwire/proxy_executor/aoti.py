@@ -165,7 +165,7 @@ class FlatPlan:
         checks = plan.checks  # a precondition or the memory estimate, run before the kernel as on the general path
 
         def finish(args: list[Any], kwargs: dict[str, Any], tensor_args: MutableSequence[Any]) -> list[Any]:
-            if checks is not None:
+            if checks is not None and (checks.enough is None or not checks.enough(args, kwargs)):
                 checks.before(fn, args, kwargs)
             try:
                 r = fn(*args, **kwargs)

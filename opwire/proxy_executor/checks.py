@@ -31,6 +31,7 @@ SIZE_ARGS = frozenset(
         "size", "sizes", "repeats", "output_size", "pad", "padding", "num_classes", "minlength", "bins", "end",
         "steps", "length", "n", "m", "scale_factors", "scales_h", "scales_w", "scales_d", "new_size", "shape",
         "window_length", "N", "output_padding", "dilation", "stride", "kernel_size", "lengths", "split_size",
+        "s", "input_sizes", "last_dim_size", "num_samples", "row", "col",
     }
 )  # fmt: skip
 """Argument names whose value sets how much an op allocates: a node with one runs the memory check."""
@@ -58,6 +59,19 @@ class Checks:
     """(position, name) of the op's Tensor arguments: what the light filter reads."""
     seen: tuple[Any, int | None] | None = None
     """The last (argument shapes, output bytes) estimated: a node run again on the same shapes is not re-run on meta."""
+    arg_names: tuple[tuple[int, str], ...] = ()
+    """(position, name) of every schema argument: what the estimate's cache key reads."""
+    small: Callable[[list[Any], dict[str, Any]], bool] | None = None
+    """A light op's cheapest filter (bind time, `_numel_bound`): its tensor inputs' element counts multiplied
+    bound its outputs' elements (broadcast, or one tensor in); under the budget at 16 bytes an element, nothing to
+    estimate. Checked before the shape filter, which stays for large tensors."""
+    enough: Callable[[list[Any], dict[str, Any]], bool] | None = None
+    """`small` when it is the whole story up to the estimate (no precondition): a caller's fast path calls it
+    first and `before` only when it says no, saving a call per node."""
+
+    def __post_init__(self) -> None:
+        if self.precondition is None and self.memory is not None:
+            self.enough = self.small
 
     def before(self, fn: Callable[..., Any], pos: list[Any], kw: dict[str, Any]) -> None:
         """Raise before the kernel runs when a check fails."""
@@ -66,9 +80,11 @@ class Checks:
             if wrong is not None:
                 raise KernelError(f"{self.where}: refused before the kernel ran: {wrong}")
         if self.memory is not None:
+            if self.small is not None and self.small(pos, kw):
+                return  # every output element at 16 bytes fits the budget: nothing can go over it
             if self.light and _same_size_out(self.tensor_args, pos, kw):
                 return  # one shape in, nothing expanded: the outputs are no larger than the inputs
-            key = _shapes(pos, kw)
+            key = _shapes(self.arg_names, pos, kw)
             if self.seen is not None and self.seen[0] == key:
                 need = self.seen[1]
             else:
@@ -92,22 +108,25 @@ def _tensor_type() -> Any:
     return Tensor
 
 
-def _shapes(pos: list[Any], kw: dict[str, Any]) -> Any:
-    """A hashable key of the arguments' shapes and dtypes (tensors), or the values themselves."""
-    Tensor = _tensor_type()
-    if not kw and not any(isinstance(v, (list, tuple, dict)) for v in pos):  # the common flat call: one pass
-        return tuple((v.shape, v.dtype) if isinstance(v, Tensor) else v for v in pos), ()
+def _shapes(names: tuple[tuple[int, str], ...], pos: list[Any], kw: dict[str, Any]) -> list[Any]:
+    """A key of the arguments' shapes and dtypes (tensors), or the values themselves (lists copied to tuples).
 
-    def key(v: Any) -> Any:
-        if isinstance(v, Tensor):
-            return (v.shape, v.dtype)  # what output sizes depend on
-        if isinstance(v, (list, tuple)):
-            return tuple(map(key, v))
-        if isinstance(v, dict):
-            return tuple((k, key(e)) for k, e in v.items())
-        return v
+    `names` are the schema's (position, name) pairs, fixed at bind time: one pass, no search for nesting."""
+    tensor, n = _tensor_type(), len(pos)
+    key: list[Any] = []
+    for i, name in names:
+        v = pos[i] if i < n else kw.get(name, _ABSENT)
+        if isinstance(v, tensor):
+            key.append((v.shape, v.dtype))  # what output sizes depend on
+        elif isinstance(v, (list, tuple)):
+            key.append(tuple([(e.shape, e.dtype) if isinstance(e, tensor) else e for e in v]))
+        else:
+            key.append(v)
+    return key
 
-    return tuple(map(key, pos)), tuple((k, key(e)) for k, e in kw.items())
+
+_ABSENT = object()
+"""An argument not passed (its schema default applies)."""
 
 
 def node_checks(target: Target, node: m.Node, where: str, max_memory: int) -> Checks | None:
@@ -145,7 +164,74 @@ def node_checks(target: Target, node: m.Node, where: str, max_memory: int) -> Ch
         heavy = False  # no way to place it on meta: nothing to estimate without running it
     tensor_args = tuple((i, a.name) for i, a in enumerate(schema.arguments) if a.type in ("Tensor", "Tensor?"))
     rule = _SIZE_RULES.get(schema.qualname)
-    return Checks(where, pre, max_memory if heavy else None, device_arg, rule, light, tensor_args)
+    small = None
+    if (
+        (light or schema.qualname in _BOUNDED)
+        and heavy
+        and all(a.type in ("Tensor", "Tensor?") for a in schema.arguments if "Tensor" in a.type)
+    ):
+        inputs = tuple(
+            (i, a.name)
+            for i, a in enumerate(schema.arguments)
+            if a.type in ("Tensor", "Tensor?") and not (a.kwarg_only and (a.alias or "").endswith("!"))
+        )  # an out= tensor is resized: its size bounds nothing
+        small = _numel_bound(inputs, max_memory // (_MAX_ELEMENT * len(owns)))
+    names = tuple(enumerate(a.name for a in schema.arguments))
+    return Checks(where, pre, max_memory if heavy else None, device_arg, rule, light, tensor_args, None, names, small)
+
+
+_BOUNDED = frozenset(
+    {
+        "aten::linear", "aten::mm", "aten::bmm", "aten::matmul", "aten::addmm", "aten::baddbmm",
+        "aten::layer_norm", "aten::native_layer_norm", "aten::scaled_dot_product_attention",
+        "aten::reshape", "aten::unflatten.int", "aten::_unsafe_view", "aten::view_copy",
+    }
+)  # fmt: skip
+"""Reviewed: ops that are not light but whose outputs, for every argument value, have at most as many elements
+as their tensor inputs' element counts multiplied (products: linear, mm, bmm, matmul (broadcast batch dims),
+addmm, baddbmm, attention's [L, Ev] from query [L, E] and value [S, Ev]; the input's own count: the norms, and
+reshapes whose sizes must keep it, else torch raises before allocating). So `_numel_bound` filters them too.
+(Not every tensor-only op qualifies: lu_unpack makes an m x m P from an m x 1 LU and 1 pivot.)"""
+
+_MAX_ELEMENT = 16
+"""The widest element torch has (complex128), in bytes."""
+
+
+def _numel_bound(inputs: tuple[tuple[int, str], ...], limit: int) -> Callable[[list[Any], dict[str, Any]], bool]:
+    """Whether the product of the tensor `inputs`' element counts is at most `limit` (one, two positional: quicker).
+
+    A light op's outputs have at most that many elements: one tensor in, out no more than in (what made it light);
+    pointwise, the broadcast shape's elements are at most the product (each output dim is some input's). A number
+    or None in a tensor's place counts 1, and so does an empty tensor (a bound, not the count)."""
+    tensor = _tensor_type()
+    if len(inputs) == 1:
+        ((i, name),) = inputs
+
+        def one(pos: list[Any], kw: dict[str, Any]) -> bool:
+            v = pos[i] if i < len(pos) else kw.get(name)
+            return not isinstance(v, tensor) or v.numel() <= limit
+
+        return one
+
+    def many(pos: list[Any], kw: dict[str, Any]) -> bool:
+        total, n = 1, len(pos)
+        for k, name in inputs:
+            v = pos[k] if k < n else kw.get(name)
+            if isinstance(v, tensor):
+                total *= v.numel() or 1
+        return total <= limit
+
+    if len(inputs) == 2 and inputs[0][0] == 0 and inputs[1][0] == 1:  # aten.add, mul, where...: both positional
+
+        def two(pos: list[Any], kw: dict[str, Any]) -> bool:
+            try:  # tensors, the common call; anything else (a number, None, fewer positions) is counted by `many`
+                total: int = (pos[0].numel() or 1) * (pos[1].numel() or 1)
+            except (IndexError, AttributeError, TypeError):
+                return many(pos, kw)
+            return total <= limit
+
+        return two
+    return many
 
 
 _GROWERS = frozenset({"diag", "diag_embed", "diagflat", "combinations", "tile", "bincount", "nonzero", "argwhere",

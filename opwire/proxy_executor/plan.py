@@ -54,6 +54,9 @@ class NodePlan:
     guarded: bool = True
     """`ProxyExecutor.call` runs it inside a RunGuard: everything but allowlisted, unseeded torch ops, which
     cannot change grad mode, modes, flags or the generator, and whose guard would cost more than the kernel."""
+    views: frozenset[int] | None = field(default=None, repr=False)
+    """The returns whose span `store` checks (`_view_returns`), worked out on the first store: it reads only the
+    schema and the allowlist file, and took a sixth of an LSTM step's checks when worked out per call."""
 
     def prepared(self) -> Callable[[Mapping[str, Any]], dict[str, Any]] | None:
         """A fast call for the common shape (named or constant inputs, one tensor out), or None."""
@@ -119,7 +122,9 @@ class NodePlan:
         """Check `result` against the serialized outputs and put named values into `out`."""
         import torch
 
-        views = _view_returns(self)
+        views = self.views
+        if views is None:
+            views = self.views = _view_returns(self)
         for i, (arg, value) in enumerate(zip(self.node.outputs, self.results(result), strict=True)):
             if i in views and isinstance(value, torch.Tensor):
                 check_span(value, f"{self.where} output {i}")
@@ -161,8 +166,9 @@ def _prepare(p: NodePlan) -> Callable[[Mapping[str, Any]], dict[str, Any]] | Non
         except KeyError:
             p.args(values.__getitem__, None)  # raises the BindError naming the missing value
             raise
-        if p.checks is not None:
-            p.checks.before(fn, args, kwargs)
+        checks = p.checks
+        if checks is not None and (checks.enough is None or not checks.enough(args, kwargs)):
+            checks.before(fn, args, kwargs)
         try:
             r = fn(*args, **kwargs)
         except OpwireError:
