@@ -1,16 +1,21 @@
 """Kernels that trust their companions run only after their family's precondition (issue 25's crashes).
 
 Each hostile call below crashed (SIGSEGV) or read past a buffer in torch itself when the op policy admitted
-it without a check; through opwire it is a KernelError before the kernel runs. Each runs in a child process
-so a regression is a failed test, not a dead pytest. The second half feeds the checks the calls real
+it without a check; through opwire it is a KernelError before the kernel runs. Each runs in a forked child
+(torch already loaded: no second interpreter start per case) so a regression is a failed test, not a dead
+pytest. The second half feeds the checks the calls real
 modules make (forward and backward), which must all pass.
 """
 
 from __future__ import annotations
 
-import subprocess
+import os
+import select
+import signal
 import sys
-from pathlib import Path
+import time
+import traceback
+import warnings
 from typing import Any
 
 import pytest
@@ -126,16 +131,49 @@ HOSTILE: dict[str, tuple[str, str]] = {
 }
 
 
+def _in_fork(code: str, timeout: float = 120.0) -> tuple[int, str]:
+    """Run `code` in a forked child and return (its exit status or -signal, what it printed and raised)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: stdout and stderr into the pipe, and never back into pytest
+        status = 0
+        try:
+            os.close(r)
+            os.dup2(w, 1)
+            os.dup2(w, 2)
+            sys.stdout = sys.stderr = os.fdopen(1, "w", closefd=False)
+            warnings.simplefilter("ignore")
+            exec(compile(_PRELUDE + code, "<hostile call>", "exec"), {})
+        except BaseException:
+            traceback.print_exc()
+            status = 1
+        finally:
+            sys.stdout.flush()
+            os._exit(status)
+    os.close(w)
+    out, deadline = b"", time.monotonic() + timeout
+    try:
+        while select.select([r], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            chunk = os.read(r, 65536)
+            if not chunk:
+                break
+            out += chunk
+        else:
+            os.kill(pid, signal.SIGKILL)
+    finally:
+        os.close(r)
+    _, status = os.waitpid(pid, 0)
+    code_ = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+    return code_, out.decode("utf-8", "replace")
+
+
 @pytest.mark.parametrize("name", list(HOSTILE))
 def test_a_trusting_kernel_is_refused_before_it_runs(name: str) -> None:
     code, message = HOSTILE[name]
-    tests = str(Path(__file__).parent.parent)
-    proc = subprocess.run(
-        [sys.executable, "-W", "ignore", "-c", _PRELUDE + code], capture_output=True, text=True, cwd=tests, timeout=120
-    )
-    assert proc.returncode == 0, f"the child died ({proc.returncode}): {proc.stderr[-1500:]}"
-    assert proc.stdout.startswith("KernelError") and "refused before the kernel ran" in proc.stdout, proc.stdout
-    assert message in proc.stdout, proc.stdout
+    returncode, stdout = _in_fork(code)
+    assert returncode == 0, f"the child died ({returncode}): {stdout[-1500:]}"
+    assert stdout.startswith("KernelError") and "refused before the kernel ran" in stdout, stdout
+    assert message in stdout, stdout
 
 
 class _Calls(TorchDispatchMode):  # type: ignore[misc]
