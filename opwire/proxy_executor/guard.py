@@ -29,7 +29,7 @@ from torch.utils._python_dispatch import _pop_mode
 
 from opwire.errors import OpwireWarning
 
-__all__ = ["RunGuard"]
+__all__ = ["RunGuard", "held_descriptors"]
 
 _MAX_WARNINGS = 8  # re-issued per run; the rest are counted in the last one
 _MAX_TEXT = 300
@@ -147,6 +147,14 @@ class _Fd2Capture:
 
 
 _STDERR = _Fd2Capture()
+
+
+def held_descriptors() -> list[int]:
+    """Descriptors the guard keeps process-wide (its stderr memfd): a forked child that closes the others must
+    keep these, or their numbers are reused and the guard reads and truncates another file."""
+    return [_STDERR.mem] if _STDERR.mem >= 0 else []
+
+
 _TORCH_WARNING = re.compile(rb"^\[W\d{4} [^\]]*\] Warning: ")
 """The line c10's default warning handler prints for a TORCH_WARN: `[W1202 03:56:47.779 Resize.cpp:30] Warning: ...`."""
 

@@ -176,6 +176,10 @@ def spawn(work: Callable[[Child], dict[str, bytes]], limits: Limits, keep: Itera
     sys.stdout.flush()
     sys.stderr.flush()
     parent = os.getpid()
+    # deferred: guard imports torch, which this module does not (every child runs torch work, so it is loaded anyway)
+    from opwire.proxy_executor.guard import held_descriptors
+
+    held = held_descriptors()  # the run guard's stderr memfd: the child keeps it (see held_descriptors)
     pid = os.fork()
     if pid == 0:  # the child: never returns into the caller's code
         faulthandler.disable()  # a crash is reported once, by the parent, as one line
@@ -183,7 +187,7 @@ def spawn(work: Callable[[Child], dict[str, bytes]], limits: Limits, keep: Itera
         # close a descriptor number the confinement closed and the child has since reused
         gc.freeze()
         try:
-            confine(limits, {w, *keep, *_held_by_opwire()}, ew, parent)
+            confine(limits, {w, *keep, *held}, ew, parent)
         except BaseException as exc:
             os.write(2, f"opwire: the isolated child cannot confine itself: {exc!r}\n".encode())
             os._exit(4)
@@ -191,15 +195,6 @@ def spawn(work: Callable[[Child], dict[str, bytes]], limits: Limits, keep: Itera
     os.close(w)
     os.close(ew)
     return Spawned(pid, page, r, er)
-
-
-def _held_by_opwire() -> list[int]:
-    """Descriptors opwire itself holds process-wide and uses in the child: the run guard's stderr capture (a
-    memfd it keeps; closed, its number could be reused by another descriptor that the guard would then write)."""
-    from opwire.proxy_executor import guard  # deferred: guard imports torch modes this module does not need
-
-    mem = getattr(getattr(guard, "_STDERR", None), "mem", -1)
-    return [mem] if isinstance(mem, int) and mem >= 0 else []
 
 
 def kill(pid: int) -> None:
