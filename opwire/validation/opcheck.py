@@ -26,10 +26,13 @@ __all__ = ["SampleInputs", "fix_for", "load_sample_inputs", "opcheck_findings"]
 
 SampleInputs = Callable[[str], Iterable[Any]]
 
+_AUTOGRAD_FIX = (
+    "register the autograd formula with torch.library.register_autograd (or a kernel for the Autograd key), "
+    "not for a backend key"
+)
 _HOW: dict[str, str] = {
     "test_schema": "make the kernel match the schema's mutation and aliasing annotations (mutates_args, Tensor(a!))",
-    "test_autograd_registration": "register the autograd formula with torch.library.register_autograd "
-    "(or a kernel for the Autograd key), not for a backend key",
+    "test_autograd_registration": _AUTOGRAD_FIX,
     "test_faketensor": "fix the fake implementation (register_fake) so its outputs match the real kernel's "
     "sizes, strides, dtype and device, without reading tensor data",
     "test_aot_dispatch_static": "make the op traceable by AOTAutograd: a correct fake implementation and "
@@ -58,8 +61,7 @@ _CAUSES: tuple[tuple[re.Pattern[str], frozenset[str], str], ...] = (
      "make the schema's mutation and aliasing annotations (mutates_args, Tensor(a!)) match what the kernel does: "
      "declare every input it writes, and return no view of an input unless the schema says so"),
     (re.compile(r"autograd|requires_grad|backward|grad_fn", re.I), frozenset(),
-     "register the autograd formula with torch.library.register_autograd (or a kernel for the Autograd key), "
-     "not for a backend key"),
+     _AUTOGRAD_FIX),
     (re.compile(r"device", re.I), frozenset(),
      "make every output (and the fake implementation's) use the input's device"),
 )  # fmt: skip
