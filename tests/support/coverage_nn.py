@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 import itertools
 from collections.abc import Callable, Collection, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -31,6 +31,9 @@ class ProgramCase:
     module: nn.Module | None
     args: tuple[Any, ...]
     why: str = ""
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    tolerance: tuple[float, float] = (1e-4, 1e-5)
+    """(rtol, atol) against eager."""
 
 
 _NOT_LAYERS = {
