@@ -13,11 +13,13 @@ from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
 import torch
-from torch import nn
+from torch.utils import _pytree as pytree
 
+from support.coverage_diffusers import diffusers_cases
 from support.coverage_nn import ProgramCase
+from support.coverage_train import RecordedCase
 
-__all__ = ["hf_cases"]
+__all__ = ["hf_cases", "model_training_cases"]
 
 _VOCAB, _SEQ = 64, 8
 _TEXT: dict[str, Any] = dict(
@@ -122,17 +124,6 @@ _TRANSFORMERS: dict[str, _Arch] = {
 }  # fmt: skip
 
 
-class _Quiet(nn.Module):
-    """A model called with its keyword inputs (torch.export takes them by name) returning a plain pytree."""
-
-    def __init__(self, model: nn.Module) -> None:
-        super().__init__()
-        self.model = model
-
-    def forward(self, **kwargs: Any) -> Any:
-        return self.model(**kwargs)
-
-
 def _transformers(name: str, arch: _Arch) -> ProgramCase:
     cls_name, config_name, config, inputs = arch
     tf = importlib.import_module("transformers")
@@ -154,3 +145,26 @@ def hf_cases(only: Collection[str] | None = None) -> Iterator[ProgramCase]:
     for name, arch in _TRANSFORMERS.items():
         if only is None or name in only:
             yield _transformers(name, arch)
+
+
+def _forward_backward(case: ProgramCase) -> Callable[[], None]:
+    model = case.module
+    assert model is not None
+
+    def work() -> None:
+        model.eval()  # no dropout: a replay reproduces the step
+        out = model(*case.args, **case.kwargs)
+        leaves = [t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor) and t.is_floating_point()]
+        sum(t.float().pow(2).mean() for t in leaves).backward()  # type: ignore[union-attr]
+
+    return work
+
+
+def model_training_cases(only: Collection[str] | None = None) -> Iterator[RecordedCase]:
+    """A recorded forward and backward of every architecture (its outputs' mean square as the loss)."""
+    for case in (*hf_cases(only), *diffusers_cases(only)):
+        category = f"{case.category} forward+backward"
+        if case.module is None:
+            yield RecordedCase(category, case.name, None, case.why)
+        else:
+            yield RecordedCase(category, case.name, _forward_backward(case))

@@ -32,7 +32,7 @@ from opwire.proxy_executor.exec_policy import TORCH_NAMESPACES
 from opwire.proxy_executor.targets import resolve
 from opwire.serde import torch_bridge
 from support.coverage_diffusers import diffusers_cases
-from support.coverage_hf import hf_cases
+from support.coverage_hf import hf_cases, model_training_cases
 from support.coverage_nn import ProgramCase, functional_cases, loss_cases, module_cases
 from support.coverage_train import RecordedCase, training_cases
 
@@ -202,7 +202,7 @@ def main(argv: list[str]) -> int:
     start, outcomes = time.monotonic(), []
     for case in (*module_cases(), *loss_cases(), *functional_cases(), *hf_cases(), *diffusers_cases()):
         outcomes += run_program_case(case)
-    for rec in training_cases():
+    for rec in (*training_cases(), *model_training_cases()):
         outcomes += run_recorded_case(rec)
     for o in outcomes:
         if o.status not in ("ok",):
