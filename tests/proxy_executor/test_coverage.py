@@ -7,7 +7,11 @@ kind in seconds, and checks the committed policy against the ops the last full r
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
+from support.coverage_diffusers import diffusers_cases
+from support.coverage_hf import hf_cases, model_training_cases
 from support.coverage_nn import ProgramCase, functional_cases, loss_cases, module_cases
 from support.coverage_run import SEEN, run_program_case, run_recorded_case
 from support.coverage_train import training_cases
@@ -18,6 +22,9 @@ _MODULES = ("Conv2d", "ReLU6", "LSTM", "TransformerEncoderLayer", "Upsample")
 _FUNCTIONS = ("F.glu", "F.grid_sample", "F.unfold")
 _LOSSES = ("CrossEntropyLoss", "KLDivLoss", "SmoothL1Loss")
 _TRAINING = ("AdamW (foreach)", "Adagrad (single)")
+_TRANSFORMERS = ("llama", "bert", "qwen3_moe")  # rope and SDPA, an encoder, a MoE router (transformers' own op)
+_DIFFUSERS = ("DiTTransformer2DModel",)
+_RECORDED = ("llama", "bert")
 
 
 def _built(cases: list[ProgramCase], count: int) -> list[ProgramCase]:
@@ -48,4 +55,29 @@ def test_a_sample_of_recorded_training_steps_replays_with_no_allow_ops() -> None
     assert sorted(c.name for c in cases) == sorted(_TRAINING)
     for case in cases:
         for outcome in run_recorded_case(case):
+            assert outcome.status == "ok", (case.name, outcome.how, outcome.status, outcome.refused, outcome.detail)
+
+
+@pytest.mark.slow
+def test_a_sample_of_model_library_architectures_runs_with_no_allow_ops_and_equals_eager() -> None:
+    pytest.importorskip("transformers")
+    cases = _built(list(hf_cases(_TRANSFORMERS)), len(_TRANSFORMERS))
+    if importlib.util.find_spec("diffusers") is not None:
+        cases += _built(list(diffusers_cases(_DIFFUSERS)), len(_DIFFUSERS))
+    for case in cases:
+        outcomes = run_program_case(case)
+        assert [o.how for o in outcomes] == ["training IR", "core ATen IR"], (case.name, outcomes)
+        for outcome in outcomes:
+            assert outcome.status == "ok", (case.name, outcome.how, outcome.status, outcome.refused, outcome.detail)
+
+
+@pytest.mark.slow
+def test_a_sample_of_recorded_model_forward_and_backward_replays_with_no_allow_ops() -> None:
+    pytest.importorskip("transformers")
+    cases = [c for c in model_training_cases(_RECORDED) if c.category.startswith("transformers")]
+    assert sorted(c.name for c in cases) == sorted(_RECORDED)
+    for case in cases:
+        outcomes = run_recorded_case(case)
+        assert [o.how for o in outcomes] == ["replay chained", "replay isolated"], (case.name, outcomes)
+        for outcome in outcomes:
             assert outcome.status == "ok", (case.name, outcome.how, outcome.status, outcome.refused, outcome.detail)
