@@ -42,12 +42,25 @@ def _ids(batch: int = 2, seq: int = _SEQ) -> torch.Tensor:
     return torch.randint(3, _VOCAB, (batch, seq))
 
 
+def _mask(left: bool) -> torch.Tensor:
+    """Two rows, the second padded by 3 tokens (on the left, as batched generation pads, or on the right)."""
+    mask = torch.ones(2, _SEQ, dtype=torch.long)
+    mask[1, slice(0, 3) if left else slice(_SEQ - 3, _SEQ)] = 0
+    return mask
+
+
 def _text() -> dict[str, Any]:
-    return {"input_ids": _ids(), "attention_mask": torch.ones(2, _SEQ, dtype=torch.long)}
+    return {"input_ids": _ids(), "attention_mask": _mask(left=False)}
 
 
 def _causal() -> dict[str, Any]:
-    return {**_text(), "use_cache": False}
+    """`model(input_ids)`: no mask, so transformers looks for packed sequences in the positions."""
+    return {"input_ids": _ids(), "use_cache": False}
+
+
+def _padded() -> dict[str, Any]:
+    """A left-padded batch with its attention mask, as batched generation passes it."""
+    return {"input_ids": _ids(), "attention_mask": _mask(left=True), "use_cache": False}
 
 
 def _seq2seq() -> dict[str, Any]:
@@ -67,22 +80,22 @@ _Arch = tuple[str, str, dict[str, Any], Callable[[], dict[str, Any]]]
 """(model class, config class, config arguments, keyword inputs)."""
 
 _TRANSFORMERS: dict[str, _Arch] = {
-    "gpt2": ("GPT2LMHeadModel", "GPT2Config", dict(n_layer=2, n_head=4, n_embd=32, vocab_size=_VOCAB, n_positions=64), _causal),
+    "gpt2": ("GPT2LMHeadModel", "GPT2Config", dict(n_layer=2, n_head=4, n_embd=32, vocab_size=_VOCAB, n_positions=64), _padded),
     "llama": ("LlamaForCausalLM", "LlamaConfig", _TEXT, _causal),
-    "mistral": ("MistralForCausalLM", "MistralConfig", _TEXT, _causal),
+    "mistral": ("MistralForCausalLM", "MistralConfig", _TEXT, _padded),
     "mixtral (MoE)": ("MixtralForCausalLM", "MixtralConfig", {**_TEXT, **_MOE, "intermediate_size": 48}, _causal),
-    "qwen2": ("Qwen2ForCausalLM", "Qwen2Config", _TEXT, _causal),
-    "qwen2_moe": ("Qwen2MoeForCausalLM", "Qwen2MoeConfig", {**_TEXT, **_MOE, "shared_expert_intermediate_size": 16}, _causal),
+    "qwen2": ("Qwen2ForCausalLM", "Qwen2Config", _TEXT, _padded),
+    "qwen2_moe": ("Qwen2MoeForCausalLM", "Qwen2MoeConfig", {**_TEXT, **_MOE, "shared_expert_intermediate_size": 16}, _padded),
     "qwen3": ("Qwen3ForCausalLM", "Qwen3Config", _TEXT, _causal),
     "qwen3_moe": ("Qwen3MoeForCausalLM", "Qwen3MoeConfig", {**_TEXT, **_MOE}, _causal),
     "gemma": ("GemmaForCausalLM", "GemmaConfig", _TEXT, _causal),
-    "gemma2": ("Gemma2ForCausalLM", "Gemma2Config", _TEXT, _causal),
+    "gemma2": ("Gemma2ForCausalLM", "Gemma2Config", _TEXT, _padded),
     "phi": ("PhiForCausalLM", "PhiConfig", _TEXT, _causal),
-    "phi3": ("Phi3ForCausalLM", "Phi3Config", _TEXT, _causal),
-    "falcon": ("FalconForCausalLM", "FalconConfig", {k: v for k, v in _TEXT.items() if k != "head_dim"}, _causal),
+    "phi3": ("Phi3ForCausalLM", "Phi3Config", _TEXT, _padded),
+    "falcon": ("FalconForCausalLM", "FalconConfig", {k: v for k, v in _TEXT.items() if k != "head_dim"}, _padded),
     "gpt_neox": ("GPTNeoXForCausalLM", "GPTNeoXConfig", _TEXT, _causal),
-    "opt": ("OPTForCausalLM", "OPTConfig", {**_TEXT, "ffn_dim": 37, "word_embed_proj_dim": 32}, _causal),
-    "bloom": ("BloomForCausalLM", "BloomConfig", {**_TEXT, "n_layer": 2, "n_head": 4}, _causal),
+    "opt": ("OPTForCausalLM", "OPTConfig", {**_TEXT, "ffn_dim": 37, "word_embed_proj_dim": 32}, _padded),
+    "bloom": ("BloomForCausalLM", "BloomConfig", {**_TEXT, "n_layer": 2, "n_head": 4}, _padded),
     "bert": ("BertForMaskedLM", "BertConfig", _ENCODER, _text),
     "roberta": ("RobertaForMaskedLM", "RobertaConfig", _ENCODER, _text),
     "distilbert": ("DistilBertForMaskedLM", "DistilBertConfig", dict(vocab_size=_VOCAB, dim=32, n_layers=2, n_heads=4, hidden_dim=37, max_position_embeddings=64), _text),
@@ -103,11 +116,11 @@ _TRANSFORMERS: dict[str, _Arch] = {
     "deit": ("DeiTForImageClassification", "DeiTConfig", _VISION, _pixels()),
     "dinov2": ("Dinov2Model", "Dinov2Config", _VISION, _pixels()),
     "beit": ("BeitForImageClassification", "BeitConfig", {**_VISION, "vocab_size": 64}, _pixels()),
-    "gptj": ("GPTJForCausalLM", "GPTJConfig", dict(vocab_size=_VOCAB, n_embd=32, n_layer=2, n_head=4, rotary_dim=4, n_positions=64), _causal),
+    "gptj": ("GPTJForCausalLM", "GPTJConfig", dict(vocab_size=_VOCAB, n_embd=32, n_layer=2, n_head=4, rotary_dim=4, n_positions=64), _padded),
     "codegen": ("CodeGenForCausalLM", "CodeGenConfig", dict(vocab_size=_VOCAB, n_embd=32, n_layer=2, n_head=4, rotary_dim=4, n_positions=64, n_ctx=64), _causal),
-    "stablelm": ("StableLmForCausalLM", "StableLmConfig", _TEXT, _causal),
+    "stablelm": ("StableLmForCausalLM", "StableLmConfig", _TEXT, _padded),
     "olmo": ("OlmoForCausalLM", "OlmoConfig", _TEXT, _causal),
-    "starcoder2": ("Starcoder2ForCausalLM", "Starcoder2Config", _TEXT, _causal),
+    "starcoder2": ("Starcoder2ForCausalLM", "Starcoder2Config", _TEXT, _padded),
     "granite": ("GraniteForCausalLM", "GraniteConfig", _TEXT, _causal),
     "gemma3_text": ("Gemma3ForCausalLM", "Gemma3TextConfig", _TEXT, _causal),
     "xlm-roberta": ("XLMRobertaForMaskedLM", "XLMRobertaConfig", _ENCODER, _text),
