@@ -14,7 +14,7 @@ import logging
 import sys
 import time
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +55,8 @@ class Outcome:
     ops: set[str] = field(default_factory=set)
     refused: list[str] = field(default_factory=list)
     detail: str = ""
+    seconds: float = 0.0
+    """Wall time of the case (export, writing, runs and comparison; replays), counted on its first outcome."""
 
 
 def _spell(target: Any) -> str | None:
@@ -175,9 +177,9 @@ def run_recorded_case(case: RecordedCase) -> list[Outcome]:
 
 
 def table(outcomes: list[Outcome]) -> str:
-    """The coverage table (Markdown): per category, cases, runs, distinct ops, refused, mismatches, failures."""
-    rows = ["| category | cases | runs | ops | refused | mismatches | failed | torch differs | not built or exported |",
-            "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    """The coverage table (Markdown): per category, cases, runs, distinct ops, refused, mismatches, failures, time."""
+    rows = ["| category | cases | runs | ops | refused | mismatches | failed | torch differs | not built or exported "
+            "| seconds |", "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     cats = list(dict.fromkeys(o.category for o in outcomes))
     for cat in [*cats, "all"]:
         sel = [o for o in outcomes if cat in ("all", o.category)]
@@ -188,7 +190,7 @@ def table(outcomes: list[Outcome]) -> str:
         count = {s: sum(o.status == s for o in sel) for s in ("mismatch", "failed", "torch differs")}
         absent = len({o.name for o in sel if o.status in ("not built", "not exported")})
         rows.append(f"| {cat} | {cases} | {len(ran)} | {len(ops)} | {len(refused)} | {count['mismatch']} | "
-                    f"{count['failed']} | {count['torch differs']} | {absent} |")  # fmt: skip
+                    f"{count['failed']} | {count['torch differs']} | {absent} | {sum(o.seconds for o in sel):.0f} |")  # fmt: skip
     return "\n".join(rows)
 
 
@@ -201,9 +203,9 @@ def main(argv: list[str]) -> int:
     logging.getLogger("torch").setLevel(logging.ERROR)  # export's notes on data-dependent sizes
     start, outcomes = time.monotonic(), []
     for case in (*module_cases(), *loss_cases(), *functional_cases(), *hf_cases(), *diffusers_cases()):
-        outcomes += run_program_case(case)
+        outcomes += _timed(run_program_case, case)
     for rec in (*training_cases(), *model_training_cases()):
-        outcomes += run_recorded_case(rec)
+        outcomes += _timed(run_recorded_case, rec)
     for o in outcomes:
         if o.status not in ("ok",):
             print(f"{o.category} / {o.name} / {o.how}: {o.status} {o.refused or ''} {o.detail[:300]}")
@@ -218,6 +220,13 @@ def main(argv: list[str]) -> int:
         _write_doc(text, outcomes)
     bad = [o for o in outcomes if o.status in ("refused", "mismatch", "failed")]
     return 1 if bad else 0
+
+
+def _timed(run: Callable[[Any], list[Outcome]], case: Any) -> list[Outcome]:
+    start = time.monotonic()
+    out = run(case)
+    out[0].seconds = time.monotonic() - start
+    return out
 
 
 def _write_doc(text: str, outcomes: list[Outcome]) -> None:
