@@ -145,9 +145,9 @@ def run_program_case(case: ProgramCase) -> list[Outcome]:
 
 
 def _why(exc: BaseException) -> str:
-    """Why torch could not export: the exception's class and its first line."""
-    first = (str(exc).strip().splitlines() or [""])[0]
-    return f"{type(exc).__name__}: {first}"[:160]
+    """Why torch could not build or export: the exception's class and its first sentence."""
+    first = (str(exc).strip().splitlines() or [""])[0].split(". ")[0]
+    return f"{type(exc).__name__}: {first}"[:140]
 
 
 def run_recorded_case(case: RecordedCase) -> list[Outcome]:
@@ -168,7 +168,8 @@ def run_recorded_case(case: RecordedCase) -> list[Outcome]:
         try:
             report = opwire.replay(trace, mode=mode)
         except Exception as exc:
-            out.append(Outcome(case.category, case.name, mode, "failed", ops, detail=f"{type(exc).__name__}: {exc}"))
+            detail = f"{type(exc).__name__}: {exc}"
+            out.append(Outcome(case.category, case.name, f"replay {mode}", "failed", ops, detail=detail))
             continue
         status = "ok" if not report.mismatches else "mismatch"
         detail = "" if status == "ok" else str(report.mismatches[0])[:200]
@@ -231,7 +232,11 @@ def _timed(run: Callable[[Any], list[Outcome]], case: Any) -> list[Outcome]:
 
 def _write_doc(text: str, outcomes: list[Outcome]) -> None:
     absent = sorted(
-        {f"{o.name} ({o.detail or o.status})" for o in outcomes if o.status in ("not built", "not exported")}
+        {
+            f"{o.name}{'' if o.how in ('-', 'export') else f' in the {o.how}'} ({o.detail or o.status})"
+            for o in outcomes
+            if o.status in ("not built", "not exported")
+        }
     )
     body = DOC.read_text().split("<!-- coverage table -->")
     table_part = (
