@@ -1,7 +1,8 @@
 """Run the coverage corpus as a user would and print its table: `python tests/support/coverage_run.py [--write]`.
 
-Every program case is exported in the training IR and the core ATen IR and run by `opwire.run_program` with no
-`allow_ops`; every recorded case is recorded by `opwire.record` and replayed chained and isolated. A case passes
+Every program case (torch.nn, and the transformers and diffusers architectures when they are installed) is
+exported in the training IR and the core ATen IR, written as an archive's bytes and run from them by
+`opwire.run_program` with no `allow_ops`; every recorded case is recorded by `opwire.record` and replayed chained and isolated. A case passes
 when no op is refused and the outputs equal eager's. `--write` stores the ops the run saw in
 `coverage_seen_ops.txt` beside this file (a test checks the committed policy admits every one) and the table in
 docs/coverage.md. `make coverage` runs it; `make test` runs a sample (tests/proxy_executor/test_coverage.py).
