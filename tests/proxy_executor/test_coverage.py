@@ -7,6 +7,7 @@ kind in seconds, and checks the committed policy against the ops the last full r
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 
 import pytest
@@ -81,3 +82,15 @@ def test_a_sample_of_recorded_model_forward_and_backward_replays_with_no_allow_o
         assert [o.how for o in outcomes] == ["replay chained", "replay isolated"], (case.name, outcomes)
         for outcome in outcomes:
             assert outcome.status == "ok", (case.name, outcome.how, outcome.status, outcome.refused, outcome.detail)
+
+
+def test_without_the_model_libraries_their_corpus_is_empty(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = importlib.import_module
+
+    def absent(name: str, package: str | None = None) -> object:
+        if name in ("transformers", "diffusers"):
+            raise ImportError(f"No module named {name!r}")
+        return real(name, package)
+
+    monkeypatch.setattr(importlib, "import_module", absent)
+    assert list(hf_cases()) == [] and list(diffusers_cases()) == [] and list(model_training_cases()) == []
