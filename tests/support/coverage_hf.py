@@ -1,8 +1,9 @@
-"""The coverage corpus's model-library cases: architectures from `transformers` and `diffusers`, built from configs.
+"""The coverage corpus's `transformers` cases, and a recorded forward and backward of every model-library architecture.
 
-Every model is built from a tiny config (1-2 layers, hidden sizes 16-64, a small vocabulary) with random weights:
-nothing is downloaded. Each case is the model and the keyword inputs a user passes it (its own names and shapes),
-exported in the training IR and the core ATen IR and run by `opwire.run_program` like the other program cases.
+Every model is built from a tiny config (1-2 layers, hidden sizes 16-64, a 64-token vocabulary) with random
+weights: nothing is downloaded. Each case is the model and the keyword inputs a user passes it (its own names and
+shapes), exported in the training IR and the core ATen IR and run by `opwire.run_program` like the other program
+cases; `model_training_cases` records these and coverage_diffusers.py's models through a forward and a backward.
 The list is written from the libraries' model families, independently of the op policy's derivation.
 """
 
