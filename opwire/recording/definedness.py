@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from opwire.errors import DecodeError, printable
+from opwire.recording.storages import data_ptr, storage_key
 
 __all__ = [
     "EXTERNAL",
@@ -219,13 +220,9 @@ class Definedness:
 
 
 def _key(t: torch.Tensor) -> int | None:
-    if t.device.type == "meta" or t.layout != torch.strided:
+    if t.device.type == "meta" or t.layout != torch.strided or not data_ptr(t):
         return None
-    try:
-        ptr = int(t.untyped_storage().data_ptr())
-    except (RuntimeError, NotImplementedError):
-        return None
-    return ptr or None
+    return storage_key(t)
 
 
 def _dense(t: torch.Tensor) -> bool:

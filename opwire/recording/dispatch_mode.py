@@ -38,6 +38,8 @@ from opwire.recording.locate import Locator
 from opwire.recording.mutations import MUTATED, mutated_metadata
 from opwire.recording.progress import Progress
 from opwire.recording.sinks import Sink
+from opwire.recording.storages import Addresses
+from opwire.recording.storages import storage_key as _storage_key
 from opwire.schema import models as m
 from opwire.schema.ops import OpSchema, op_schema
 
@@ -62,6 +64,7 @@ def target_name(func: Any) -> str:
 class _Obj:
     ref: weakref.ref[torch.Tensor]
     number: int
+    storage: int
     versions: dict[int, str] = field(default_factory=dict)
 
 
@@ -97,6 +100,7 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
         self._dead: list[str] = []  # objects freed since the last record
         self._warned: set[str] = set()  # ops already warned about as skipped
         self.defs = Definedness()
+        self.addresses = Addresses()
         from opwire.recording.distributed.capture import CollectiveRecorder
 
         self.collectives = CollectiveRecorder(sink.group)
@@ -117,11 +121,12 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
         """The trace name of `t`'s current value; a new value is handed to the sink now (bytes or digest)."""
         t = _unwrap_async(t)
         obj = self._objs.get(id(t))
+        key = _storage_key(t)
         if obj is None or obj.ref() is not t:
             self._count += 1
-            obj = _Obj(weakref.ref(t, self._freed_callback(id(t), self._count)), self._count)
+            obj = _Obj(weakref.ref(t, self._freed_callback(id(t), self._count, key)), self._count, key)
             self._objs[id(t)] = obj
-        key = _storage_key(t)
+            self.addresses.hold(key, t)
         version = self._generation.get(key, 0)
         name = obj.versions.get(version)
         if name is None:
@@ -136,11 +141,12 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
             self._full[name] = True
         return name
 
-    def _freed_callback(self, ident: int, number: int) -> Any:
-        dead, objs = self._dead, self._objs
+    def _freed_callback(self, ident: int, number: int, storage: int) -> Any:
+        dead, objs, addresses = self._dead, self._objs, self.addresses
 
         def freed(ref: weakref.ref[torch.Tensor]) -> None:
             dead.append(f"t{number}")
+            addresses.release(storage)
             obj = objs.get(ident)
             if obj is not None and obj.ref is ref:
                 del objs[ident]
@@ -182,6 +188,14 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
         return False
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        if types:
+            if any(_wraps(t) for t in types):
+                # A tensor subclass that runs its own ops (DTensor, a functional collective's result): it runs them
+                # on the plain tensors it holds, with this mode still active, so those calls are what gets recorded
+                return NotImplemented
+            return func(*args, **(kwargs or {}))  # a subclass without data (FakeTensor): no values to record
+        if torch._C._get_dispatch_mode(_FAKE) is not None:
+            return func(*args, **(kwargs or {}))  # inside fake tensor propagation (DTensor's sharding rules)
         # What torch's wrapper does, once Dynamo is loaded: nothing can be compiling before it is
         if "torch._dynamo" in sys.modules and (without := _without_dynamo()) is not None:
             return without(self, func, types, args, kwargs)
@@ -216,6 +230,7 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
             for t in _tensors_in(value):
                 self._bump(t)
         out = func(*args, **kwargs)
+        self._moved_by(reads)
         try:
             outputs = self._outputs(schema, out, target)
         except EncodeError as exc:
@@ -226,16 +241,40 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
             metadata[MUTATED] = mutated_metadata(mutated)
         self._defined(target, reads, out, written, outputs, metadata)
         self._append(m.CallRecord(target=target, inputs=inputs, outputs=outputs, metadata=metadata))
+        self._settle(target, reads, out)
         return out
 
+    def _moved_by(self, reads: _Reads) -> None:
+        """Right after a call: its arguments' memory is where the call left it (`resize_` and `set_` move it)."""
+        for t in reads.tensors:
+            self.addresses.seen(_storage_key(t), t)
+
+    def _settle(self, target: str, reads: _Reads, out: Any) -> None:
+        """After a call is recorded: the values it named on memory the program manages itself (allocated
+        uninitialised, or re-allocated outside the dispatcher) are written before the program goes on, since it
+        may free that memory (FSDP2's `untyped_storage().resize_(0)`) while the trace writer still reads it."""
+        results = [_unwrap_async(t) for t in flat_tensors(out)]
+        if uninitialised(target):
+            for t in results:
+                self.addresses.manage(_storage_key(t))
+        for t in (*reads.tensors, *results):
+            if self.addresses.managed(_storage_key(t)):
+                self.sink.before_write(t)
+
     def _reads(self, target: str, bound: dict[str, Any], overwritten: set[str]) -> _Reads:
-        """What a call is about to read: writes no mode saw are found now (their values get new names)."""
+        """What a call is about to read: writes no mode saw are found now (their values get new names), and
+        storages given new memory where no mode saw (undefined until written, as an `empty`'s)."""
         reads = _Reads()
         for name, value in bound.items():
             for t in flat_tensors(value):
                 t = _unwrap_async(t)
-                reads.keys.add(_storage_key(t))
-                if self.defs.outside_write(t):
+                key = _storage_key(t)
+                reads.keys.add(key)
+                reads.tensors.append(t)
+                if self.addresses.moved(key, t):
+                    self.defs.fresh(t, True)
+                    self._bump(t)
+                elif self.defs.outside_write(t):
                     self._bump(t)
                     reads.external.append(t)
                 if name not in overwritten and not self.defs.defined(t):
@@ -297,6 +336,7 @@ class _Reads:
     """The tensors a call reads: their storages, those written outside the trace, whether any is undefined."""
 
     keys: set[int] = field(default_factory=set)
+    tensors: list[torch.Tensor] = field(default_factory=list)
     external: list[torch.Tensor] = field(default_factory=list)
     undefined: bool = False
 
@@ -312,19 +352,20 @@ def _unwrap_async(t: torch.Tensor) -> torch.Tensor:
     return t
 
 
-def _storage_key(t: torch.Tensor) -> int:
-    try:
-        return int(t.untyped_storage().data_ptr())
-    except (RuntimeError, NotImplementedError):
-        return -id(t)
-
-
 def _tensors_in(v: Any) -> list[torch.Tensor]:
     if isinstance(v, torch.Tensor):
         return [v]
     if isinstance(v, list | tuple):
         return [t for t in v if isinstance(t, torch.Tensor)]
     return []
+
+
+_FAKE = torch._C._TorchDispatchModeKey.FAKE
+
+
+def _wraps(cls: type) -> bool:
+    """Whether tensor subclass `cls` wraps plain tensors and dispatches ops on them (`__tensor_flatten__`)."""
+    return hasattr(cls, "__tensor_flatten__")
 
 
 _WITHOUT_DYNAMO: list[Any] = []
