@@ -23,6 +23,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from opwire.errors import EncodeError, OpwireWarning
+from opwire.recording.aliases import AliasGroups
 from opwire.recording.arguments import bind_arguments, named_inputs, to_argument
 from opwire.recording.compare import GENERATOR_KEY
 from opwire.recording.definedness import (
@@ -65,6 +66,7 @@ class _Obj:
     ref: weakref.ref[torch.Tensor]
     number: int
     storage: int
+    group: int
     versions: dict[int, str] = field(default_factory=dict)
 
 
@@ -101,6 +103,7 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
         self._warned: set[str] = set()  # ops already warned about as skipped
         self.defs = Definedness()
         self.addresses = Addresses()
+        self.aliases = AliasGroups()
         from opwire.recording.distributed.capture import CollectiveRecorder
 
         self.collectives = CollectiveRecorder(sink.group)
@@ -124,10 +127,12 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
         key = _storage_key(t)
         if obj is None or obj.ref() is not t:
             self._count += 1
-            obj = _Obj(weakref.ref(t, self._freed_callback(id(t), self._count, key)), self._count, key)
+            group = self.aliases.join(self._count, key, produced)
+            obj = _Obj(weakref.ref(t, self._freed_callback(id(t), self._count, key, group)), self._count, key, group)
             self._objs[id(t)] = obj
             self.addresses.hold(key, t)
         version = self._generation.get(key, 0)
+        self.aliases.named(obj.group, key, version, produced)
         name = obj.versions.get(version)
         if name is None:
             k = len(obj.versions)
@@ -141,12 +146,13 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
             self._full[name] = True
         return name
 
-    def _freed_callback(self, ident: int, number: int, storage: int) -> Any:
-        dead, objs, addresses = self._dead, self._objs, self.addresses
+    def _freed_callback(self, ident: int, number: int, storage: int, group: int) -> Any:
+        dead, objs, addresses, aliases = self._dead, self._objs, self.addresses, self.aliases
 
         def freed(ref: weakref.ref[torch.Tensor]) -> None:
             dead.append(f"t{number}")
             addresses.release(storage)
+            aliases.leave(group)
             obj = objs.get(ident)
             if obj is not None and obj.ref is ref:
                 del objs[ident]
@@ -265,12 +271,20 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
         """What a call is about to read: writes no mode saw are found now (their values get new names), and
         storages given new memory where no mode saw (undefined until written, as an `empty`'s)."""
         reads = _Reads()
+        self.aliases.start_call()
         for name, value in bound.items():
             for t in flat_tensors(value):
                 t = _unwrap_async(t)
                 key = _storage_key(t)
                 reads.keys.add(key)
                 reads.tensors.append(t)
+                obj = self._objs.get(id(t))
+                if (
+                    obj is not None
+                    and obj.ref() is t
+                    and self.aliases.missed(obj.group, key, self._generation.get(key, 0))
+                ):
+                    reads.external.append(t)  # written through an alias the replay cannot know of
                 if self.addresses.moved(key, t):
                     self.defs.fresh(t, True)
                     self._bump(t)
