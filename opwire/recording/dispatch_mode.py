@@ -41,6 +41,8 @@ from opwire.recording.progress import Progress
 from opwire.recording.sinks import Sink
 from opwire.recording.storages import Addresses
 from opwire.recording.storages import storage_key as _storage_key
+from opwire.recording.subclasses import in_fake_mode, wraps_any
+from opwire.recording.subclasses import unwrap_async as _unwrap_async
 from opwire.schema import models as m
 from opwire.schema.ops import OpSchema, op_schema
 
@@ -194,14 +196,10 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
         return False
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        if types:
-            if any(_wraps(t) for t in types):
-                # A tensor subclass that runs its own ops (DTensor, a functional collective's result): it runs them
-                # on the plain tensors it holds, with this mode still active, so those calls are what gets recorded
-                return NotImplemented
-            return func(*args, **(kwargs or {}))  # a subclass without data (FakeTensor): no values to record
-        if torch._C._get_dispatch_mode(_FAKE) is not None:
-            return func(*args, **(kwargs or {}))  # inside fake tensor propagation (DTensor's sharding rules)
+        if types and wraps_any(types):
+            return NotImplemented  # the subclass runs its ops on the plain tensors it holds: those are recorded
+        if in_fake_mode(types):
+            return func(*args, **(kwargs or {}))  # fake tensors (DTensor's sharding rules): no values to record
         # What torch's wrapper does, once Dynamo is loaded: nothing can be compiling before it is
         if "torch._dynamo" in sys.modules and (without := _without_dynamo()) is not None:
             return without(self, func, types, args, kwargs)
@@ -358,28 +356,12 @@ class _Reads:
 _SCALARS = frozenset(("as_int", "as_float", "as_bool", "as_sym_int", "as_sym_float", "as_sym_bool"))
 
 
-def _unwrap_async(t: torch.Tensor) -> torch.Tensor:
-    """A functional collective's AsyncCollectiveTensor is named as the tensor it wraps (already waited for)."""
-    funcol = sys.modules.get("torch.distributed._functional_collectives")
-    if funcol is not None and isinstance(t, funcol.AsyncCollectiveTensor):
-        return t.elem  # type: ignore[no-any-return]
-    return t
-
-
 def _tensors_in(v: Any) -> list[torch.Tensor]:
     if isinstance(v, torch.Tensor):
         return [v]
     if isinstance(v, list | tuple):
         return [t for t in v if isinstance(t, torch.Tensor)]
     return []
-
-
-_FAKE = torch._C._TorchDispatchModeKey.FAKE
-
-
-def _wraps(cls: type) -> bool:
-    """Whether tensor subclass `cls` wraps plain tensors and dispatches ops on them (`__tensor_flatten__`)."""
-    return hasattr(cls, "__tensor_flatten__")
 
 
 _WITHOUT_DYNAMO: list[Any] = []

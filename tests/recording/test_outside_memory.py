@@ -17,7 +17,9 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.testing._internal.two_tensor import TwoTensor
 
 import opwire
+from opwire.recording.aliases import AliasGroups
 from opwire.recording.definedness import EXTERNAL, UNDEFINED
+from opwire.recording.storages import Addresses, storage_key
 from opwire.schema import models as m
 from opwire.schema.refs import tensor_names
 
@@ -109,3 +111,39 @@ def test_a_wrapper_subclass_is_recorded_as_the_calls_it_makes_on_plain_tensors()
     assert targets == ["aten::ones.default", "aten::zeros.default", "aten::mul.Tensor", "aten::mul.Tensor"]
     assert not [r for r in trace.records if "skipped" in r.metadata]
     assert all(isinstance(v, m.TensorValue) for v in trace.tensors.values())
+
+
+def test_addresses_follow_a_storage_through_its_resizes_and_forget_it_with_its_last_tensor() -> None:
+    addresses = Addresses()
+    t = torch.zeros(4)
+    key = storage_key(t)
+    view = t[1:]
+    assert storage_key(view) == key  # one storage, whatever the view
+    addresses.hold(key, t)
+    addresses.hold(key, view)
+    assert not addresses.moved(key, t) and not addresses.managed(key)
+    t.untyped_storage().resize_(0)
+    assert not addresses.moved(key, t)  # no memory now: nothing to read
+    t.untyped_storage().resize_(16)
+    assert addresses.moved(key, t) and not addresses.moved(key, view)  # seen once, then where it is
+    assert addresses.managed(key)  # memory the program manages itself from now on
+    addresses.release(key)
+    assert addresses.managed(key)
+    addresses.release(key)
+    assert not addresses.managed(key) and not addresses.moved(key, t)  # forgotten with its last tensor
+
+
+def test_alias_groups_see_the_writes_made_through_their_own_members_only() -> None:
+    groups = AliasGroups()
+    groups.start_call()
+    base = groups.join(1, key=7, produced=False)
+    groups.named(base, 7, 0, produced=False)
+    view = groups.join(2, key=7, produced=True)  # a result on its input's storage: a view in the replay too
+    groups.named(view, 7, 0, produced=True)
+    other = groups.join(3, key=7, produced=False)  # first met as an input: rebuilt on its own
+    groups.named(other, 7, 0, produced=False)
+    assert view == base and other != base
+    groups.named(view, 7, 1, produced=True)  # written through the view
+    assert not groups.missed(base, 7, 1) and groups.missed(other, 7, 1)
+    groups.leave(other)
+    assert not groups.missed(other, 7, 2)  # a group forgotten with its last member
