@@ -130,7 +130,7 @@ class Definedness:
     """
 
     def __init__(self, max_shadow_bytes: int = MAX_SHADOW_BYTES) -> None:
-        self._storages: dict[int, _Storage] = {}  # data pointer -> state; absent: wholly defined
+        self._storages: dict[int, _Storage] = {}  # storage key -> state; absent: wholly defined
         self._shadow_bytes = 0
         self._max_shadow_bytes = max_shadow_bytes
 
