@@ -3,7 +3,9 @@
 Per program and in total, in one process: typed decode (bytes -> validated models) and encode (models ->
 bytes) of binary and compact, opwire's JSON, and torch's `_bytes_to_dataclass` / `_to_json_bytes`; and
 the sizes. Targets: compact at most 0.65x torch's JSON bytes; binary and compact decode at most 0.7x opwire's
-typed JSON decode (issue 27).
+typed JSON decode (issue 27). Both decoders pause the garbage collector while they build (process-wide state
+the issue rules out): what that is worth is printed for the largest program's first binary decode in fresh
+processes, with and without the pause.
 
     python benchmarks/bench_thrift.py [--repeat N]
 """
@@ -20,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _timing import best_of
-from bench_json import _deep_mlp
+from bench_json import _deep_mlp, first_decode_line
 from support import corpus
 from torch._export.serde import schema as torch_schema
 from torch._export.serde.serialize import _bytes_to_dataclass, _to_json_bytes
@@ -85,6 +87,7 @@ def main() -> int:
         f"TOTAL ms: json dec {totals['dec_json'] * 1e3:.1f} enc {totals['enc_json'] * 1e3:.1f}; "
         f"torch dec {totals['dec_torch'] * 1e3:.1f} enc {totals['enc_torch'] * 1e3:.1f}"
     )
+    print(first_decode_line(opwire.dumps(opwire.loads(items[-1][1], m.ExportedProgram), "binary"), "binary", 3))
     size_ok = totals["size_compact"] / totals["size_torch"] <= 0.65
     worst = max(totals["dec_binary"], totals["dec_compact"]) / totals["dec_json"]
     print(

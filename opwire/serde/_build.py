@@ -106,7 +106,7 @@ _NAMESPACE: dict[str, Any] = {
     "COUNT": COUNT,
     "M": object(),  # a key that is absent
     "new": object.__new__,
-    "set_attr": object.__setattr__,
+    "set_dict": _slots["__dict__"].__set__,  # the slot's setter itself: no attribute lookup by name
     "set_fields": _slots["__pydantic_fields_set__"].__set__,
     "set_extra": _slots["__pydantic_extra__"].__set__,
     "set_private": _slots["__pydantic_private__"].__set__,
@@ -235,7 +235,7 @@ class _Compiler:
         self.ns[f"C_{name}"] = MODELS[name]
         return [
             f"    o = new(C_{name})",
-            f"    set_attr(o, '__dict__', {dict_expr})",
+            f"    set_dict(o, {dict_expr})",
             f"    set_fields(o, {fields_expr})",
             "    set_extra(o, None)",
             "    set_private(o, None)",

@@ -156,12 +156,11 @@ def encode(obj: BaseModel, *, indent: int | None = None) -> bytes:
         text = _written(obj)
         if text is not None:
             return text.encode("ascii")
-    with paused_gc():
-        data = to_jsonable(obj)
-        try:
-            return _json.dumps(data, allow_nan=False, indent=indent).encode("utf-8")
-        except (ValueError, TypeError) as exc:
-            raise _locate_encode_error(obj, exc) from None
+    data = to_jsonable(obj)  # the collector runs as usual: pausing it saved ~3% here, not worth process-wide state
+    try:
+        return _json.dumps(data, allow_nan=False, indent=indent).encode("utf-8")
+    except (ValueError, TypeError) as exc:
+        raise _locate_encode_error(obj, exc) from None
 
 
 def _written(obj: BaseModel) -> str | None:

@@ -59,8 +59,7 @@ def encode(obj: BaseModel, format: Codec = "compact", *, framed: bool = True, en
     name = type(obj).__name__
     if MODELS.get(name) is not type(obj):
         raise EncodeError(f"Expected an opwire model (opwire.schema.models), got {type(obj).__name__}")
-    with paused_gc():
-        payload = _encode_payload(obj, name, codec, engines)
+    payload = _encode_payload(obj, name, codec, engines)  # the C codec allocates no containers: no collector pause
     return write_header(codec, name) + payload if framed else payload
 
 

@@ -6,7 +6,11 @@ import gc
 import threading
 
 import pytest
+from support import corpus
 
+import opwire
+from opwire.schema import models as m
+from opwire.serde import FORMATS
 from opwire.serde._gc import paused_gc
 
 
@@ -57,3 +61,15 @@ def test_concurrent_blocks_restore_the_state_once_all_leave() -> None:
     for t in threads:
         t.join()
     assert gc.isenabled()
+
+
+def test_encoders_leave_the_collector_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the bulk decoders pause the collector: every encoder, Thrift and JSON (its reference path too), runs
+    with it as the caller left it."""
+    program = opwire.loads(corpus.get_program("mlp/training").json_bytes, m.ExportedProgram)
+    toggled: list[str] = []
+    monkeypatch.setattr(gc, "disable", lambda: toggled.append("disable"))
+    for fmt in FORMATS:
+        opwire.dumps(program, fmt)
+    opwire.serde.json.encode(program, indent=2)  # the reference path (to_jsonable, json.dumps)
+    assert toggled == []
