@@ -151,12 +151,25 @@ def _split(t: torch.Tensor, sizes: object, w: int) -> list[torch.Tensor]:
     return list(t.chunk(w))
 
 
-def check_collective(calls: Sequence[CollectiveCall], load: Load) -> list[Disagreement]:
-    """The ranks (in group-rank order of `calls`) whose recorded outputs differ from what the collective must give."""
+def check_collective(
+    calls: Sequence[CollectiveCall], load: Load, key: Callable[[int, str], object | None] | None = None
+) -> list[Disagreement]:
+    """The ranks (in group-rank order of `calls`) whose recorded outputs differ from what the collective must give.
+
+    `key(rank, name)` identifies a recorded value (layout and payload digest): outputs with one key that must
+    equal one expected value (every rank's result of an all-reduce) are read and compared once."""
     found = []
+    seen: dict[tuple[int, object], str | None] = {}
     for (i, path), (want, scale) in sorted(_expected(calls, load).items(), key=lambda kv: kv[0]):
         name = _at(calls[i].outputs, path)
-        why = _differs(load(calls[i].rank, name), want, scale)
+        k = key(calls[i].rank, name) if key is not None else None
+        memo = (id(want), k) if k is not None else None  # `want` objects live until the loop ends
+        if memo is not None and memo in seen:
+            why = seen[memo]
+        else:
+            why = _differs(load(calls[i].rank, name), want, scale)
+            if memo is not None:
+                seen[memo] = why
         if why is not None:
             where = "".join(f"[{p}]" for p in path)
             found.append(Disagreement(calls[i].rank, f"output {where}", why))

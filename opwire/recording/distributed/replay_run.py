@@ -145,6 +145,12 @@ class _LocalOnly(TraceSource):
             return rec.model_copy(update={"metadata": {**rec.metadata, "skipped": NOT_EXECUTED}})
         return rec
 
+    def target(self, i: int) -> str:
+        return self.src.target(i)
+
+    def payload_digest(self, name: str) -> str | None:
+        return self.src.payload_digest(name)
+
     def names(self) -> list[str]:
         return self.src.names()
 
