@@ -60,21 +60,46 @@ def gather_json(data: Any) -> list[Any]:
     return [json.loads(bytes(b[: int(s.item())].numpy())) for b, s in zip(bufs, sizes, strict=True)]
 
 
+class _Group:
+    """The gloo group of the launched processes, joined at the first gather (work that forks a sandboxed child,
+    a replay or a call run again, comes before it: no gloo thread is running when it forks)."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self.joined = False
+
+    def gather(self, data: Any) -> list[Any]:
+        import torch.distributed as dist
+
+        if not dist.is_initialized():
+            from datetime import timedelta
+
+            dist.init_process_group("gloo", timeout=timedelta(seconds=self.timeout))
+            self.joined = True
+        return gather_json(data)
+
+    def leave(self, ok: bool) -> None:
+        import torch.distributed as dist
+
+        if not self.joined:
+            return
+        if ok:
+            dist.barrier()  # no process leaves while another still gathers
+        dist.destroy_process_group()
+
+
 @contextmanager
 def launched_share(timeout: float = 1800.0) -> Iterator[Share]:
-    """The share of this process: under a launcher with WORLD_SIZE > 1 a gloo group joined for the block (left
-    after it), else one share of everything."""
+    """This process's share: under a launcher with WORLD_SIZE > 1 one of WORLD_SIZE, gathering over a gloo group
+    joined at the first gather and left after the block; else one share of everything."""
     info = launch_info()
     if info is None or info.world_size < 2:
         yield Share()
         return
-    from datetime import timedelta
-
-    import torch.distributed as dist
-
-    dist.init_process_group("gloo", timeout=timedelta(seconds=timeout))
+    group = _Group(timeout)
+    ok = False
     try:
-        yield Share(info.rank, info.world_size, gather_json)
-        dist.barrier()
+        yield Share(info.rank, info.world_size, group.gather)
+        ok = True
     finally:
-        dist.destroy_process_group()
+        group.leave(ok)
