@@ -20,7 +20,7 @@ from opwire.errors import DecodeError
 from opwire.recording.source import StreamSource, TraceSource
 from opwire.recording.stream import TraceReader, is_stream
 from opwire.schema import models as m
-from opwire.serde import budgets
+from opwire.serde import budgets, tensors
 
 if TYPE_CHECKING:
     import torch
@@ -163,18 +163,26 @@ class FrameReader(TraceReader):
         return super().verify()
 
     def payload_digest(self, name: str) -> str | None:
-        """The SHA-256 (hex) of `name`'s payload, its bytes checked against it (None for no payload)."""
+        """The SHA-256 (hex) of `name`'s payload, its bytes checked against it, where `load(name)` would rebuild
+        a CPU tensor from them: the same checks, the same errors (None for no payload, or another device)."""
+        from opwire.recording.payloads import check_span  # deferred: torch; indexing a trace needs none
+
         entry = self.entry(name)
         if entry is None or entry.payload is None:
             return None
-        digest = entry.payload
-        if digest in self._verified:
-            return digest
+        meta, digest = entry.value, entry.payload
         where = f"{self.source}: tensors[{name!r}]"
         loc = self._index.payloads.get(digest)
         if loc is None:
             raise DecodeError(f"{where}: payload {digest[:12]}... is not in the file (cut or corrupt)")
         offset, left = loc
+        dtype, _ = check_span(meta, left, where)
+        if tensors.target_device(meta, None, where).type != "cpu" or (
+            meta.requires_grad and not (dtype.is_floating_point or dtype.is_complex)
+        ):
+            return None  # what load would do there (move it, or refuse it) is left to load
+        if digest in self._verified:
+            return digest
         h = hashlib.sha256()
         self._f.seek(offset)
         while left:

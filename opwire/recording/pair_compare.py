@@ -148,5 +148,5 @@ def _same_bytes(pair: Pair, nx: str, ny: str, mx: m.TensorValue, my: m.TensorVal
         my.dtype, list(my.sizes), list(my.strides), my.storage_offset
     ):  # fmt: skip
         return False
-    da = pair.a.payload_digest(nx)
-    return da is not None and da == pair.b.payload_digest(ny)
+    db = pair.b.payload_digest(ny)  # B first: the side a comparison rebuilds first
+    return db is not None and db == pair.a.payload_digest(nx)
