@@ -20,7 +20,7 @@ from opwire.errors import DecodeError
 from opwire.recording.source import StreamSource, TraceSource
 from opwire.recording.stream import TraceReader, is_stream
 from opwire.schema import models as m
-from opwire.serde import budgets, tensors
+from opwire.serde import budgets, tensors, thrift
 
 if TYPE_CHECKING:
     import torch
@@ -60,7 +60,11 @@ def first_string(body: bytes, head: bytes) -> str | None:
 class FrameReader(TraceReader):
     """A `TraceReader` that indexes tensor frames by name and records by op, decoding each only when used."""
 
-    def __init__(self, path: str | Path, *, max_elements: int | None = None, max_bytes: int | None = None) -> None:
+    def __init__(
+        self, path: str | Path, *, max_elements: int | None = None, max_bytes: int | None = None,
+        memo: dict[bytes, m.TraceFrame] | None = None,
+    ) -> None:  # fmt: skip
+        self._memo = memo  # shared with another reader: a record or tensor frame of the same bytes decoded once
         self._lazy: dict[str, tuple[int, int, int, int]] = {}  # name -> (body, size, check, frame position)
         self._order: dict[str, None] = {}  # every tensor name, in the order a dict of the frames would keep
         self._targets: list[str | None] = []  # each record's op, None where the light read could not tell
@@ -100,6 +104,24 @@ class FrameReader(TraceReader):
         idx.tensors.pop(name, None)
         self._lazy[name] = (body, size, check, pos)
         self._order[name] = None
+
+    def _decode(
+        self, body: int, size: int, check: int, member: str, pos: int, budget: budgets.Budget | int
+    ) -> m.TraceFrame:
+        if self._memo is None or member not in ("record", "tensor"):
+            return super()._decode(body, size, check, member, pos, budget)
+        self._f.seek(body)
+        data = self._f.read(size)
+        if zlib.crc32(data) != check:
+            raise DecodeError(f"{self.source}: corrupt {member} frame at byte {pos} (CRC-32 check failed)")
+        frame = self._memo.pop(data, None)  # the other reader's, decoded from these bytes (each used once)
+        if frame is None:
+            where = f"{self.source}@{pos}"
+            frame = thrift.decode(data, m.TraceFrame, "compact", framed=False, source=where, max_elements=budget)
+            self._memo[data] = frame
+        if getattr(frame, member) is None:
+            raise DecodeError(f"{self.source}: the {member} frame at byte {pos} holds a {frame.type}")
+        return frame
 
     def _record_target(self, body: int, size: int, check: int, pos: int) -> str | None:
         data = self._f.read(size) if size <= _HEAD_BYTES else b""
@@ -202,8 +224,12 @@ class ScanSource(StreamSource):
 
     reader: FrameReader
 
-    def __init__(self, path: str | Path, *, max_elements: int | None = None, max_bytes: int | None = None) -> None:
-        super().__init__(path, reader=FrameReader(path, max_elements=max_elements, max_bytes=max_bytes))
+    def __init__(
+        self, path: str | Path, *, max_elements: int | None = None, max_bytes: int | None = None,
+        memo: dict[bytes, m.TraceFrame] | None = None,
+    ) -> None:  # fmt: skip
+        reader = FrameReader(path, max_elements=max_elements, max_bytes=max_bytes, memo=memo)
+        super().__init__(path, reader=reader)
 
     def target(self, i: int) -> str:
         """The op of record `i`, without decoding the record where the frame tells."""
@@ -214,10 +240,12 @@ class ScanSource(StreamSource):
         return None if name in self._replaced else self.reader.payload_digest(name)
 
 
-def open_source(path: str | Path) -> TraceSource:
-    """A trace file as a `TraceSource`: a streamed one through a `FrameReader`, any other as `load_trace` reads it."""
+def open_source(path: str | Path, memo: dict[bytes, m.TraceFrame] | None = None) -> TraceSource:
+    """A trace file as a `TraceSource`: a streamed one through a `FrameReader` (sharing `memo` with the readers
+    given the same dict: two traces that hold many equal frames, the two runs `diff` compares, decode each once),
+    any other as `load_trace` reads it."""
     from opwire.recording.recorder import load_trace  # deferred: recorder imports the recording machinery
 
     with open(path, "rb") as f:
         head = f.read(256)
-    return ScanSource(path) if is_stream(head) else load_trace(path).source
+    return ScanSource(path, memo=memo) if is_stream(head) else load_trace(path).source

@@ -121,7 +121,8 @@ def diff_runs(
         )
 
     def one(rank: int) -> TraceDiff:
-        with ra.open(rank) as sa, rb.open(rank) as sb:
+        memo: dict[bytes, m.TraceFrame] = {}  # a frame both runs hold alike is decoded once
+        with ra.open(rank, memo) as sa, rb.open(rank, memo) as sb:
             return diff_traces(Trace(source=sa), Trace(source=sb), rtol, atol, max_listed, origins=False)
 
     share = share or Share()

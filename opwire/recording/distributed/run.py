@@ -117,12 +117,13 @@ class Run:
         self._groups = list(groups)
 
     @contextmanager
-    def open(self, rank: int) -> Iterator[TraceSource]:
-        """Rank `rank`'s trace, opened (a streamed one indexed, not read) and closed after use."""
+    def open(self, rank: int, memo: dict[bytes, m.TraceFrame] | None = None) -> Iterator[TraceSource]:
+        """Rank `rank`'s trace, opened (a streamed one indexed, not read) and closed after use (`memo`: see
+        `frames.open_source`)."""
         where = rank_file(self.path, rank)
         if not where.is_file():
             raise DecodeError(f"{where}: missing; the run has ranks 0..{getattr(self, 'world_size', '?')}")
-        src = open_source(where)
+        src = open_source(where, memo)
         try:
             if src.cut is not None:
                 raise DecodeError(
