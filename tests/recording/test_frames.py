@@ -116,3 +116,16 @@ def test_diff_through_the_light_source_agrees_with_the_full_one(mlp: Path, tmp_p
     src = open_source(mlp)
     assert isinstance(src, ScanSource)
     src.close()
+
+
+def test_two_readers_with_one_memo_decode_a_shared_frame_once(mlp: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "copy.trace"
+    copy.write_bytes(mlp.read_bytes())
+    memo: dict[bytes, object] = {}
+    with FrameReader(mlp, memo=memo) as a, FrameReader(copy, memo=memo) as b, TraceReader(mlp) as full:  # type: ignore[arg-type]
+        for i in range(len(full)):
+            ra = a.record(i)
+            assert memo and b.record(i) is ra and ra == full.record(i)
+        assert not memo  # each entry handed over once
+        name = full.names()[0]
+        assert a.meta(name) == full.meta(name) and b.meta(name) == full.meta(name) and not memo
