@@ -1,5 +1,12 @@
 """Distributed runs on gloo (2 and 4 ranks, one machine): recording overhead, `ranks`/`diff` throughput, replay.
 
+Throughput first: two 4-rank runs are recorded under /tmp, one with large payloads (a 2048x2048 gradient
+all-reduced per step) and one with many small tensors (the MLP below), and a copy of each. Each is read whole
+(every file through one reused buffer, best of 3: the speed of reading the files, page cache warm), then checked
+with `ranks` and diffed against its copy with `diff` by 1, 2 and 4 processes (1: in this process; 2 and 4:
+under torchrun, each process timing the same work after joining the group, startup excluded), best of 2, in MB
+of trace per second (diff: both runs' bytes) and as a fraction of the reading speed.
+
 Per world size, all under torchrun: a data-parallel MLP job (forward, backward, gradients averaged with
 `all_reduce`, SGD step) run eager and recorded (`-m opwire record`); each rank times its own training loop,
 so the ratio recorded/eager is the recording overhead per rank. Then, in this process, `opwire ranks`
@@ -7,7 +14,7 @@ so the ratio recorded/eager is the recording overhead per rank. Then, in this pr
 of trace per second; last, `torchrun -m opwire replay RUN --collectives`, each rank's chained replay time
 against its eager loop time. Run once; the figures depend on the machine's load.
 
-    python benchmarks/bench_ranks.py [--steps N] [--worlds 2 4]
+    python benchmarks/bench_ranks.py [--steps N] [--worlds 2 4] [--procs 1 2 4] [--skip-throughput]
 """
 
 from __future__ import annotations
@@ -25,6 +32,47 @@ from pathlib import Path
 
 from opwire.recording.distributed.diff_run import diff_runs
 from opwire.recording.distributed.ranks import check_ranks
+
+LARGE = """
+import sys
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+torch.manual_seed(0)
+w = torch.randn(2048, 2048)
+torch.manual_seed(1 + rank)
+for _ in range(int(sys.argv[1])):
+    x = torch.randn(256, 2048)
+    g = (x @ w).relu().t() @ x
+    dist.all_reduce(g, op=dist.ReduceOp.AVG)
+    w = w - 0.01 * g
+dist.destroy_process_group()
+"""
+
+WORKER = """
+import sys, time
+from opwire.recording.distributed.diff_run import diff_runs
+from opwire.recording.distributed.ranks import check_ranks
+from opwire.recording.distributed.share import launched_share
+
+run, copy = sys.argv[1], sys.argv[2]
+with launched_share() as share:
+    share.gather(0)  # every process has joined: time the work alone
+    best = [float("inf"), float("inf")]
+    for _ in range(2):
+        start = time.perf_counter()
+        assert not check_ranks(run, share=share).findings
+        share.gather(0)
+        best[0] = min(best[0], time.perf_counter() - start)
+        start = time.perf_counter()
+        assert diff_runs(run, copy, share=share).ok
+        share.gather(0)
+        best[1] = min(best[1], time.perf_counter() - start)
+    if share.prints:
+        print(f"TIMES {best[0]:.6f} {best[1]:.6f}", flush=True)
+"""
 
 JOB = """
 import sys, time
@@ -100,12 +148,66 @@ def bench(world: int, steps: int, tmp: Path) -> None:
     print(f"  replay --collectives per rank / eager loop: {', '.join(f'{x:.1f}x' for x in replay_ratio)}")
 
 
+def _read_speed(run: Path) -> float:
+    """MB/s reading every file of `run` through one reused buffer (best of 3)."""
+    buf = memoryview(bytearray(1 << 20))
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        for p in sorted(run.iterdir()):
+            with open(p, "rb", buffering=0) as f:
+                while f.readinto(buf):
+                    pass
+        best = min(best, time.perf_counter() - start)
+    return _mb(run) / best
+
+
+def _in_process(run: Path, copy: Path) -> tuple[float, float]:
+    best = [float("inf"), float("inf")]
+    for _ in range(2):
+        start = time.perf_counter()
+        assert not check_ranks(run).findings
+        best[0] = min(best[0], time.perf_counter() - start)
+        start = time.perf_counter()
+        assert diff_runs(run, copy).ok
+        best[1] = min(best[1], time.perf_counter() - start)
+    return best[0], best[1]
+
+
+def throughput(kind: str, job: str, steps: int, procs: list[int], tmp: Path) -> None:
+    """MB/s of `ranks` and `diff` on a 4-rank run for each process count, against reading the files."""
+    (tmp / "job.py").write_text(job)
+    _torchrun(4, ["-m", "opwire", "record", "--out", "run", "--", "job.py", str(steps)], tmp)
+    run, copy = tmp / "run", tmp / "copy"
+    shutil.copytree(run, copy)
+    (tmp / "worker.py").write_text(WORKER)
+    size, read = _mb(run), _read_speed(run)
+    print(f"{kind} run: 4 ranks, {size:.0f} MB; reading the files: {read:.0f} MB/s")
+    for p in procs:
+        if p == 1:
+            t_ranks, t_diff = _in_process(run, copy)
+        else:
+            out = _torchrun(p, ["worker.py", str(run), str(copy)], tmp).stdout
+            t_ranks, t_diff = (float(x) for x in re.findall(r"TIMES ([0-9.]+) ([0-9.]+)", out)[0])
+        r, d = size / t_ranks, 2 * size / t_diff
+        print(
+            f"  {p} process{'es' if p > 1 else ''}: ranks {r:.0f} MB/s ({r / p:.0f} per process, {r / read:.2f}x "
+            f"reading), diff {d:.0f} MB/s ({d / p:.0f} per process, {d / read:.2f}x reading)"
+        )
+
+
 def main() -> None:
     """Run the benchmark once per world size."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--worlds", type=int, nargs="+", default=[2, 4])
+    parser.add_argument("--procs", type=int, nargs="+", default=[1, 2, 4], help="process counts for ranks/diff")
+    parser.add_argument("--skip-throughput", action="store_true", help="only recording overhead and replay")
     args = parser.parse_args()
+    if not args.skip_throughput:
+        for kind, job, steps in (("large-payload", LARGE, 2), ("small-tensor", JOB, 40)):
+            with tempfile.TemporaryDirectory(prefix="opwire-ranks-") as tmp:
+                throughput(kind, job, steps, args.procs, Path(tmp))
     for world in args.worlds:
         with tempfile.TemporaryDirectory(prefix="opwire-ranks-") as tmp:
             bench(world, args.steps, Path(tmp))

@@ -28,7 +28,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "a",
         help="the first trace (any format opwire writes), or a run directory (rank<N>.trace per rank): "
-        "then B is one too and the runs are compared rank by rank, the earliest divergence across ranks first",
+        "then B is one too and the runs are compared rank by rank, the earliest divergence across ranks first "
+        "(under `torchrun --nproc-per-node P -m opwire diff RUN_A RUN_B` the P processes share the ranks)",
     )
     p.add_argument("b", help="the second trace")
     p.add_argument(
@@ -54,11 +55,16 @@ def run(args: argparse.Namespace) -> int:
 
     if is_run(args.a) or is_run(args.b):
         from opwire.recording.distributed.diff_run import diff_runs
+        from opwire.recording.distributed.share import launched_share
 
-        runs = diff_runs(
-            args.a, args.b, args.rtol, args.atol, args.max_mismatches, isolate=True, allow_ops=args.allow_op
-        )
-        if args.json:
+        with launched_share() as share:  # under torchrun: this process's share of the ranks
+            runs = diff_runs(
+                args.a, args.b, args.rtol, args.atol, args.max_mismatches, isolate=True, allow_ops=args.allow_op,
+                share=share,
+            )  # fmt: skip
+        if not share.prints:
+            pass
+        elif args.json:
             print_record(runs.to_model())
         else:
             print(runs)

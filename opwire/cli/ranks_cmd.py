@@ -19,7 +19,8 @@ def add_parser(sub: Any) -> None:
         "ranks that differ); then every collective's recorded outputs are recomputed from all ranks' recorded "
         "inputs (the first rank whose outputs disagree is named); sends are matched with receives. "
         "Exit 0 when the ranks are consistent, 1 on findings, 2 on bad input (a missing or cut rank trace, "
-        "ranks of different runs or world sizes, a single-process trace).",
+        "ranks of different runs or world sizes, a single-process trace). Under `torchrun --nproc-per-node P -m "
+        "opwire ranks RUN` the P processes share the ranks and the checks; process 0 prints the same report.",
     )
     p.add_argument("run", help="a run directory holding rank0.trace ... rank<N-1>.trace")
     p.add_argument("--no-numerics", action="store_true", help="check collective order, shapes and dtypes only")
@@ -32,9 +33,13 @@ def run(args: argparse.Namespace) -> int:
     """Check; exit 0 consistent, 1 findings, 2 bad input."""
     from opwire.cli.output import print_record
     from opwire.recording.distributed.ranks import check_ranks, format_ranks
+    from opwire.recording.distributed.share import launched_share
 
-    report = check_ranks(args.run, numerics=not args.no_numerics, max_findings=args.max_findings)
-    if args.json:
+    with launched_share() as share:  # under torchrun: this process's share of the ranks
+        report = check_ranks(args.run, numerics=not args.no_numerics, max_findings=args.max_findings, share=share)
+    if not share.prints:
+        pass
+    elif args.json:
         print_record(report)
     else:
         print(format_ranks(report, args.run))

@@ -168,18 +168,16 @@ def _run_dir(args: argparse.Namespace) -> int:
         )
         return 2
     from opwire.recording.distributed.replay_run import replay_run
+    from opwire.recording.distributed.share import launched_share
 
-    result = replay_run(
-        args.trace,
-        args.rtol,
-        args.atol,
-        allow_ops=args.allow_op,
-        timeout=args.timeout,
-        max_mismatches=args.max_mismatches,
-        isolate=args.isolate,
-        max_memory=args.max_memory,
-    )
-    if args.json:
+    with launched_share() as share:  # under torchrun: this process's share of the ranks
+        result = replay_run(
+            args.trace, args.rtol, args.atol, allow_ops=args.allow_op, timeout=args.timeout,
+            max_mismatches=args.max_mismatches, isolate=args.isolate, max_memory=args.max_memory, share=share,
+        )  # fmt: skip
+    if not share.prints:
+        pass
+    elif args.json:
         from opwire.cli.output import print_record
         from opwire.validation.replay_findings import replay_findings
 

@@ -127,6 +127,8 @@ def _tensor_diff(pair: Pair, nx: str, ny: str, errors: Errors, values: bool = Tr
     try:
         if not values:  # dtype, shape and strides only, from the metadata: no payload is read
             return _layout_diff(mx, my)
+        if _same_bytes(pair, nx, ny, mx, my):
+            return None
         if not pair.b.nbytes(ny) and my.digest is not None and not my.data:
             if mx.digest is not None and not pair.a.nbytes(nx) and not mx.data:
                 same = mx.digest.sha256 == my.digest.sha256
@@ -137,3 +139,14 @@ def _tensor_diff(pair: Pair, nx: str, ny: str, errors: Errors, values: bool = Tr
         return compare_tensor(got, mx, pair.rtol, pair.atol, True, lambda: pair.a.load(nx), errors)
     except OpwireError as exc:
         return Difference("missing", f"a payload is unreadable: {exc}")
+
+
+def _same_bytes(pair: Pair, nx: str, ny: str, mx: m.TensorValue, my: m.TensorValue) -> bool:
+    """Whether both tensors have one layout and payloads of one SHA-256, each checked against its bytes: equal
+    values (NaN payloads included) without rebuilding either tensor."""
+    if (mx.dtype, list(mx.sizes), list(mx.strides), mx.storage_offset) != (
+        my.dtype, list(my.sizes), list(my.strides), my.storage_offset
+    ):  # fmt: skip
+        return False
+    db = pair.b.payload_digest(ny)  # B first: the side a comparison rebuilds first
+    return db is not None and db == pair.a.payload_digest(nx)

@@ -47,6 +47,14 @@ class TraceSource:
         for i in range(start, len(self) if stop is None else min(stop, len(self))):
             yield self.record(i)
 
+    def target(self, i: int) -> str:
+        """The op of record `i` (a reader that can tell it without decoding the record overrides this)."""
+        return self.record(i).target
+
+    def payload_digest(self, name: str) -> str | None:
+        """The SHA-256 (hex) of `name`'s stored bytes, checked against them; None where the source keeps none."""
+        return None
+
     def names(self) -> list[str]:
         """Every tensor name."""
         raise NotImplementedError
@@ -117,8 +125,11 @@ class ModelSource(TraceSource):
 class StreamSource(TraceSource):
     """A streamed trace file; replaced tensors live in memory beside it."""
 
-    def __init__(self, path: str | Path, *, max_elements: int | None = None, max_bytes: int | None = None) -> None:
-        self.reader = TraceReader(path, max_elements=max_elements, max_bytes=max_bytes)
+    def __init__(
+        self, path: str | Path, *, max_elements: int | None = None, max_bytes: int | None = None,
+        reader: TraceReader | None = None,
+    ) -> None:  # fmt: skip
+        self.reader = reader or TraceReader(path, max_elements=max_elements, max_bytes=max_bytes)
         self.path = Path(path)
         self.cut = self.reader.cut
         self._header = self.reader.header

@@ -8,7 +8,8 @@ rank q**, the lowest member rank whose inputs differ, or **local** when none doe
 computed differently). Each rank's headline is its first local divergence; ranks whose headline is local come
 first, earliest call first. Values no run reproduces (random draws, undefined memory) are not compared
 (`compare.reproducible`, the rule replay uses). Ranks are diffed by a few threads at a time, each pair opened and
-closed on its own; calls are run again afterwards, one rank at a time (in the sandbox from the CLI).
+closed on its own; calls are run again afterwards, one rank at a time (in the sandbox from the CLI). Under
+torchrun (`share`) each process diffs and labels its share of the ranks and the diffs are gathered as JSON.
 """
 
 from __future__ import annotations
@@ -16,16 +17,18 @@ from __future__ import annotations
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from opwire.errors import DecodeError
 from opwire.recording.distributed.run import Run
 from opwire.recording.distributed.sequence import CollectiveCall, collective_calls
+from opwire.recording.distributed.share import Share
 from opwire.recording.origin import ANOTHER_RANK, LOCAL, values_differ
 from opwire.recording.recorder import Trace
 from opwire.recording.source import TraceSource
-from opwire.recording.trace_diff import CallDifference, OnlyIn, TraceDiff, diff_traces, relabel, set_origins
+from opwire.recording.trace_diff import CallDifference, OnlyIn, OpDiff, TraceDiff, diff_traces, relabel, set_origins
 from opwire.schema import models as m
 
 __all__ = ["RunDiff", "diff_runs"]
@@ -104,8 +107,12 @@ class RunDiff:
 def diff_runs(
     a: str | Path, b: str | Path, rtol: float | None = None, atol: float | None = None, max_listed: int = 10,
     threads: int = 2, *, origins: bool = True, isolate: bool = False, allow_ops: Iterable[str] = (),
+    share: Share | None = None,
 ) -> RunDiff:  # fmt: skip
-    """Diff run directories `a` and `b` rank by rank (same world size required), each difference labelled."""
+    """Diff run directories `a` and `b` rank by rank (same world size required), each difference labelled.
+
+    `share` splits the ranks over the processes torchrun launched (each diffs and labels its ranks, then the
+    diffs are gathered as JSON); every process returns the same `RunDiff`."""
     ra, rb = Run(a), Run(b)
     if ra.world_size != rb.world_size:
         raise DecodeError(
@@ -114,23 +121,53 @@ def diff_runs(
         )
 
     def one(rank: int) -> TraceDiff:
-        with ra.open(rank) as sa, rb.open(rank) as sb:
+        memo: dict[bytes, m.TraceFrame] = {}  # a frame both runs hold alike is decoded once
+        with ra.open(rank, memo) as sa, rb.open(rank, memo) as sb:
             return diff_traces(Trace(source=sa), Trace(source=sb), rtol, atol, max_listed, origins=False)
 
-    with ThreadPoolExecutor(max_workers=max(1, min(threads, ra.world_size))) as pool:
-        ranks = list(pool.map(one, range(ra.world_size)))
+    share = share or Share()
+    mine = share.ranks(ra.world_size)
+    with ThreadPoolExecutor(max_workers=max(1, min(threads, len(mine) or 1))) as pool:
+        ranks = dict(zip(mine, pool.map(one, mine), strict=True))
     if origins:
-        for rank, d in enumerate(ranks):
+        for rank, d in ranks.items():
             if d.differences:
                 with ra.open(rank) as sa, rb.open(rank) as sb:
                     set_origins(d, Trace(source=sa), Trace(source=sb), rtol, atol, isolate, allow_ops)
         _from_ranks(ra, rb, ranks, rtol, atol)
-    return RunDiff(str(a), str(b), ra.world_size, ranks)
+    if share.count > 1:
+        parts = share.gather({str(r): _to_json(d) for r, d in ranks.items()})
+        ranks = {int(r): _from_json(x) for part in parts for r, x in part.items()}
+    return RunDiff(str(a), str(b), ra.world_size, [ranks[r] for r in range(ra.world_size)])
 
 
-def _from_ranks(ra: Run, rb: Run, ranks: list[TraceDiff], rtol: float | None, atol: float | None) -> None:
+def _to_json(d: TraceDiff) -> dict[str, Any]:
+    """A rank's diff as JSON (what a process hands the others): every event in order, the per-op figures."""
+    events = [["difference" if isinstance(e, CallDifference) else "only", asdict(e)] for e in d.events]
+    ops = {op: asdict(s) for op, s in d.ops.items()}
+    return {"head": [d.a, d.b, d.a_calls, d.b_calls, d.matched, d.max_listed], "ops": ops, "events": events}
+
+
+def _from_json(x: dict[str, Any]) -> TraceDiff:
+    """The diff `_to_json` wrote (differences and one-sided calls are the events of their kind, in order)."""
+    a, b, a_calls, b_calls, matched, max_listed = x["head"]
+    d = TraceDiff(a, b, a_calls, b_calls, matched, max_listed=max_listed)
+    d.ops = {op: OpDiff(**s) for op, s in x["ops"].items()}
+    for kind, e in x["events"]:
+        event: CallDifference | OnlyIn
+        if kind == "difference":
+            event = CallDifference(**e)
+            d.differences.append(event)
+        else:
+            event = OnlyIn(**e)
+            (d.only_a if event.side == "A" else d.only_b).append(event)
+        d.events.append(event)
+    return d
+
+
+def _from_ranks(ra: Run, rb: Run, ranks: dict[int, TraceDiff], rtol: float | None, atol: float | None) -> None:
     """Name the rank each "inherited from another rank" collective result came from (or call it local)."""
-    wanted = {r: [x for x in d.differences if x.origin == ANOTHER_RANK] for r, d in enumerate(ranks)}
+    wanted = {r: [x for x in d.differences if x.origin == ANOTHER_RANK] for r, d in ranks.items()}
     if not any(wanted.values()):
         return
     with ExitStack() as stack:

@@ -19,7 +19,6 @@ prints the report the fork sends back, or one line naming the call a crash stopp
 from __future__ import annotations
 
 import gc
-import json as _stdlib_json
 import os
 import sys
 import time
@@ -44,6 +43,7 @@ from opwire.recording.distributed.ranks import check_ranks
 from opwire.recording.distributed.replay_run import RunReplay
 from opwire.recording.distributed.run import Run
 from opwire.recording.distributed.sequence import collective_calls
+from opwire.recording.distributed.share import gather_json
 from opwire.recording.replay_worker import report_from_dict, worker_report
 from opwire.recording.report import Mismatch, OpStats, ReplayReport
 from opwire.recording.source import TraceSource
@@ -137,7 +137,7 @@ def _replay_here(
         groups, ranks = _groups(run, timeout)
         child.ready()  # sandboxed from here: the connected group's sockets only (syscalls.COLLECTIVES)
         report = _replay_rank(run, rank, groups, ranks, rtol, atol, allow_ops, child)
-        reports = _gather(to_jsonable(worker_report(report)))
+        reports = gather_json(to_jsonable(worker_report(report)))
     except Exception as exc:  # this rank cannot go on: say so (the caller exits), and torchrun stops the others
         return {"error": f"{type(exc).__name__}: {exc}".encode()}
     merged = RunReplay(str(run.path), "collectives", run.world_size)
@@ -269,18 +269,3 @@ def _names(arg: m.Argument) -> list[str]:
 
 def _flat(names: Any) -> list[str]:
     return [x for n in names for x in (_flat(n) if isinstance(n, list) else [n])]
-
-
-def _gather(data: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every rank's report (JSON bytes over the group; nothing pickled)."""
-    import torch.distributed as dist
-
-    raw = torch.frombuffer(bytearray(_stdlib_json.dumps(data).encode()), dtype=torch.uint8)
-    sizes = [torch.zeros(1, dtype=torch.int64) for _ in range(dist.get_world_size())]
-    dist.all_gather(sizes, torch.tensor([raw.numel()]))
-    most = int(max(s.item() for s in sizes))
-    padded = torch.zeros(most, dtype=torch.uint8)
-    padded[: raw.numel()] = raw
-    bufs = [torch.zeros(most, dtype=torch.uint8) for _ in sizes]
-    dist.all_gather(bufs, padded)
-    return [_stdlib_json.loads(bytes(b[: int(s.item())].tolist())) for b, s in zip(bufs, sizes, strict=True)]

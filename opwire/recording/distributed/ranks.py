@@ -5,105 +5,120 @@ with the same reduction, root, shapes and dtypes; the first place where they par
 that differ from the majority (as torch's Flight Recorder does, but from the traces), and the group's later
 places are not compared. Numerics: each agreeing collective's recorded outputs are recomputed from all
 member ranks' recorded inputs. Point-to-point sends and receives are matched per (sender, receiver, tag).
-Ranks are read in lockstep, one collective at a time: memory holds one collective's tensors per rank.
+Each rank is read once into a compact summary of its collectives; the checks then read the tensors of one
+collective at a time (memory holds one collective's tensors per rank), the ranks' files read at once on threads.
+Under torchrun (`share`), each process summarizes its share of the ranks and makes its share of the numeric
+checks; the pieces are gathered as JSON and every process reduces them to the same report.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack
+from dataclasses import dataclass
 from itertools import zip_longest
 from pathlib import Path
-
-import torch
+from typing import Any
 
 from opwire.recording.distributed.numerics import Disagreement, check_collective, check_p2p
 from opwire.recording.distributed.run import Run
-from opwire.recording.distributed.sequence import CollectiveCall, collective_calls, signature
-from opwire.recording.source import TraceSource
+from opwire.recording.distributed.scan import RankTensors, calls_of, groups_of, summarize
+from opwire.recording.distributed.sequence import CollectiveCall
+from opwire.recording.distributed.share import Share
 from opwire.schema import models as m
+from opwire.serde import json
 
 __all__ = ["check_ranks", "format_ranks"]
 
+_ENDED = "(no call: the rank's sequence ended)"
 
-def check_ranks(run: Run | str | Path, numerics: bool = True, max_findings: int = 100) -> m.RanksReport:
-    """Check a run's ranks against each other; findings earliest first (by group place, then call)."""
+
+@dataclass
+class _Check:
+    """A numeric check to make: a group place whose ranks agree, or a matched send and receive."""
+
+    group: str
+    seq: int
+    calls: list[CollectiveCall | None]
+    indexes: list[int]
+    p2p: tuple[int, int, int] | None = None  # (sender, receiver, tag)
+
+
+def check_ranks(
+    run: Run | str | Path, numerics: bool = True, max_findings: int = 100, *, share: Share | None = None,
+    threads: int = 2,
+) -> m.RanksReport:  # fmt: skip
+    """Check a run's ranks against each other; findings earliest first (by group place, then call).
+
+    `share` splits the work over the processes torchrun launched (each reads its ranks, then its part of the
+    numeric checks; every process returns the same report); `threads` read ranks' tensors at once."""
     run = run if isinstance(run, Run) else Run(run)
-    with ExitStack() as stack:
-        srcs = [stack.enter_context(run.open(r)) for r in range(run.world_size)]
-        run.set_groups(srcs)
-        report = m.RanksReport(
-            run_id=run.run_id, world_size=run.world_size, groups=run.groups, collectives=0, findings=[]
-        )
+    share = share or Share()
+    tensors = RankTensors(run, threads)
+    try:
+        return _check(run, numerics, max_findings, share, tensors)
+    finally:
+        tensors.close()
 
-        def load(rank: int, name: str) -> torch.Tensor:
-            return srcs[rank].load(name, "cpu")
 
-        p2p: list[CollectiveCall] = []  # sends and receives, met on the way (one read of each rank per group)
-        for g in run.groups:
-            _check_group(report, g, srcs, load if numerics else None, max_findings, p2p)
-        _check_p2p(report, run, p2p, load if numerics else None)
+def _check(run: Run, numerics: bool, max_findings: int, share: Share, tensors: RankTensors) -> m.RanksReport:
+    mine = [summarize(tensors.source(r), r) for r in share.ranks(run.world_size)]
+    summaries = sorted((s for part in share.gather(mine) for s in part), key=lambda s: int(s["rank"]))
+    groups = groups_of(summaries)
+    run.use_groups(groups)
+    report = m.RanksReport(run_id=run.run_id, world_size=run.world_size, groups=groups, collectives=0, findings=[])
+    calls = [calls_of(s) for s in summaries]
+    events = _walk_groups(report, groups, calls)
+    events += _match_p2p(report, run, [c for c, _ in (x for per in calls for x in per) if c.spec.p2p], groups)
+    checks = [e for e in events if isinstance(e, _Check)]
+    found: dict[int, Any] = {}
+    if numerics:
+        for k, check in enumerate(checks):
+            if share.mine(k):
+                f = _numeric(check, tensors)
+                found[k] = None if f is None else json.encode(f).decode("ascii")
+        for part in share.gather({str(k): v for k, v in found.items()}):
+            found.update((int(k), v) for k, v in part.items())
+    k = 0
+    for e in events:
+        if not isinstance(e, _Check):
+            report.findings.append(e)
+            continue
+        f, k = found.get(k), k + 1
+        if f is not None and (e.p2p is not None or len(report.findings) < max_findings):
+            report.findings.append(json.decode(f, m.RanksFinding, source="a numeric check"))
     report.findings.sort(key=lambda f: (min((c for c in f.calls if c >= 0), default=-1), f.group, f.seq))
     del report.findings[max_findings:]
     return report
 
 
-def _check_group(
-    report: m.RanksReport,
-    g: m.TraceProcessGroup,
-    srcs: list[TraceSource],
-    load: Callable[[int, str], torch.Tensor] | None,
-    max_findings: int,
-    p2p: list[CollectiveCall],
-) -> None:
-    members = [int(r) for r in g.ranks]
-    streams = [_collectives(srcs[r], r, g.name, p2p) for r in members]
-    try:
-        _walk(report, g, members, srcs, streams, load, max_findings)
-    finally:
-        for s in streams:  # the rest of each rank's calls: its sends and receives are still matched
-            for _ in s:
-                pass
-
-
-def _collectives(src: TraceSource, rank: int, group: str, p2p: list[CollectiveCall]) -> Iterator[CollectiveCall]:
-    for c in collective_calls(src, rank, group):
-        if c.spec.p2p:
-            p2p.append(c)
-        else:
-            yield c
-
-
-def _walk(
-    report: m.RanksReport,
-    g: m.TraceProcessGroup,
-    members: list[int],
-    srcs: list[TraceSource],
-    streams: list[Iterator[CollectiveCall]],
-    load: Callable[[int, str], torch.Tensor] | None,
-    max_findings: int,
-) -> None:
-    for seq, calls in enumerate(zip_longest(*streams)):
-        report.collectives += 1
-        sigs = [signature(c, srcs[c.rank]) if c is not None else "(no call: the rank's sequence ended)" for c in calls]
-        indexes = [-1] * report.world_size
-        for r, c in zip(members, calls, strict=True):
-            indexes[r] = c.index if c is not None else -1
-        if len(set(sigs)) > 1:
-            majority = _majority(sigs)
-            odd = [r for r, s in zip(members, sigs, strict=True) if s != majority]
-            first = calls[members.index(odd[0])]
-            detail = "; ".join(f"rank {r}: {s}" for r, s in zip(members, sigs, strict=True))
-            report.findings.append(_finding("sequence", g.name, seq, first, odd, indexes, detail))
-            return  # later places of a desynchronized group do not line up
-        if load is None or len(report.findings) >= max_findings:
-            continue
-        present = [c for c in calls if c is not None]
-        bad = check_collective(present, load)
-        if bad:
-            first = calls[members.index(bad[0].rank)]
-            report.findings.append(_numeric(g.name, seq, first, bad, indexes))
+def _walk_groups(
+    report: m.RanksReport, groups: list[m.TraceProcessGroup], calls: list[list[tuple[CollectiveCall, str]]]
+) -> list[m.RanksFinding | _Check]:
+    """Each group's places in order: a numeric check per place where the ranks agree, a finding where they part
+    (the group's later places are not compared)."""
+    events: list[m.RanksFinding | _Check] = []
+    for g in groups:
+        members = [int(r) for r in g.ranks]
+        streams = [
+            [(c, sig) for c, sig in calls[r] if c.group == g.name and not c.spec.p2p] if r < len(calls) else []
+            for r in members
+        ]
+        for seq, row in enumerate(zip_longest(*streams)):
+            report.collectives += 1
+            here = [x[0] if x is not None else None for x in row]
+            sigs = [x[1] if x is not None else _ENDED for x in row]
+            indexes = [-1] * report.world_size
+            for r, c in zip(members, here, strict=True):
+                indexes[r] = c.index if c is not None else -1
+            if len(set(sigs)) > 1:
+                majority = _majority(sigs)
+                odd = [r for r, s in zip(members, sigs, strict=True) if s != majority]
+                first = here[members.index(odd[0])]
+                detail = "; ".join(f"rank {r}: {s}" for r, s in zip(members, sigs, strict=True))
+                events.append(_finding("sequence", g.name, seq, first, odd, indexes, detail))
+                break  # later places of a desynchronized group do not line up
+            events.append(_Check(g.name, seq, here, indexes))
+    return events
 
 
 def _majority(sigs: list[str]) -> str:
@@ -128,7 +143,32 @@ def _finding(
     )
 
 
-def _numeric(
+def _numeric(check: _Check, tensors: RankTensors) -> m.RanksFinding | None:
+    """The finding of one numeric check (None when the recorded outputs follow from the inputs)."""
+    if check.p2p is not None:
+        a, b, tag = check.p2p
+        sc, rc = check.calls
+        assert sc is not None and rc is not None
+        tensors.prefetch({sc.rank: _flat(sc.inputs), rc.rank: _flat(rc.outputs)})
+        bad = check_p2p(sc, rc, tensors.load)
+        if bad is None:
+            return None
+        detail = f"rank {b} {bad.what} from rank {a} (tag {tag}): {bad.detail}"
+        return _finding("numeric", check.group, check.seq, rc, [b], check.indexes, detail)
+    present = [c for c in check.calls if c is not None]
+    tensors.prefetch({c.rank: _flat(c.inputs) for c in present})
+    found = check_collective(present, tensors.load, tensors.key)
+    if not found:
+        return None
+    first = check.calls[[c.rank if c is not None else -1 for c in check.calls].index(found[0].rank)]
+    return _disagreeing(check.group, check.seq, first, found, check.indexes)
+
+
+def _flat(names: Any) -> list[str]:
+    return [x for n in names for x in (_flat(n) if isinstance(n, list) else [str(n)])]
+
+
+def _disagreeing(
     group: str, seq: int, call: CollectiveCall | None, bad: list[Disagreement], calls: list[int]
 ) -> m.RanksFinding:
     ranks = list(dict.fromkeys(d.rank for d in bad))
@@ -137,14 +177,18 @@ def _numeric(
     return _finding("numeric", group, seq, call, ranks, calls, f"{what}: {detail}")
 
 
-def _check_p2p(
-    report: m.RanksReport, run: Run, p2p: list[CollectiveCall], load: Callable[[int, str], torch.Tensor] | None
-) -> None:
+def _match_p2p(
+    report: m.RanksReport, run: Run, p2p: list[CollectiveCall], groups: list[m.TraceProcessGroup]
+) -> list[m.RanksFinding | _Check]:
     """Match the k-th send from a to b (tag t) with b's k-th receive from a (tag t), in global ranks."""
+    members = {g.name: [int(x) for x in g.ranks] for g in groups}
     sends: dict[tuple[str, int, int, int], list[CollectiveCall]] = {}
     recvs: dict[tuple[str, int, int, int], list[CollectiveCall]] = {}
+    events: list[m.RanksFinding | _Check] = []
     for c in sorted(p2p, key=lambda c: (c.rank, c.index)):
         r = c.rank
+        if r not in members.get(c.group, ()):
+            continue  # a call in a group its rank's headers do not list: not read, as before
         ranks = [int(x) for x in run.group(c.group).ranks]
         peer = ranks[int(c.scalar(c.spec.root))]
         tag = int(c.scalar("tag") or 0)
@@ -167,13 +211,10 @@ def _check_p2p(
                     f"rank {a} sent {len(s)} messages to rank {b} (tag {tag}), rank {b} received {len(v)} from rank {a}"
                 )
                 odd = [b if sc is not None else a]
-                report.findings.append(_finding("sequence", group, k, sc or rc, odd, indexes, detail))
+                events.append(_finding("sequence", group, k, sc or rc, odd, indexes, detail))
                 break
-            if load is not None:
-                bad = check_p2p(sc, rc, load)
-                if bad is not None:
-                    detail = f"rank {b} {bad.what} from rank {a} (tag {tag}): {bad.detail}"
-                    report.findings.append(_finding("numeric", group, k, rc, [b], indexes, detail))
+            events.append(_Check(group, k, [sc, rc], indexes, (a, b, tag)))
+    return events
 
 
 def format_ranks(report: m.RanksReport, path: str) -> str:

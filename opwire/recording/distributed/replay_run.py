@@ -9,7 +9,7 @@ on its own, so memory stays that of one rank's replay.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +18,13 @@ import torch
 from opwire.recording.distributed.collectives import is_distributed_op
 from opwire.recording.distributed.ranks import check_ranks, format_ranks
 from opwire.recording.distributed.run import Run
+from opwire.recording.distributed.share import Share
 from opwire.recording.recorder import Trace
-from opwire.recording.report import ReplayReport
+from opwire.recording.replay_worker import report_from_dict, worker_report
+from opwire.recording.report import ReplayReport, SchemaDrift
 from opwire.recording.source import TraceSource
 from opwire.schema import models as m
+from opwire.serde.json import to_jsonable
 
 __all__ = ["Divergence", "RunReplay", "replay_run"]
 
@@ -145,6 +148,12 @@ class _LocalOnly(TraceSource):
             return rec.model_copy(update={"metadata": {**rec.metadata, "skipped": NOT_EXECUTED}})
         return rec
 
+    def target(self, i: int) -> str:
+        return self.src.target(i)
+
+    def payload_digest(self, name: str) -> str | None:
+        return self.src.payload_digest(name)
+
     def names(self) -> list[str]:
         return self.src.names()
 
@@ -174,16 +183,20 @@ def replay_run(
     max_mismatches: int = 10,
     isolate: bool = True,
     max_memory: int | None = None,
+    share: Share | None = None,
 ) -> RunReplay:
     """Replay every rank of `run` isolated (collectives checked across ranks, not executed); `isolate`: each rank's
-    replay runs in a sandboxed child (a crashing call is a KernelError naming the rank and the call)."""
+    replay runs in a sandboxed child (a crashing call is a KernelError naming the rank and the call). `share`
+    splits the ranks over the processes torchrun launched (reports gathered as JSON, collectives checked split)."""
     from opwire.errors import KernelError
     from opwire.proxy_executor.run_budgets import MAX_MEMORY
     from opwire.recording.replayer import replay
 
     run = run if isinstance(run, Run) else Run(run)
     result = RunReplay(str(run.path), "isolated", run.world_size)
-    for r in range(run.world_size):
+    share = share or Share()
+    reports: dict[int, ReplayReport] = {}
+    for r in share.ranks(run.world_size):
         with run.open(r) as src:
             trace = Trace(source=_LocalOnly(src))
             try:
@@ -193,6 +206,23 @@ def replay_run(
                 )  # fmt: skip
             except KernelError as exc:
                 raise KernelError(f"rank {r}: {exc}") from None
-            result.ranks.append(report)
-    result.collectives = check_ranks(run)
+            reports[r] = report
+    if share.count > 1:
+        parts = share.gather({str(r): _to_json(rep) for r, rep in reports.items()})
+        reports = {int(r): _from_json(x) for part in parts for r, x in part.items()}
+    result.ranks = [reports[r] for r in range(run.world_size)]
+    result.collectives = check_ranks(run, share=share)
     return result
+
+
+def _to_json(rep: ReplayReport) -> dict[str, Any]:
+    """A rank's report as JSON (what a process hands the others)."""
+    extra = [rep.recorded_torch, rep.cut, rep.tolerance, rep.max_mismatches, [asdict(x) for x in rep.schema_drift]]
+    return {"report": to_jsonable(worker_report(rep)), "extra": extra}
+
+
+def _from_json(x: dict[str, Any]) -> ReplayReport:
+    rep = report_from_dict(x["report"])
+    rep.recorded_torch, rep.cut, rep.tolerance, rep.max_mismatches, drift = x["extra"]
+    rep.schema_drift = [SchemaDrift(**d) for d in drift]
+    return rep

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from opwire.errors import DecodeError
 from opwire.recording.distributed.launch import rank_file
+from opwire.recording.frames import open_source
 from opwire.recording.source import TraceSource
 from opwire.schema import models as m
 
@@ -111,15 +112,18 @@ class Run:
                 found.setdefault(g.name, g)
         self._groups = list(found.values())
 
-    @contextmanager
-    def open(self, rank: int) -> Iterator[TraceSource]:
-        """Rank `rank`'s trace, opened (a streamed one indexed, not read) and closed after use."""
-        from opwire.recording.recorder import load_trace
+    def use_groups(self, groups: list[m.TraceProcessGroup]) -> None:
+        """Take the groups gathered from the ranks' headers elsewhere (saves reading them again)."""
+        self._groups = list(groups)
 
+    @contextmanager
+    def open(self, rank: int, memo: dict[bytes, m.TraceFrame] | None = None) -> Iterator[TraceSource]:
+        """Rank `rank`'s trace, opened (a streamed one indexed, not read) and closed after use (`memo`: see
+        `frames.open_source`)."""
         where = rank_file(self.path, rank)
         if not where.is_file():
             raise DecodeError(f"{where}: missing; the run has ranks 0..{getattr(self, 'world_size', '?')}")
-        src = load_trace(where).source
+        src = open_source(where, memo)
         try:
             if src.cut is not None:
                 raise DecodeError(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from opwire.recording.distributed.collectives import Collective, collective_of
@@ -32,9 +32,12 @@ class CollectiveCall:
     outputs: Names
     source: str
     module: str
+    values: dict[str, Any] = field(default_factory=dict)  # scalars kept where `args` is not (a gathered summary)
 
     def scalar(self, name: str) -> Any:
         """The value of a non-tensor argument (an int, a string, a custom object's name), None when absent."""
+        if name in self.values:
+            return self.values[name]
         arg = self.args.get(name)
         if arg is None:
             return None
@@ -67,9 +70,12 @@ def _group(rec: m.CallRecord, spec: Collective, args: dict[str, m.Argument], def
 
 def collective_calls(src: TraceSource, rank: int, group: str | None = None) -> Iterator[CollectiveCall]:
     """The collectives and point-to-point calls of `src` in call order (only those of `group` when given)."""
-    for i, rec in enumerate(src.records()):
-        spec = collective_of(rec.target)
-        if spec is None or spec.kind == "wait" or "skipped" in rec.metadata:
+    for i in range(len(src)):
+        spec = collective_of(src.target(i))  # the record itself is decoded only for a collective
+        if spec is None or spec.kind == "wait":
+            continue
+        rec = src.record(i)
+        if "skipped" in rec.metadata:
             continue
         args = {na.name: na.arg for na in rec.inputs}
         g = _group(rec, spec, args, "0")

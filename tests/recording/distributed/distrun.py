@@ -7,18 +7,22 @@ import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["JOB", "torchrun"]
+__all__ = ["JOB", "SHARE_JOB", "torchrun"]
 
 JOB = Path(__file__).with_name("collectives_job.py")
+SHARE_JOB = Path(__file__).with_name("share_job.py")
 _ROOT = Path(__file__).resolve().parents[3]
 
 
 def torchrun(
     *args: object, cwd: Path, timeout: float = 300, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """`torchrun --standalone --nproc-per-node 2 -m opwire ARGS` in `cwd` (this checkout's opwire first)."""
+    """`torchrun --standalone --nproc-per-node 2 -m opwire ARGS` in `cwd` (this checkout's opwire first); ARGS
+    starting with a `.py` script run that script instead."""
     full = {**os.environ, **(env or {})}
     full["PYTHONPATH"] = os.pathsep.join([str(_ROOT), *filter(None, [full.get("PYTHONPATH")])])
     full.setdefault("OMP_NUM_THREADS", "1")
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "opwire"]
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+    if not str(args[0]).endswith(".py"):  # a script runs as itself, anything else as `-m opwire ARGS`
+        cmd += ["-m", "opwire"]
     return subprocess.run([*cmd, *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=full)

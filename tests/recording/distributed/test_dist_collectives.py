@@ -65,3 +65,26 @@ def test_record_path_takes_the_rank(monkeypatch: pytest.MonkeyPatch, tmp_path: P
     trace = opwire.load_trace(tmp_path / "rank1.trace")
     d = trace.header.distributed
     assert d is not None and (d.rank, d.world_size, d.run_id, d.groups) == (1, 2, "job-7", [])
+
+
+def test_a_reduction_check_reads_its_tensors_without_writing_them() -> None:
+    from opwire.recording.distributed.numerics import _differs, _reduce
+
+    xs = [
+        torch.tensor([1.0, 2.0, float("nan")], dtype=torch.float64),
+        torch.tensor([3.0, -1.0, 0.0], dtype=torch.float64),
+    ]
+    want, scale = _reduce("SUM", xs)
+    assert scale is not None
+    got = want.clone()
+    assert _differs(got, want, scale) is None and torch.equal(got.nan_to_num(), want.nan_to_num())
+    got[1] += 1e-3
+    before = got.clone()
+    assert _differs(got, want, scale) == "element 1 is 1.001, expected 1 (max abs diff inf, rtol=1e-07, atol=1e-07)"
+    assert torch.equal(got.nan_to_num(), before.nan_to_num())  # the recorded value is left as it was
+    got[2] = 0.0
+    assert _differs(got, want, scale).startswith("element 1 is 1.001")  # type: ignore[union-attr]
+    assert (
+        _differs(torch.tensor([4.0, 1.0, 5.0]), want, scale)
+        == "element 2 is 5, expected nan (max abs diff inf, rtol=1e-05, atol=1e-06)"
+    )

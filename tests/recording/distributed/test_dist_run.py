@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from distrun import JOB, torchrun
+from distrun import JOB, SHARE_JOB, torchrun
 from support.clirun import Cli
 
 import opwire
 from opwire.recording.distributed.diff_run import diff_runs
-from opwire.recording.distributed.ranks import check_ranks
+from opwire.recording.distributed.ranks import check_ranks, format_ranks
 from opwire.recording.distributed.replay_run import replay_run
 from opwire.schema import models as m
 from opwire.serde import DecodeError
@@ -197,3 +197,18 @@ def test_a_failing_rank_aborts_the_group_under_collectives(run_dir: Path, tmp_pa
     done = torchrun("replay", out, "--collectives", "--collective-timeout", "4", cwd=tmp_path, timeout=240)
     assert done.returncode != 0
     assert "opwire replay: error: rank" in done.stderr
+
+
+def test_ranks_diff_and_replay_print_the_same_split_over_torchrun(run_dir: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad"
+    _tamper(run_dir, bad, 1, "c10d::allreduce_")
+    done = torchrun(SHARE_JOB, bad, run_dir, tmp_path / "out", cwd=tmp_path)  # one launch, the three commands
+    alone = {
+        "ranks": (1, format_ranks(check_ranks(str(bad)), str(bad))),
+        "diff": (1, str(diff_runs(str(bad), str(run_dir), isolate=True))),
+        "replay": (1, str(replay_run(str(bad)))),
+    }
+    for name, (code, text) in alone.items():
+        first, printed = (tmp_path / f"out.{name}.0").read_text().split("\n", 1)
+        assert (int(first), printed) == (code, text + "\n"), (name, done.stderr[-2000:])
+        assert (tmp_path / f"out.{name}.1").read_text() == f"{code}\n", name  # process 1 prints nothing

@@ -1,0 +1,251 @@
+"""A streamed trace read without a model per frame: the light reader `opwire ranks` and `opwire diff` use.
+
+`TraceReader` decodes every tensor frame into a model when it opens a file. `FrameReader` reads the same
+file with the same checks, but takes from a tensor frame only its name (the first field of the frame's
+compact Thrift body, read in place) and from a record frame only its op: a tensor's metadata is decoded
+when it is first asked for, a record when it is read. Every frame's CRC-32 is still checked on open, so a
+corrupt frame is refused there as before; a body whose first field is not where the writer puts it is
+decoded on open as `TraceReader` does. Payloads are hashed in place (`payload_digest`): the file's bytes
+go through a reused buffer into SHA-256, never into a tensor. `ScanSource` is the `TraceSource` over it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from opwire.errors import DecodeError
+from opwire.recording.source import StreamSource, TraceSource
+from opwire.recording.stream import TraceReader, is_stream
+from opwire.schema import models as m
+from opwire.serde import budgets, tensors, thrift
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["FrameReader", "ScanSource", "open_source"]
+
+_TENSOR_HEAD = b"\x0c<\xa8"  # TraceFrame field 30 (struct TraceTensor), then its field 10 (string name)
+_RECORD_HEAD = b"\x0cP\xa8"  # TraceFrame field 40 (struct CallRecord), then its field 10 (string target)
+_LIGHT = 64 << 10  # tensor frames up to this size are indexed by name; larger ones are decoded on open
+_HEAD_BYTES = 4096  # a record's target is read from at most this many bytes at the start of its body
+_CHUNK = 1 << 20  # payload bytes hashed per read
+
+
+def first_string(body: bytes, head: bytes) -> str | None:
+    """The string field that follows `head` at the start of a compact Thrift body (None when it is not there)."""
+    if body[: len(head)] != head:
+        return None
+    n = shift = 0
+    at = len(head)
+    while True:
+        if at >= len(body) or shift > 28:
+            return None
+        byte = body[at]
+        at += 1
+        n |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            break
+        shift += 7
+    if at + n > len(body):
+        return None
+    try:
+        return body[at : at + n].decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+class FrameReader(TraceReader):
+    """A `TraceReader` that indexes tensor frames by name and records by op, decoding each only when used."""
+
+    def __init__(
+        self, path: str | Path, *, max_elements: int | None = None, max_bytes: int | None = None,
+        memo: dict[bytes, m.TraceFrame] | None = None,
+    ) -> None:  # fmt: skip
+        self._memo = memo  # shared with another reader: a record or tensor frame of the same bytes decoded once
+        self._lazy: dict[str, tuple[int, int, int, int]] = {}  # name -> (body, size, check, frame position)
+        self._order: dict[str, None] = {}  # every tensor name, in the order a dict of the frames would keep
+        self._targets: list[str | None] = []  # each record's op, None where the light read could not tell
+        self._freed_at: dict[int, list[tuple[int, int, int, int]]] = {}  # record index -> freed frames after it
+        self._buffer = memoryview(bytearray(_CHUNK))
+        super().__init__(path, max_elements=max_elements, max_bytes=max_bytes)
+
+    def _take(self, idx: Any, kind: bytes, body: int, size: int, check: int, pos: int) -> None:
+        if kind == b"R":
+            super()._take(idx, kind, body, size, check, pos)
+            self._targets.append(self._record_target(body, size, check, pos))
+            return
+        if kind not in (b"T", b"F") or idx.header is None or size > _LIGHT:
+            super()._take(idx, kind, body, size, check, pos)
+            return
+        data = self._f.read(size)
+        member = "tensor" if kind == b"T" else "freed"
+        if zlib.crc32(data) != check:
+            raise DecodeError(f"{self.source}: corrupt {member} frame at byte {pos} (CRC-32 check failed)")
+        self._read_bytes += size
+        if self._read_bytes > self.max_bytes:
+            what = f"{self.source}: bytes of the frames decoded on open"
+            raise budgets.exceeded(what, self._read_bytes, "max_bytes", self.max_bytes, f"byte {pos}")
+        if kind == b"F":  # decoded when a replay asks what was freed after that record
+            self._budget.spend(1, f"{self.source}: frames indexed and values decoded on open", f"byte {pos}")
+            self._freed_at.setdefault(len(idx.records) - 1, []).append((body, size, check, pos))
+            return
+        name = first_string(data, _TENSOR_HEAD)
+        if name is None:  # not laid out as the writer lays it out: decoded now, with the usual errors
+            entry = self._decode(body, size, check, "tensor", pos, self._budget).tensor
+            assert entry is not None
+            idx.tensors[entry.name] = entry
+            self._lazy.pop(entry.name, None)
+            self._order[entry.name] = None
+            return
+        self._budget.spend(1, f"{self.source}: frames indexed and values decoded on open", f"byte {pos}")
+        idx.tensors.pop(name, None)
+        self._lazy[name] = (body, size, check, pos)
+        self._order[name] = None
+
+    def _decode(
+        self, body: int, size: int, check: int, member: str, pos: int, budget: budgets.Budget | int
+    ) -> m.TraceFrame:
+        if self._memo is None or member not in ("record", "tensor"):
+            return super()._decode(body, size, check, member, pos, budget)
+        self._f.seek(body)
+        data = self._f.read(size)
+        if zlib.crc32(data) != check:
+            raise DecodeError(f"{self.source}: corrupt {member} frame at byte {pos} (CRC-32 check failed)")
+        frame = self._memo.pop(data, None)  # the other reader's, decoded from these bytes (each used once)
+        if frame is None:
+            where = f"{self.source}@{pos}"
+            frame = thrift.decode(data, m.TraceFrame, "compact", framed=False, source=where, max_elements=budget)
+            self._memo[data] = frame
+        if getattr(frame, member) is None:
+            raise DecodeError(f"{self.source}: the {member} frame at byte {pos} holds a {frame.type}")
+        return frame
+
+    def _record_target(self, body: int, size: int, check: int, pos: int) -> str | None:
+        data = self._f.read(size) if size <= _HEAD_BYTES else b""
+        if data and zlib.crc32(data) != check:
+            raise DecodeError(f"{self.source}: corrupt record frame at byte {pos} (CRC-32 check failed)")
+        if not data:
+            self._f.seek(body)
+            data = self._f.read(_HEAD_BYTES)
+        return first_string(data, _RECORD_HEAD)
+
+    # ----------------------------------------------------------------------------------- access
+    def target(self, i: int) -> str:
+        """The op of record `i` (read from the frame's first field; the record is decoded only when unclear)."""
+        found = self._targets[i]
+        return found if found is not None else self.record(i).target
+
+    def entry(self, name: str) -> m.TraceTensor | None:
+        """The tensor frame of `name`, decoded on first use (None when the trace has none)."""
+        loc = self._lazy.get(name)
+        if loc is not None:
+            body, size, check, pos = loc
+            entry = self._decode(body, size, check, "tensor", pos, self._budget).tensor
+            assert entry is not None
+            if entry.name != name:
+                raise DecodeError(f"{self.source}: the tensor frame at byte {pos} names {entry.name!r} and {name!r}")
+            self._index.tensors[name] = entry
+            del self._lazy[name]
+        return self._index.tensors.get(name)
+
+    def freed_after(self, i: int) -> list[str]:
+        """Objects freed after record `i` (-1: before the first); their frames decoded on first ask."""
+        for body, size, check, pos in self._freed_at.pop(i, []):
+            freed = self._decode(body, size, check, "freed", pos, self._budget).freed
+            assert freed is not None
+            self._index.freed.setdefault(i, []).extend(freed.objects)
+        return super().freed_after(i)
+
+    def names(self) -> list[str]:
+        """Every tensor name of the trace."""
+        return list(self._order)
+
+    def meta(self, name: str) -> m.TensorValue | None:
+        """Metadata of tensor `name` (data empty), or None when the trace has no such tensor."""
+        entry = self.entry(name)
+        return entry.value if entry is not None else None
+
+    def nbytes(self, name: str) -> int:
+        """Payload bytes of tensor `name` (0 for empty or digest-only tensors)."""
+        self.entry(name)
+        return super().nbytes(name)
+
+    def load(self, name: str, device: Any = None) -> torch.Tensor:
+        """Rebuild tensor `name` from its payload (the payload's SHA-256 checked on first read)."""
+        self.entry(name)
+        return super().load(name, device)
+
+    def verify(self) -> tuple[int, int]:
+        """Check every payload's SHA-256 and every record frame's CRC-32; (payloads, records)."""
+        for name in list(self._lazy):
+            self.entry(name)
+        return super().verify()
+
+    def payload_digest(self, name: str) -> str | None:
+        """The SHA-256 (hex) of `name`'s payload, its bytes checked against it, where `load(name)` would rebuild
+        a CPU tensor from them: the same checks, the same errors (None for no payload, or another device)."""
+        from opwire.recording.payloads import check_span  # deferred: torch; indexing a trace needs none
+
+        entry = self.entry(name)
+        if entry is None or entry.payload is None:
+            return None
+        meta, digest = entry.value, entry.payload
+        where = f"{self.source}: tensors[{name!r}]"
+        loc = self._index.payloads.get(digest)
+        if loc is None:
+            raise DecodeError(f"{where}: payload {digest[:12]}... is not in the file (cut or corrupt)")
+        offset, left = loc
+        dtype, _ = check_span(meta, left, where)
+        if tensors.target_device(meta, None, where).type != "cpu" or (
+            meta.requires_grad and not (dtype.is_floating_point or dtype.is_complex)
+        ):
+            return None  # what load would do there (move it, or refuse it) is left to load
+        if digest in self._verified:
+            return digest
+        h = hashlib.sha256()
+        self._f.seek(offset)
+        while left:
+            n = self._f.readinto(self._buffer[: min(left, _CHUNK)])
+            if not n:
+                raise DecodeError(f"{where}: the payload is cut short")
+            h.update(self._buffer[:n])  # hashlib reads the buffer in place and releases the GIL
+            left -= n
+        if h.hexdigest() != digest:
+            raise DecodeError(f"{where}: the payload's bytes do not match its SHA-256; the file is corrupt")
+        self._verified.add(digest)
+        return digest
+
+
+class ScanSource(StreamSource):
+    """A streamed trace read through a `FrameReader`."""
+
+    reader: FrameReader
+
+    def __init__(
+        self, path: str | Path, *, max_elements: int | None = None, max_bytes: int | None = None,
+        memo: dict[bytes, m.TraceFrame] | None = None,
+    ) -> None:  # fmt: skip
+        reader = FrameReader(path, max_elements=max_elements, max_bytes=max_bytes, memo=memo)
+        super().__init__(path, reader=reader)
+
+    def target(self, i: int) -> str:
+        """The op of record `i`, without decoding the record where the frame tells."""
+        return self.reader.target(i)
+
+    def payload_digest(self, name: str) -> str | None:
+        """The checked SHA-256 of `name`'s payload as stored (None once replaced, or without a payload)."""
+        return None if name in self._replaced else self.reader.payload_digest(name)
+
+
+def open_source(path: str | Path, memo: dict[bytes, m.TraceFrame] | None = None) -> TraceSource:
+    """A trace file as a `TraceSource`: a streamed one through a `FrameReader` (sharing `memo` with the readers
+    given the same dict: two traces that hold many equal frames, the two runs `diff` compares, decode each once),
+    any other as `load_trace` reads it."""
+    from opwire.recording.recorder import load_trace  # deferred: recorder imports the recording machinery
+
+    with open(path, "rb") as f:
+        head = f.read(256)
+    return ScanSource(path, memo=memo) if is_stream(head) else load_trace(path).source
