@@ -8,7 +8,7 @@ namespace py opwire.schema.opwire
 /** Major version of opwire's own records. */
 const i64 RECORDS_VERSION_MAJOR = 1
 /** Minor version of opwire's own records. */
-const i64 RECORDS_VERSION_MINOR = 5
+const i64 RECORDS_VERSION_MINOR = 6
 
 /** Summary of a tensor kept instead of its bytes (record with outputs="digest"). */
 struct TensorDigest {
@@ -250,6 +250,8 @@ struct TraceTensor {
   20: TensorValue value;
   /** SHA-256 (hex) of the payload: the storage elements from storage_offset to the last element the layout reaches; absent when the tensor is empty or only a digest was kept. */
   30: optional string payload;
+  /** True when the value's content is undefined (memory from `empty*` not yet written, a view of it): no payload is written, and readers rebuild it as zeros that replay and diff never compare. Since 1.6. */
+  40: optional bool undefined;
 }
 
 /** The schema string of an op, written before the first record that calls it. */
