@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from opwire.errors import DecodeError
+from opwire.errors import DecodeError, printable
 from opwire.recording.stream_frames import DIGEST, FRAME, KIND_MEMBER, MAX_FRAME, MEMBER_KIND, PAYLOAD, ROOT
 from opwire.schema import models as m
 from opwire.serde import budgets, framing, thrift
+from opwire.serde.tensor_layout import MAX_STORAGE_SLACK, SLACK_BYTES
 
 if TYPE_CHECKING:
     import torch
@@ -136,7 +137,13 @@ class TraceReader:
         elif frame.op_schema is not None:
             idx.op_schemas[frame.op_schema.op] = frame.op_schema.schema_str
         elif frame.tensor is not None:
-            idx.tensors[frame.tensor.name] = frame.tensor
+            entry = frame.tensor
+            if entry.undefined and (entry.payload is not None or entry.value.digest is not None):
+                raise DecodeError(
+                    f"{self.source}: tensor {printable(entry.name[:60])!r} at byte {pos} is marked undefined and "
+                    f"also names a payload or digest; the file is corrupt"
+                )
+            idx.tensors[entry.name] = entry
         elif frame.freed is not None:
             idx.freed.setdefault(len(idx.records) - 1, []).extend(frame.freed.objects)
         elif frame.trailer is not None:
@@ -202,6 +209,15 @@ class TraceReader:
         entry = self._index.tensors.get(name)
         return entry.value if entry is not None else None
 
+    def undefined_count(self) -> int:
+        """How many tensor entries are marked undefined (their layout kept, no payload written)."""
+        return sum(1 for t in self._index.tensors.values() if t.undefined)
+
+    def undefined(self, name: str) -> bool:
+        """Whether tensor `name`'s content is undefined (the trace holds its layout, no bytes; it loads as zeros)."""
+        entry = self._index.tensors.get(name)
+        return entry is not None and bool(entry.undefined)
+
     def nbytes(self, name: str) -> int:
         """Payload bytes of tensor `name` (0 for empty or digest-only tensors)."""
         entry = self._index.tensors.get(name)
@@ -211,13 +227,15 @@ class TraceReader:
 
     def load(self, name: str, device: Any = None) -> torch.Tensor:
         """Rebuild tensor `name` from its payload (the payload's SHA-256 checked on first read)."""
-        from opwire.recording.payloads import rebuild_span  # deferred: torch; reading records needs none
+        from opwire.recording.payloads import rebuild_span, rebuild_undefined  # deferred: torch; records need none
 
         where = f"{self.source}: tensors[{name!r}]"
         entry = self._index.tensors.get(name)
         if entry is None:
             raise DecodeError(f"{where}: the trace names this tensor but holds no entry for it")
         meta = entry.value
+        if entry.undefined:
+            return rebuild_undefined(meta, MAX_STORAGE_SLACK * self._size + SLACK_BYTES, device, where)
         if entry.payload is None:
             if meta.digest is not None and all(n != 0 for n in meta.sizes):
                 raise DecodeError(f"{where}: only a digest was kept (recorded with outputs='digest')")

@@ -168,6 +168,21 @@ class TraceWriter:
         if payload is not None:
             payload.fresh = False
 
+    def undefined(self, name: str, t: torch.Tensor | m.TensorValue) -> None:
+        """Write the tensor entry `name` for `t` (or its layout), whose content is undefined: the marker, no payload."""
+        if not isinstance(t, m.TensorValue):
+            from opwire.recording.payloads import layout_of  # deferred: torch; reading a trace needs none
+
+            t = layout_of(t, name)
+        entry = m.TraceTensor(name=name, value=t, undefined=True)
+        body = thrift.encode(m.TraceFrame(tensor=entry), "compact", framed=False)
+
+        def run() -> None:
+            self._write(MEMBER_KIND["tensor"], body, zlib.crc32(body))
+            self.tensors += 1
+
+        self._submit(run)
+
     def _payload(self, span: Span, t: torch.Tensor, version: Any) -> _Payload:
         key = (*span.key, version, _version_of(t))
         known = self._known.get(key)

@@ -147,6 +147,7 @@ def record_call(mode: Any, func: Any, schema: OpSchema, args: Any, kwargs: dict[
         for t in flat_tensors(value):
             mode._bump(t)
     out = wait(target, func(*args, **kwargs))
+    mode._track(target, reads, out, written)
     try:
         outputs = mode.collectives.outputs(schema, out, target, lambda t: mode._name(t, True))
     except EncodeError as exc:

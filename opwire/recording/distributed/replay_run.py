@@ -157,6 +157,9 @@ class _LocalOnly(TraceSource):
     def nbytes(self, name: str) -> int:
         return self.src.nbytes(name)
 
+    def undefined(self, name: str) -> bool:
+        return self.src.undefined(name)
+
     def freed_after(self, i: int) -> list[str]:
         return self.src.freed_after(i)
 
