@@ -89,7 +89,8 @@ class RunReplay:
     @property
     def ok(self) -> bool:
         """No rank diverged and the collectives agree."""
-        return self.overall() is None and all(r.ok for r in self.ranks)
+        findings = self.collectives is not None and bool(self.collectives.findings)
+        return self.overall() is None and not findings and all(r.ok for r in self.ranks)
 
     def __str__(self) -> str:
         lines = [f"{self.path}: {self.world_size} ranks replayed ({self.mode})"]
@@ -101,7 +102,10 @@ class RunReplay:
         if self.collectives is not None:
             lines.append(format_ranks(self.collectives, self.path))
         first = self.overall()
-        lines.append(f"first divergence overall: {first}" if first is not None else "no divergence on any rank")
+        if first is not None:
+            lines.append(f"first divergence overall: {first}")
+        else:
+            lines.append("no divergence on any rank" if self.ok else "no rank diverged in its calls; see the findings")
         return "\n".join(lines)
 
     def to_model(self, findings: Callable[[ReplayReport], Sequence[m.Finding]] | None = None) -> m.RunReplayOutput:
