@@ -117,19 +117,15 @@ def replay_live(
     mine = _outcome(blobs)
     exchange = Exchange.connect(run.world_size, timeout)
     if info.rank != 0:
-        if exchange is not None:
-            exchange.publish(info.rank, mine)
-            if exchange.reported(info.rank, timeout + _MARGIN):
-                if "error" in mine and not isolate:
-                    os._exit(0)  # no destroy_process_group: it would wait for ranks that will never come
-                return 0  # rank 0 printed the run's report with this rank's outcome, and exits with the verdict
-        return _alone(info.rank, mine, isolate)
+        if exchange is None or not exchange.publish(info.rank, mine):
+            return _alone(info.rank, mine, isolate)
+        # rank 0 reads the outcome from the agent's store and exits with the verdict; this rank leaves now, so
+        # torchrun has no running rank to stop (and list as failed) when rank 0 exits non-zero
+        if "error" in mine and not isolate:
+            os._exit(0)  # no destroy_process_group: it would wait for ranks that will never come
+        return 0
     others = exchange.collect(timeout + _MARGIN) if exchange is not None else {}
-    try:
-        code = _report(run, mine, others, as_json, findings)
-    finally:
-        if exchange is not None:
-            exchange.acknowledge()
+    code = _report(run, mine, others, as_json, findings)
     if code == 2 and not isolate:
         sys.stdout.flush()
         os._exit(2)  # no destroy_process_group: it would wait for ranks that will never come
@@ -157,7 +153,7 @@ def _setup_error(rank: int, message: str) -> int:
 
 
 def _alone(rank: int, mine: dict[str, Any], isolate: bool) -> int:
-    """No rank 0 to report to (outside torchrun's store, or it never answered): this rank's one line."""
+    """No store to hand the outcome to rank 0 through (another launcher): this rank's one line."""
     if "error" not in mine:
         return 0
     print(f"opwire replay: error: rank {rank}: {mine['error']}", file=sys.stderr, flush=True)

@@ -3,9 +3,9 @@
 A rank's replay can stop (a timeout, a crash, an unreadable payload) while the others wait in a collective:
 the process group can then carry nothing more. Each rank's own process (outside the sandboxed fork, once the
 fork has ended) puts its outcome in the key-value store torchrun's agent keeps for the job, under this job's
-run id and restart count; rank 0 collects every rank's outcome, prints the run's report, and acknowledges.
-A rank whose outcome rank 0 acknowledged exits 0 (rank 0's exit carries the verdict), so torchrun, which
-stops every rank once one exits non-zero, lets rank 0 finish its report first and names only rank 0.
+run id and restart count; rank 0 collects every rank's outcome and prints the run's report. A rank other than
+0 leaves as soon as its outcome is in the store, with exit code 0 (rank 0's exit carries the verdict): torchrun stops every running rank once one exits non-zero, and lists each
+as failed, so by the time rank 0 exits there is none left to stop.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from typing import Any
 __all__ = ["Exchange"]
 
 _POLL = 0.05  # seconds between looks at the store while waiting
-_BYE_WAIT = 10.0  # seconds rank 0 waits for the others to exit once they have its acknowledgement
 
 
 class Exchange:
@@ -46,9 +45,13 @@ class Exchange:
         run = f"{env.get('TORCHELASTIC_RUN_ID', '')}/{env.get('TORCHELASTIC_RESTART_COUNT', '0')}"
         return cls(store, f"opwire-replay/{run}/", world_size)
 
-    def publish(self, rank: int, outcome: dict[str, Any]) -> None:
-        """Put this rank's outcome (JSON-ready: its report, its error) where rank 0 reads it."""
-        self.store.set(f"{self.prefix}outcome/{rank}", json.dumps(outcome))
+    def publish(self, rank: int, outcome: dict[str, Any]) -> bool:
+        """Put this rank's outcome (JSON-ready: its report, its error) where rank 0 reads it; False if it failed."""
+        try:
+            self.store.set(f"{self.prefix}outcome/{rank}", json.dumps(outcome))
+        except RuntimeError:  # the agent's store went away (torchrun is stopping the job)
+            return False
+        return True
 
     def collect(self, timeout: float) -> dict[int, dict[str, Any] | None]:
         """Every other rank's outcome, waiting at most `timeout` seconds in all (None: no word from that rank)."""
@@ -58,20 +61,6 @@ class Exchange:
             raw = self._wait(f"{self.prefix}outcome/{r}", deadline)
             out[r] = _outcome(raw)
         return out
-
-    def acknowledge(self) -> None:
-        """Rank 0 printed the report: the other ranks may go; wait (briefly) until they have gone."""
-        self.store.set(f"{self.prefix}reported", "1")
-        deadline = time.monotonic() + _BYE_WAIT
-        for r in range(1, self.world_size):
-            self._wait(f"{self.prefix}bye/{r}", deadline)
-
-    def reported(self, rank: int, timeout: float) -> bool:
-        """Whether rank 0 printed the report within `timeout` seconds (then say goodbye)."""
-        if self._wait(f"{self.prefix}reported", time.monotonic() + timeout) is None:
-            return False
-        self.store.set(f"{self.prefix}bye/{rank}", "1")
-        return True
 
     def _wait(self, key: str, deadline: float) -> bytes | None:
         while True:
