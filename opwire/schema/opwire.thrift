@@ -218,6 +218,8 @@ struct Finding {
   60: optional string node;
   /** How the outputs differ from their reference (node comparison, replay mismatches). */
   70: optional list<NodeDifference> differences;
+  /** Where a difference comes from: "local" (the node or call itself computes differently), "inherited" (it received inputs that already differed) or "inherited from rank N"; absent when not labelled. Since 1.6. */
+  80: optional string origin;
 }
 
 /** A findings document: what `opwire run --compare-nodes --findings` writes and `opwire view --findings` reads (docs/view.md). Since 1.3. */
