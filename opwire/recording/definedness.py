@@ -140,6 +140,8 @@ class Definedness:
 
     def blank(self, t: torch.Tensor) -> bool:
         """Whether no byte `t` reads is defined (then a trace keeps its layout and no bytes: it loads as zeros)."""
+        if not self._storages:  # nothing undefined is tracked (most of a recording): no storage lookup
+            return False
         state, start, end = self._at(t)
         return state is not None and start < end and not any(s < end and start < e for s, e in state.written)
 
