@@ -92,6 +92,7 @@ def _run_console(body: str, cwd: Path, where: str, fresh: bool) -> str:
             assert code == want, f"{where}: `{command}` exited {code}:\n{output[-4000:]}"
             for line in expected:
                 assert line.strip() in output, f"{where}: `{command}` did not print {line!r}; it printed:\n{output}"
+            now += [f"$ {command}", *expected]  # shown as written: the lines a launcher's output must contain
             continue
         assert argv[0] == "opwire", f"{where}: only opwire commands run in the tutorials, got {command!r}"
         if fresh:
@@ -178,3 +179,13 @@ def test_there_is_a_tutorial_per_job() -> None:
         "aoti-extern-nodes",
         "debug-a-distributed-run",
     }
+
+
+def test_updating_a_block_keeps_its_torchrun_lines(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`OPWIRE_UPDATE_TUTORIALS=1` rewrites a block from what `_run_console` returns: a torchrun line and the output
+    it shows must be in it (they were dropped, so an update deleted every `$ torchrun` line of a tutorial)."""
+    monkeypatch.setattr(
+        sys.modules[__name__], "_torchrun", lambda argv, cwd, env: (0, "W launcher noise\n-> run/r.t\n")
+    )
+    body = "$ torchrun --nproc-per-node 2 -m opwire record --out run -- t.py\n-> run/r.t\n"
+    assert _run_console(body, tmp_path, "t.md:1", False) == body

@@ -146,7 +146,9 @@ def _verify(obj: Any, path: Path) -> str:
 
         with TraceReader(path) as reader:
             payloads, records = reader.verify()
-        return f"every payload's SHA-256 ({payloads}) and every record's CRC-32 ({records}) match"
+            undefined = reader.undefined_count()
+        checked = f"every payload's SHA-256 ({payloads}) and every record's CRC-32 ({records}) match"
+        return checked + (f"; {undefined} undefined values carry no payload" if undefined else "")
     if is_zip(path):
         from opwire.serde.archive import ZipArchive
 

@@ -139,6 +139,13 @@ class Definedness:
         state, start, end = self._at(t)
         return state is None or state.covers(start, end)
 
+    def blank(self, t: torch.Tensor) -> bool:
+        """Whether no byte `t` reads is defined (then a trace keeps its layout and no bytes: it loads as zeros)."""
+        if not self._storages:  # nothing undefined is tracked (most of a recording): no storage lookup
+            return False
+        state, start, end = self._at(t)
+        return state is not None and start < end and not any(s < end and start < e for s, e in state.written)
+
     def outside_write(self, t: torch.Tensor) -> bool:
         """Whether `t`'s undefined bytes changed since the recording last saw them (then they count as written)."""
         state, start, end = self._at(t)

@@ -106,6 +106,7 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
         self.defs = Definedness()
         self.addresses = Addresses()
         self.aliases = AliasGroups()
+        self._tracked = False  # the current call's results are in `defs` (set by `_track`, reset by `_defined`)
         from opwire.recording.distributed.capture import CollectiveRecorder
 
         self.collectives = CollectiveRecorder(sink.group)
@@ -139,8 +140,13 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
         if name is None:
             k = len(obj.versions)
             name = f"t{obj.number}" if k == 0 else f"t{obj.number}.{k}"
-            full = not (produced and self.digest)
-            self.sink.tensor(name, t, full, (key, version))
+            # an input is named before its call, a result after `_track` (then `defs` says what the call left)
+            if (self._tracked or not produced) and self.defs.blank(t):
+                self.sink.undefined(name, t)  # no defined byte: nothing to keep (a partly defined value is kept)
+                full = True
+            else:
+                full = not (produced and self.digest)
+                self.sink.tensor(name, t, full, (key, version))
             obj.versions[version] = name
             self._full[name] = full
         elif not produced and not self._full[name]:
@@ -235,6 +241,7 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
                 self._bump(t)
         out = func(*args, **kwargs)
         self._moved_by(reads)
+        self._track(target, reads, out, written)
         try:
             outputs = self._outputs(schema, out, target)
         except EncodeError as exc:
@@ -293,19 +300,26 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
                     reads.undefined = True
         return reads
 
-    def _defined(
-        self, target: str, reads: _Reads, out: Any, written: list[tuple[str, Any]], outputs: list[m.Argument],
-        metadata: dict[str, str],
-    ) -> None:  # fmt: skip
-        """After a call: which of its results are undefined, and which inputs came from outside (its metadata)."""
+    def _track(self, target: str, reads: _Reads, out: Any, written: list[tuple[str, Any]]) -> None:
+        """Right after a call, before its results are named: what it left defined (fresh memory, written args)."""
         fresh_undefined = reads.undefined or uninitialised(target)
-        results = [_unwrap_async(t) for t in flat_tensors(out)]
-        for t in results:
+        for t in (_unwrap_async(t) for t in flat_tensors(out)):
             if _storage_key(t) not in reads.keys:
                 self.defs.fresh(t, fresh_undefined)
         for _, value in written:
             for t in flat_tensors(value):
                 self.defs.written(t, not reads.undefined)
+        self._tracked = True
+
+    def _defined(
+        self, target: str, reads: _Reads, out: Any, written: list[tuple[str, Any]], outputs: list[m.Argument],
+        metadata: dict[str, str],
+    ) -> None:  # fmt: skip
+        """After a call: which of its results are undefined, and which inputs came from outside (its metadata)."""
+        if not self._tracked:  # a caller that named the results before `_track` (their bytes were kept)
+            self._track(target, reads, out, written)
+        self._tracked = False
+        results = [_unwrap_async(t) for t in flat_tensors(out)]
         undefined = [self._name(t, True) for t in results if not self.defs.defined(t)]
         undefined += [self._name(t, True) for _, v in written for t in flat_tensors(v) if not self.defs.defined(t)]
         if reads.undefined:
@@ -320,6 +334,7 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
 
         The user's code keeps running; an OpwireWarning (once per op) says the trace will not replay it.
         """
+        self._tracked = False
         if target not in self._warned:
             self._warned.add(target)
             warnings.warn(

@@ -96,7 +96,7 @@ class FrameReader(TraceReader):
         if name is None:  # not laid out as the writer lays it out: decoded now, with the usual errors
             entry = self._decode(body, size, check, "tensor", pos, self._budget).tensor
             assert entry is not None
-            idx.tensors[entry.name] = entry
+            idx.tensors[entry.name] = self._checked(entry, pos)
             self._lazy.pop(entry.name, None)
             self._order[entry.name] = None
             return
@@ -147,7 +147,7 @@ class FrameReader(TraceReader):
             assert entry is not None
             if entry.name != name:
                 raise DecodeError(f"{self.source}: the tensor frame at byte {pos} names {entry.name!r} and {name!r}")
-            self._index.tensors[name] = entry
+            self._index.tensors[name] = self._checked(entry, pos)
             del self._lazy[name]
         return self._index.tensors.get(name)
 
@@ -162,6 +162,17 @@ class FrameReader(TraceReader):
     def names(self) -> list[str]:
         """Every tensor name of the trace."""
         return list(self._order)
+
+    def undefined(self, name: str) -> bool:
+        """Whether tensor `name`'s content is undefined (its frame decoded on first use)."""
+        self.entry(name)
+        return super().undefined(name)
+
+    def undefined_count(self) -> int:
+        """How many tensor entries are marked undefined (every lazy frame decoded)."""
+        for name in list(self._lazy):
+            self.entry(name)
+        return super().undefined_count()
 
     def meta(self, name: str) -> m.TensorValue | None:
         """Metadata of tensor `name` (data empty), or None when the trace has no such tensor."""

@@ -125,7 +125,7 @@ def _tensor_diff(pair: Pair, nx: str, ny: str, errors: Errors, values: bool = Tr
     if mx is None or my is None:
         return Difference("missing", f"no tensor entry for {nx if mx is None else ny!r}")
     try:
-        if not values:  # dtype, shape and strides only, from the metadata: no payload is read
+        if not values or pair.a.undefined(nx) or pair.b.undefined(ny):  # layout only, no payload read
             return _layout_diff(mx, my)
         if _same_bytes(pair, nx, ny, mx, my):
             return None

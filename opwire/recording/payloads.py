@@ -21,7 +21,16 @@ from opwire.errors import DecodeError, EncodeError
 from opwire.schema import models as m
 from opwire.serde import tensors
 
-__all__ = ["Span", "check_span", "digest_of", "rebuild_span", "span_of", "tensor_value"]
+__all__ = [
+    "Span",
+    "check_span",
+    "digest_of",
+    "layout_of",
+    "rebuild_span",
+    "rebuild_undefined",
+    "span_of",
+    "tensor_value",
+]
 
 _SLACK_BYTES = 64 << 20
 
@@ -83,16 +92,7 @@ def span_of(t: torch.Tensor, where: str = "tensor") -> Span:
         raise EncodeError(f"Expected a tensor with data, got a {t.device.type} tensor without it - at `{where}`", where)
     if sys.byteorder != "little":
         raise EncodeError(f"streamed traces are written on little-endian hosts - at `{where}`", where)
-    st = tensors.scalar_type_of(t.dtype, where)
-    meta = m.TensorValue(
-        dtype=st,
-        sizes=list(t.shape),
-        strides=list(t.stride()),
-        storage_offset=int(t.storage_offset()),
-        device=m.Device(type=t.device.type, index=t.device.index),
-        requires_grad=bool(t.requires_grad),
-        data=b"",
-    )
+    meta = layout_of(t, where)
     try:
         owner = t.detach()
         if owner.device.type != "cpu" or owner.is_conj() or owner.is_neg():
@@ -102,6 +102,19 @@ def span_of(t: torch.Tensor, where: str = "tensor") -> Span:
         return Span(meta, owner, count * owner.element_size())
     except RuntimeError as exc:
         raise EncodeError(f"cannot serialize the tensor: {exc} - at `{where}`", where) from None
+
+
+def layout_of(t: torch.Tensor, where: str = "tensor") -> m.TensorValue:
+    """`t`'s metadata as a TensorValue with empty data (dtype, sizes, strides, offset, device, requires_grad)."""
+    return m.TensorValue(
+        dtype=tensors.scalar_type_of(t.dtype, where),
+        sizes=list(t.shape),
+        strides=list(t.stride()),
+        storage_offset=int(t.storage_offset()),
+        device=m.Device(type=t.device.type, index=t.device.index),
+        requires_grad=bool(t.requires_grad),
+        data=b"",
+    )
 
 
 def _cpu_like(t: torch.Tensor) -> torch.Tensor:
@@ -154,4 +167,25 @@ def rebuild_span(
         ptr = base.data_ptr() + offset * dtype.itemsize
         fill(memoryview((ctypes.c_char * payload_bytes).from_address(ptr)).cast("B"))
     out = base.as_strided(list(meta.sizes), list(meta.strides), offset)
+    return tensors.place(out, target, bool(meta.requires_grad), where)
+
+
+def rebuild_undefined(meta: m.TensorValue, max_bytes: int, device: Any, where: str) -> torch.Tensor:
+    """The tensor `meta` describes for a value whose content is undefined (no payload): zeros in its layout.
+
+    A DecodeError when the storage it needs is above `max_bytes` (a file cannot make opwire allocate more than a
+    bounded multiple of its own size).
+    """
+    dtype = tensors.torch_dtype(meta.dtype, f"{where}.dtype")
+    tensors.check_shape(meta, dtype, where)
+    extent = tensors.storage_extent(list(meta.sizes), list(meta.strides), meta.storage_offset)
+    if extent * dtype.itemsize > max_bytes:
+        raise DecodeError(
+            f"Expected an undefined tensor of at most {max_bytes} bytes for this file, got a layout needing "
+            f"{extent * dtype.itemsize} bytes - at `{where}`; refusing to allocate it",
+            where,
+        )
+    target = tensors.target_device(meta, device, where)
+    base = torch.zeros(extent, dtype=dtype)
+    out = base.as_strided(list(meta.sizes), list(meta.strides), meta.storage_offset)
     return tensors.place(out, target, bool(meta.requires_grad), where)

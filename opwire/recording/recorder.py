@@ -171,7 +171,9 @@ class Trace:
         meta = self.source.meta(name)
         if meta is None:
             return
-        if meta.digest is not None and self.source.nbytes(name) == 0 and not meta.data:
+        if self.source.undefined(name):
+            writer.undefined(name, meta)
+        elif meta.digest is not None and self.source.nbytes(name) == 0 and not meta.data:
             writer.tensor_value(name, meta)
         else:
             writer.tensor(name, self.source.load(name, "cpu"), True)

@@ -241,8 +241,8 @@ class Replayer:
         """Chained replay: continue from the recorded value of a nondeterministic op (random numbers, fresh
         `empty` memory), which no replay reproduces; in place into `live` so its views see it too."""
         want = self.src.meta(name)
-        if want is None or (want.digest is not None and not self.src.nbytes(name) and not want.data):
-            return  # digest traces keep no bytes: the replayed value has to do
+        if want is None or self.src.undefined(name) or _digest_only(want, self.src.nbytes(name)):
+            return  # digest traces and undefined values keep no bytes: the replayed value has to do
         recorded = self._payload(name)
         if live is None:
             self.live[object_of(name)] = _copy(recorded)  # `recorded` is cached: the live value needs its own
@@ -253,6 +253,7 @@ class Replayer:
         want = self.src.meta(name)
         if want is None:
             return self._found(i, rec, label, Difference("missing", f"the trace has no payload for {name!r}"))
+        values = values and not self.src.undefined(name)  # no bytes kept: as `reproducible` says of its call
         try:
             diff = compare_tensor(got, want, self.rtol, self.atol, values, lambda: self._payload(name), self.errors)
         except OpwireError as exc:
@@ -273,6 +274,11 @@ class Replayer:
 
 _CACHE_BYTES = 96 << 20
 """Rebuilt payloads kept for reuse during one replay (least recently used dropped beyond this many bytes)."""
+
+
+def _digest_only(meta: m.TensorValue, nbytes: int) -> bool:
+    """Whether a recorded tensor kept only its digest (recorded with outputs='digest')."""
+    return meta.digest is not None and not nbytes and not meta.data
 
 
 def _copy(t: torch.Tensor) -> torch.Tensor:

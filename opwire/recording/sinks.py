@@ -18,6 +18,9 @@ class Sink(Protocol):
     def tensor(self, name: str, t: torch.Tensor, full: bool, version: Any = None) -> None:
         """Take the value of `t` now as tensor `name` (bytes when `full`, else a digest)."""
 
+    def undefined(self, name: str, t: torch.Tensor) -> None:
+        """Take `t` as tensor `name`, its content undefined (a streamed trace writes its layout, not its bytes)."""
+
     def record(self, rec: m.CallRecord) -> None:
         """Append one call record."""
 
@@ -46,6 +49,10 @@ class MemorySink:
     def tensor(self, name: str, t: torch.Tensor, full: bool, version: Any = None) -> None:
         """Copy `t` into the tensor table."""
         self.tensors[name] = tensor_value(t, full, name)
+
+    def undefined(self, name: str, t: torch.Tensor) -> None:
+        """Copy `t` as any value: the in-memory form (a `CallTrace`) has no undefined marker; the records say it."""
+        self.tensors[name] = tensor_value(t, True, name)
 
     def record(self, rec: m.CallRecord) -> None:
         """Append a record."""

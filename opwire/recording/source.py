@@ -71,6 +71,10 @@ class TraceSource:
         """Bytes a rebuilt `name` costs (for bounded caches)."""
         raise NotImplementedError
 
+    def undefined(self, name: str) -> bool:
+        """Whether the trace marks `name`'s content undefined: it holds no bytes for it (it loads as zeros)."""
+        return False
+
     def freed_after(self, i: int) -> list[str]:
         """Tensor objects no record after `i` names (-1: before the first record)."""
         raise NotImplementedError
@@ -172,6 +176,9 @@ class StreamSource(TraceSource):
     def nbytes(self, name: str) -> int:
         t = self._replaced.get(name)
         return t.untyped_storage().nbytes() if t is not None else self.reader.nbytes(name)
+
+    def undefined(self, name: str) -> bool:
+        return name not in self._replaced and self.reader.undefined(name)
 
     def freed_after(self, i: int) -> list[str]:
         return self.reader.freed_after(i)

@@ -8,7 +8,7 @@ namespace py opwire.schema.opwire
 /** Major version of opwire's own records. */
 const i64 RECORDS_VERSION_MAJOR = 1
 /** Minor version of opwire's own records. */
-const i64 RECORDS_VERSION_MINOR = 5
+const i64 RECORDS_VERSION_MINOR = 6
 
 /** Summary of a tensor kept instead of its bytes (record with outputs="digest"). */
 struct TensorDigest {
@@ -218,6 +218,8 @@ struct Finding {
   60: optional string node;
   /** How the outputs differ from their reference (node comparison, replay mismatches). */
   70: optional list<NodeDifference> differences;
+  /** Where a difference comes from: "local" (the node or call itself computes differently), "inherited" (it received inputs that already differed) or "inherited from rank N"; absent when not labelled. Since 1.6. */
+  80: optional string origin;
 }
 
 /** A findings document: what `opwire run --compare-nodes --findings` writes and `opwire view --findings` reads (docs/view.md). Since 1.3. */
@@ -250,6 +252,8 @@ struct TraceTensor {
   20: TensorValue value;
   /** SHA-256 (hex) of the payload: the storage elements from storage_offset to the last element the layout reaches; absent when the tensor is empty or only a digest was kept. */
   30: optional string payload;
+  /** True when the value's content is undefined (memory from `empty*` not yet written, a view of it): no payload is written, and readers rebuild it as zeros that replay and diff never compare. Since 1.6. */
+  40: optional bool undefined;
 }
 
 /** The schema string of an op, written before the first record that calls it. */

@@ -108,6 +108,8 @@ def _add_finding(out: dict[str, Any], f: m.Finding, path: str, where: str) -> No
             f"{path}.severity",
         )
     entry: dict[str, Any] = {"severity": f.severity, "code": f.code, "message": f.message, "fix": f.fix}
+    if f.origin:
+        entry["origin"] = f.origin
     if f.differences:
         entry["detail"] = _stdlib_json.dumps([json.to_jsonable(d) for d in f.differences], indent=1)[:4000]
     _place(out, entry, f.node, f.op, path, where)

@@ -18,6 +18,7 @@ import torch
 from opwire.errors import EncodeError, OpwireError
 from opwire.recording.compare import Difference, compare_scalar, compare_tensor
 from opwire.schema import models as m
+from opwire.schema.refs import value_names
 from opwire.serde import dumps, objects
 from opwire.validation.findings import node_finding
 from opwire.view.model import node_names
@@ -88,6 +89,7 @@ class NodeComparer(_Observer):
         self._shapes: dict[tuple[str, str], list[int] | None] = {}  # (node, output) -> shape of a differing output
         self.findings: list[m.Finding] = []
         self.first: str | None = None
+        self._differing: set[str] = set()  # values whose outputs differed (strides aside) so far
 
     def __call__(self, node: m.Node, outputs: Mapping[str, Any]) -> None:
         name = self.name(node)
@@ -103,9 +105,14 @@ class NodeComparer(_Observer):
                 shape = getattr(got, "shape", None)
                 diffs.append((key, d))
                 self._shapes[(name, key)] = list(shape) if shape is not None else None
-        self.findings.append(self._finding(name, diffs, missing, list(outputs)))
-        if self.first is None and any(d.kind != "stride" for _, d in diffs):
-            self.first = name
+        finding = self._finding(name, diffs, missing, list(outputs))
+        if any(d.kind != "stride" for _, d in diffs):
+            received = any(n in self._differing for n in _input_names(node))
+            finding = finding.model_copy(update={"origin": "inherited" if received else "local"})
+            self._differing.update(key for key, d in diffs if d.kind != "stride")
+            if self.first is None:
+                self.first = name
+        self.findings.append(finding)
 
     def _compare(self, got: Any, want: m.Value) -> Difference | None:
         if want.type == "as_tensor":
@@ -158,3 +165,8 @@ class NodeComparer(_Observer):
     def document(self, title: str) -> m.FindingsDocument:
         """The findings document `opwire view --findings` reads."""
         return findings_document(self.findings, title, self.first)
+
+
+def _input_names(node: m.Node) -> list[str]:
+    """The names of the values a node reads: tensors, symbols, tokens (subgraphs not entered)."""
+    return [n for na in node.inputs for n in value_names(na.arg)]

@@ -20,7 +20,7 @@ import torch
 import opwire
 from opwire.cli import main
 from opwire.errors import DecodeError
-from opwire.recording import stream
+from opwire.recording import stream, stream_writer
 from opwire.recording.stream import TraceReader
 
 
@@ -63,7 +63,7 @@ def _record_racing(path: Path, monkeypatch: pytest.MonkeyPatch, numel: int) -> t
     bucket = torch.arange(numel, dtype=torch.float32) + 1
     racing = _RacingHashlib(bucket)
     with monkeypatch.context() as patch:
-        patch.setattr(stream, "hashlib", racing)
+        patch.setattr(stream_writer, "hashlib", racing)
         with opwire.record(path=path):
             bucket.sum()
     assert racing.raced

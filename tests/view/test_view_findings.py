@@ -30,7 +30,14 @@ def test_document_keyed_by_node_and_op(tmp_path: Path) -> None:
     diff = m.NodeDifference(output="addmm", kind="value", max_diff=0.5, max_rel=0.1, where=[0, 1], shape=[2, 3])
     doc = findings_document(
         [
-            m.Finding(code="node_mismatch", severity="error", node="addmm", message="differs", differences=[diff]),
+            m.Finding(
+                code="node_mismatch",
+                severity="error",
+                node="addmm",
+                message="differs",
+                differences=[diff],
+                origin="inherited",
+            ),
             m.Finding(code="node_match", severity="ok", node="relu", message="matches", fix="nothing to do"),
             m.Finding(code="x1", severity="warning", op="opwire_test::scale", message="m", fix="f"),
         ],
@@ -44,6 +51,7 @@ def test_document_keyed_by_node_and_op(tmp_path: Path) -> None:
     assert got["title"] == "my run" and got["first"] == "addmm" and got["count"] == 3
     addmm = got["nodes"]["addmm"][0]
     assert addmm["severity"] == "error" and addmm["code"] == "node_mismatch" and '"max_diff": 0.5' in addmm["detail"]
+    assert addmm["origin"] == "inherited" and "origin" not in got["nodes"]["relu"][0]
     assert got["nodes"]["relu"] == [
         {"severity": "ok", "code": "node_match", "message": "matches", "fix": "nothing to do"}
     ]

@@ -209,6 +209,17 @@ def test_findings_overlay_marks_the_injected_mismatch(browser: Browser, tmp_path
     )
     assert "f-first" in cls["permute_1"]
     assert "f-error" in cls["addmm_1"] and "f-ok" in cls["relu"] and "f-ok" in cls["permute"]
+    # the perturbed weight's transpose differs first (local); addmm_1 only received it (inherited): two colours
+    assert "o-local" in cls["permute_1"] and "o-inherited" in cls["addmm_1"] and "o-" not in cls["relu"]
+    stroke = "(s => getComputedStyle(document.querySelector(s)).{}).call(null, {})"
+    inherited = browser.eval(stroke.format("stroke", json.dumps('g.node[data-node="addmm_1"] > rect')))
+    legend = {
+        kind: browser.eval(stroke.format("borderTopColor", json.dumps(f".legend .sw.o-{kind}")))
+        for kind in ("local", "inherited")
+    }
+    assert legend["local"] != legend["inherited"] and inherited == legend["inherited"]
+    text = browser.eval("document.querySelector('.legend').innerText")
+    assert "local: the node itself computes differently" in text and "inherited: it received an input" in text
     browser.click("#first")
     browser.wait("document.querySelector('g.node.selected') !== null")
     assert browser.eval("document.querySelector('g.node.selected').dataset.node") == "permute_1"

@@ -59,6 +59,9 @@ def test_injected_mismatch_is_the_first_divergence(tmp_path: Path, capsys: pytes
     assert doc["first_divergence"] == "permute_1"
     assert [n for n, s in status.items() if s == "ok"] == ["permute", "addmm", "relu", "permute_2"]
     assert status["permute_1"] == status["addmm_1"] == "error"
+    # permute_1 reads only the (unsaved) weight: the difference starts there; addmm_1 received permute_1's output
+    origins = {f["node"]: f["origin"] for f in doc["findings"] if f.get("origin")}
+    assert origins == {"permute_1": "local", **dict.fromkeys(("addmm_1", "tanh", "addmm_2", "_softmax"), "inherited")}
     first = next(f for f in doc["findings"] if f["node"] == "permute_1")
     assert first["code"] == "node_mismatch" and "first divergence" in first["fix"]
     (difference,) = first["differences"]

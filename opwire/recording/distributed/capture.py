@@ -154,6 +154,7 @@ def record_call(mode: Any, func: Any, schema: OpSchema, args: Any, kwargs: dict[
             mode._bump(t)
     out = wait(target, func(*args, **kwargs))
     mode._moved_by(reads)
+    mode._track(target, reads, out, written)
     try:
         outputs = mode.collectives.outputs(schema, out, target, lambda t: mode._name(t, True))
     except EncodeError as exc:

@@ -3,9 +3,11 @@
 Each launched process replays the trace of its RANK, chained (each call fed by the replayed outputs of the
 calls before it), and runs the recorded collectives across a fresh gloo process group among the launched
 ranks (groups the run created are created again with the same members), with `timeout` on every collective.
-The execution policy admits the trace's c10d ops in this mode only, through its caller allowlist. A rank that
-fails prints its error and exits: torchrun then stops the other ranks and the group's timeout bounds any wait,
-so a failure never hangs. Reports travel to rank 0 as JSON over the group, and rank 0 prints the merged one.
+The execution policy admits the trace's c10d ops in this mode only, through its caller allowlist. Each rank's
+report (or the call it stopped at and why) travels to rank 0 through torchrun's store (`live_exchange`), never
+over the group, which a stopped rank leaves unusable; rank 0 prints the merged report and one line per run that
+names the ranks that stopped, and carries the exit code. The group's timeout bounds any wait, so a failure
+never hangs.
 
 Each rank replays in a sandboxed fork of itself (`isolate.run_in_child`): the fork is confined as every isolated
 child is (no terminal, its own descriptors only, Landlock reads limited to the installation, the run directory
@@ -19,9 +21,12 @@ prints the report the fork sends back, or one line naming the call a crash stopp
 from __future__ import annotations
 
 import gc
+import json as _stdlib_json
 import os
+import re
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
 from typing import Any
@@ -39,11 +44,11 @@ from opwire.recording.dispatch_mode import object_of
 from opwire.recording.distributed.collectives import is_distributed_op
 from opwire.recording.distributed.execute import run_collective
 from opwire.recording.distributed.launch import launch_info
+from opwire.recording.distributed.live_exchange import Exchange
 from opwire.recording.distributed.ranks import check_ranks
 from opwire.recording.distributed.replay_run import RunReplay
 from opwire.recording.distributed.run import Run
 from opwire.recording.distributed.sequence import collective_calls
-from opwire.recording.distributed.share import gather_json
 from opwire.recording.replay_worker import report_from_dict, worker_report
 from opwire.recording.report import Mismatch, OpStats, ReplayReport
 from opwire.recording.source import TraceSource
@@ -88,18 +93,16 @@ def replay_live(
     try:
         run = Run(path)
     except OpwireError as exc:
-        print(f"opwire replay: error: rank {info.rank}: {exc}", file=sys.stderr)
-        return 2
+        return _setup_error(info.rank, str(exc))
     if run.world_size != info.world_size:
-        print(
-            f"opwire replay: error: {path} holds {run.world_size} ranks, torchrun launched {info.world_size}; "
+        return _setup_error(
+            info.rank,
+            f"{path} holds {run.world_size} ranks, torchrun launched {info.world_size}; "
             f"launch with --nproc-per-node {run.world_size}",
-            file=sys.stderr,
         )
-        return 2
 
     def work(child: Child) -> dict[str, bytes]:
-        return _replay_here(child, run, info.rank, rtol, atol, timeout, allow_ops, as_json, findings)
+        return _replay_here(child, run, info.rank, rtol, atol, timeout, allow_ops)
 
     if not isolate:
         blobs = in_process(work)
@@ -110,49 +113,122 @@ def replay_live(
             reads=(str(run.path), *_RESOLVER),
         )
         outcome = run_in_child(work, limits)
-        if outcome.error is not None:
-            print(f"opwire replay: error: rank {info.rank}: {printable(str(outcome.error))}", file=sys.stderr)
-            return 2
-        blobs = outcome.blobs
+        blobs = outcome.blobs if outcome.error is None else {"error": str(outcome.error).encode()}
+    mine = _outcome(blobs)
+    exchange = Exchange.connect(run.world_size, timeout)
+    if info.rank != 0:
+        if exchange is None or not exchange.publish(info.rank, mine):
+            return _alone(info.rank, mine, isolate)
+        # rank 0 reads the outcome from the agent's store and exits with the verdict; this rank leaves now, so
+        # torchrun has no running rank to stop (and list as failed) when rank 0 exits non-zero
+        if "error" in mine and not isolate:
+            os._exit(0)  # no destroy_process_group: it would wait for ranks that will never come
+        return 0
+    others = exchange.collect(timeout + _MARGIN) if exchange is not None else {}
+    code = _report(run, mine, others, as_json, findings)
+    if code == 2 and not isolate:
+        sys.stdout.flush()
+        os._exit(2)  # no destroy_process_group: it would wait for ranks that will never come
+    return code
+
+
+_GLOO_PLACE = re.compile(r"^\[[^\]\n]*\.(?:cc|cpp|h):\d+\] ")  # gloo's "[/path/file.cc:78] " before its message
+_MARGIN = 30.0  # seconds beyond the collective timeout a rank waits for the others' outcomes (startup, teardown)
+
+
+def _outcome(blobs: dict[str, bytes]) -> dict[str, Any]:
+    """What this rank hands rank 0: its (partial) report, and the error and call that stopped it."""
+    out: dict[str, Any] = {k: _stdlib_json.loads(blobs[k]) for k in ("report", "at") if k in blobs}
     if "error" in blobs:
-        print(f"opwire replay: error: rank {info.rank}: {printable(blobs['error'].decode('utf-8', 'replace'))}",
-              file=sys.stderr, flush=True)  # fmt: skip
-        if not isolate:
-            os._exit(2)  # no destroy_process_group: it would wait for ranks that will never come
-        return 2
-    sys.stdout.write(blobs["out"].decode("utf-8", "replace"))
+        out["error"] = printable(blobs["error"].decode("utf-8", "replace"))
+    return out
+
+
+def _setup_error(rank: int, message: str) -> int:
+    """Every rank reads the same run and finds the same fault: rank 0 says it and carries the exit code."""
+    if rank != 0:
+        return 0
+    print(f"opwire replay: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _alone(rank: int, mine: dict[str, Any], isolate: bool) -> int:
+    """No store to hand the outcome to rank 0 through (another launcher): this rank's one line."""
+    if "error" not in mine:
+        return 0
+    print(f"opwire replay: error: rank {rank}: {mine['error']}", file=sys.stderr, flush=True)
+    if not isolate:
+        os._exit(2)
+    return 2
+
+
+def _report(
+    run: Run, mine: dict[str, Any], others: dict[int, dict[str, Any] | None], as_json: bool,
+    findings: Callable[[ReplayReport], Sequence[m.Finding]] | None,
+) -> int:  # fmt: skip
+    """Rank 0: print the run's report from every rank's outcome, and one line for the ranks that stopped; exit code."""
+    merged = RunReplay(str(run.path), "collectives", run.world_size)
+    stopped: list[str] = []
+    for r, got in [(0, mine), *sorted(others.items())]:
+        if got is None:
+            got = {"error": "no word from this rank (it was stopped before it could report)"}
+        report = ReplayReport("chained", 0)
+        if isinstance(got.get("report"), dict):
+            report = report_from_dict(got["report"])
+        if "error" in got:
+            at = got.get("at")
+            i, op = (int(at[0]), str(at[1])) if isinstance(at, list) and len(at) == 2 else (report.calls, "")
+            stopped.append(f"rank {r}: {f'stopped at call {i} ({op}): ' if op else ''}{got['error']}")
+            report.mismatches.append(Mismatch(i, op, "call", "error", f"the replay stopped here: {got['error']}"))
+        merged.ranks.append(report)
+    try:  # decoding only, as `opwire ranks` does; it also explains a rank that stopped waiting for a collective
+        merged.collectives = check_ranks(run)
+    except OpwireError as exc:
+        stopped.append(f"the collectives check: {exc}")
+    text = json.encode(merged.to_model(findings), indent=2).decode("ascii") if as_json else str(merged)
+    sys.stdout.write(text + "\n")
     sys.stdout.flush()
-    return int(blobs["code"])
+    if stopped:
+        print(f"opwire replay: error: {'; '.join(stopped)}", file=sys.stderr, flush=True)
+        return 2
+    return 0 if merged.ok else 1
 
 
 def _replay_here(
     child: Child, run: Run, rank: int, rtol: float | None, atol: float | None, timeout: float,
-    allow_ops: Iterable[str], as_json: bool, findings: Callable[[ReplayReport], Sequence[m.Finding]] | None,
+    allow_ops: Iterable[str],
 ) -> dict[str, bytes]:  # fmt: skip
-    """Connect the group, enter the sandbox (`child.ready()`), replay this rank, gather; rank 0's report as text."""
+    """Connect the group, enter the sandbox (`child.ready()`), replay this rank; its report (and rank 0's check)."""
     import torch.distributed as dist
 
     dist.init_process_group("gloo", timeout=timedelta(seconds=timeout))
+    progress: dict[str, Any] = {}
+    # the teardown's own group: its barrier never pairs with a recorded collective another rank still waits in
+    done = dist.new_group(list(range(run.world_size)), timeout=timedelta(seconds=timeout))
     try:
         groups, ranks = _groups(run, timeout)
         child.ready()  # sandboxed from here: the connected group's sockets only (syscalls.COLLECTIVES)
-        report = _replay_rank(run, rank, groups, ranks, rtol, atol, allow_ops, child)
-        reports = gather_json(to_jsonable(worker_report(report)))
-    except Exception as exc:  # this rank cannot go on: say so (the caller exits), and torchrun stops the others
-        return {"error": f"{type(exc).__name__}: {exc}".encode()}
-    merged = RunReplay(str(run.path), "collectives", run.world_size)
-    merged.ranks = [report_from_dict(d) for d in reports]
-    out = ""
-    if rank == 0:
-        merged.collectives = check_ranks(run)
-        out = (json.encode(merged.to_model(findings), indent=2).decode("ascii") if as_json else str(merged)) + "\n"
-    # a synchronized teardown: no rank destroys its groups while another still works (rank 0 prints the report),
-    # and what the replay held (tensors, async work) goes while the groups and the interpreter are alive; a
-    # gloo rank that tore down alone once aborted at exit ("terminate called without an active exception")
-    dist.barrier()
-    gc.collect()
-    dist.destroy_process_group()
-    return {"out": out.encode(), "code": b"0" if merged.ok else b"1"}
+        with warnings.catch_warnings():  # torch's deprecation notes about the c10d calls the trace names
+            warnings.simplefilter("ignore", FutureWarning)
+            report = _replay_rank(run, rank, groups, ranks, rtol, atol, allow_ops, child, progress)
+    except Exception as exc:  # this rank cannot go on: its partial report and the error go to rank 0
+        blobs = {"error": f"{type(exc).__name__}: {_GLOO_PLACE.sub('', str(exc))}".encode()}
+        if "at" in progress:
+            blobs["at"] = _stdlib_json.dumps(progress["at"]).encode()
+        if "report" in progress:
+            blobs["report"] = _stdlib_json.dumps(to_jsonable(worker_report(progress["report"]))).encode()
+        return blobs  # no teardown: the fork's exit closes its connections, so the ranks waiting on it stop now
+    blobs = {"report": _stdlib_json.dumps(to_jsonable(worker_report(report))).encode()}
+    # a synchronized teardown: no rank destroys its groups while another still works, and what the replay held
+    # (tensors, async work) goes while the groups and the interpreter are alive; a gloo rank that tore down alone
+    # once aborted at exit ("terminate called without an active exception")
+    try:
+        dist.barrier(group=done)
+        gc.collect()
+        dist.destroy_process_group()
+    except RuntimeError:  # another rank stopped after this one finished: this rank's report stands
+        pass
+    return blobs
 
 
 def _groups(run: Run, timeout: float) -> tuple[dict[str, Any], dict[str, list[int]]]:
@@ -201,7 +277,9 @@ def _replay_rank(
     atol: float | None,
     allow_ops: Iterable[str],
     child: Child,
+    progress: dict[str, Any],
 ) -> ReplayReport:
+    """Replay rank `rank` chained, collectives for real; `progress` holds the report and the call being replayed."""
     from opwire.recording.replay_engine import Replayer, ReplayOptions, check_policy
 
     with run.open(rank) as src:
@@ -210,13 +288,14 @@ def _replay_rank(
         check_policy(src, policy)
         opts = ReplayOptions(DefaultPolicy.FROM_SCHEMA, "chained", rtol, atol, None, policy)
         runner = Replayer(src, ProxyExecutor(policy=DefaultPolicy.FROM_SCHEMA, exec_policy=policy), opts)
-        report = ReplayReport("chained", len(src), recorded_torch=src.header.torch_version)
+        report = progress["report"] = ReplayReport("chained", len(src), recorded_torch=src.header.torch_version)
         calls = {c.index: c for c in collective_calls(src, rank)} if ops else {}
         start = time.perf_counter()
         runner.free(-1)
         with torch.no_grad():
             for i, rec in enumerate(src.records()):
                 child.at(f"call {i} ({printable(rec.target)})")
+                progress["at"] = (i, rec.target)
                 if "skipped" in rec.metadata:
                     report.skipped.append((i, rec.target, rec.metadata["skipped"]))
                     runner.free(i)

@@ -92,7 +92,8 @@ class RunReplay:
     @property
     def ok(self) -> bool:
         """No rank diverged and the collectives agree."""
-        return self.overall() is None and all(r.ok for r in self.ranks)
+        findings = self.collectives is not None and bool(self.collectives.findings)
+        return self.overall() is None and not findings and all(r.ok for r in self.ranks)
 
     def __str__(self) -> str:
         lines = [f"{self.path}: {self.world_size} ranks replayed ({self.mode})"]
@@ -104,7 +105,10 @@ class RunReplay:
         if self.collectives is not None:
             lines.append(format_ranks(self.collectives, self.path))
         first = self.overall()
-        lines.append(f"first divergence overall: {first}" if first is not None else "no divergence on any rank")
+        if first is not None:
+            lines.append(f"first divergence overall: {first}")
+        else:
+            lines.append("no divergence on any rank" if self.ok else "no rank diverged in its calls; see the findings")
         return "\n".join(lines)
 
     def to_model(self, findings: Callable[[ReplayReport], Sequence[m.Finding]] | None = None) -> m.RunReplayOutput:
@@ -165,6 +169,9 @@ class _LocalOnly(TraceSource):
 
     def nbytes(self, name: str) -> int:
         return self.src.nbytes(name)
+
+    def undefined(self, name: str) -> bool:
+        return self.src.undefined(name)
 
     def freed_after(self, i: int) -> list[str]:
         return self.src.freed_after(i)

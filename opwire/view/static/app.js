@@ -21,10 +21,13 @@
     if (!findings) return all ? [] : null;
     var list = [].concat(scope === "" ? findings.nodes[node.n] || [] : [], findings.targets[node.tf] || []);
     if (all) return list;
-    var worst = null;
-    list.forEach(function (f) { if (!worst || RANK[f.severity] > RANK[worst]) worst = f.severity; });
+    var worst = null, origin = null;
+    list.forEach(function (f) {
+      if (!worst || RANK[f.severity] > RANK[worst]) { worst = f.severity; origin = f.origin || null; }
+    });
     if (scope === "" && findings.first === node.n) worst = "first";
-    return worst;
+    /* the scene adds "f-" + this: "error o-inherited" gives classes f-error and o-inherited */
+    return worst && origin ? worst + " o-" + OW.originKind(origin) : worst;
   }
 
   function apply() {

@@ -13,10 +13,27 @@ OW.Panel.prototype.link = function (key, text) {
   return '<a href="#" data-goto="' + OW.esc(key) + '">' + OW.esc(text) + "</a>";
 };
 
+/* "local", "inherited" or "inherited from rank N" -> the kind its colour shows ("local" or "inherited") */
+OW.originKind = function (origin) { return origin.indexOf("inherited") === 0 ? "inherited" : "local"; };
+
+/* What the two colours of differing nodes mean (shown when the findings label any difference). */
+OW.legend = function (findings) {
+  var any = false;
+  ["nodes", "targets"].forEach(function (k) {
+    Object.keys(findings[k]).forEach(function (n) { findings[k][n].forEach(function (e) { if (e.origin) any = true; }); });
+  });
+  if (!any) return "";
+  return '<div class="legend"><span class="sw o-local"></span> local: the node itself computes differently' +
+    ' (none of the inputs the saved run holds differed) <br><span class="sw o-inherited"></span> inherited: it received' +
+    " an input that already differed</div>";
+};
+
 OW.Panel.prototype.findingList = function (list) {
   var esc = OW.esc;
   return list.map(function (f) {
-    return '<div class="finding s-' + f.severity + '"><b>' + esc(f.severity) + (f.code ? " " + esc(f.code) : "") + "</b> " + esc(f.message) +
+    var origin = f.origin ? " o-" + OW.originKind(f.origin) : "";
+    return '<div class="finding s-' + f.severity + origin + '"><b>' + esc(f.severity) + (f.code ? " " + esc(f.code) : "") +
+      (f.origin ? " (" + esc(f.origin) + ")" : "") + "</b> " + esc(f.message) +
       (f.fix ? '<div class="fix">fix: ' + esc(f.fix) + "</div>" : "") + (f.detail ? "<pre>" + esc(f.detail) + "</pre>" : "") + "</div>";
   }).join("");
 };
@@ -48,9 +65,15 @@ OW.Panel.prototype.summary = function () {
   if (f) {
     html.push("<h3>findings: " + esc(f.title) + " (" + f.count + ")</h3>");
     if (f.first) html.push("<p>first divergence: " + this.link("|n|" + f.first, f.first) + "</p>");
+    html.push(OW.legend(f));
     var rows = [];
     Object.keys(f.nodes).forEach(function (n) {
-      f.nodes[n].forEach(function (e) { if (e.severity !== "ok") rows.push("<tr class=\"s-" + e.severity + "\"><td>" + self.link("|n|" + n, n) + "</td><td>" + esc(e.severity) + "</td><td>" + esc(e.message) + "</td></tr>"); });
+      f.nodes[n].forEach(function (e) {
+        if (e.severity === "ok") return;
+        var origin = e.origin ? " o-" + OW.originKind(e.origin) : "";
+        rows.push("<tr class=\"s-" + e.severity + origin + "\"><td>" + self.link("|n|" + n, n) + "</td><td>" + esc(e.severity) +
+          (e.origin ? ", " + esc(e.origin) : "") + "</td><td>" + esc(e.message) + "</td></tr>");
+      });
     });
     Object.keys(f.targets).forEach(function (t) {
       f.targets[t].forEach(function (e) { rows.push("<tr class=\"s-" + e.severity + "\"><td>" + esc(t) + "</td><td>" + esc(e.severity) + "</td><td>" + esc(e.message) + "</td></tr>"); });

@@ -188,15 +188,29 @@ def test_a_single_trace_where_a_run_is_expected(run_dir: Path, cli: Cli) -> None
     assert "expected a run directory holding rank0.trace" in done.stderr and "it is a single trace" in done.stderr
 
 
-def test_a_failing_rank_aborts_the_group_under_collectives(run_dir: Path, tmp_path: Path) -> None:
+def test_a_failing_rank_gives_rank_0s_report_and_one_line_under_collectives(run_dir: Path, tmp_path: Path) -> None:
+    """Rank 1's trace lacks the barrier: rank 0 waits in it and times out. What opwire prints is rank 0's report
+    (stdout) and one line (stderr); every rank but rank 0 exits 0 once rank 0 has reported, so torchrun's own
+    summary (which no rank can suppress once one exits non-zero) names rank 0 alone."""
     out = _copy(run_dir, tmp_path / "stuck")
     trace = opwire.load_trace(run_dir / "rank1.trace").model
+    barrier = next(i for i, r in enumerate(trace.records) if r.target.startswith("c10d::barrier"))
     trace.records = [r for r in trace.records if not r.target.startswith("c10d::barrier")]
     (out / "rank1.trace").write_bytes(opwire.dumps(trace, format="compact"))
     # 4 s: long enough for both ranks to start under load, short enough not to idle a test worker
     done = torchrun("replay", out, "--collectives", "--collective-timeout", "4", cwd=tmp_path, timeout=240)
-    assert done.returncode != 0
-    assert "opwire replay: error: rank" in done.stderr
+    assert done.returncode == 1  # torchrun's own code for any failed rank
+    assert done.stdout.startswith(f"{out}: 2 ranks replayed (collectives)\n"), done.stdout + done.stderr[-3000:]
+    assert f"first divergence overall: rank 0, call {barrier} c10d::barrier.default" in done.stdout
+    assert "sequence: group 0 collective #" in done.stdout  # the collectives check says why: rank 1 never called it
+    ours = [ln for ln in done.stderr.splitlines() if not ln.startswith(("E1", "W1", "I1")) and "torch" not in ln]
+    ours = ours[: next((k for k, ln in enumerate(ours) if ln.startswith("Traceback")), len(ours))]
+    assert len(ours) == 1, done.stderr
+    assert ours[0].startswith(f"opwire replay: error: rank 0: stopped at call {barrier} (c10d::barrier.default): ")
+    assert "Timed out waiting 4000ms" in ours[0] and "unbound_buffer.cc" not in ours[0]
+    assert done.stderr.count("Traceback") == 1  # torchrun's, not a rank's
+    summary = done.stderr[done.stderr.index("ChildFailedError") :]
+    assert "<NO_OTHER_FAILURES>" in summary and "rank      : 0 (local_rank: 0)" in summary
 
 
 def test_ranks_diff_and_replay_print_the_same_split_over_torchrun(run_dir: Path, tmp_path: Path) -> None:
