@@ -4,8 +4,9 @@ A rank's replay can stop (a timeout, a crash, an unreadable payload) while the o
 the process group can then carry nothing more. Each rank's own process (outside the sandboxed fork, once the
 fork has ended) puts its outcome in the key-value store torchrun's agent keeps for the job, under this job's
 run id and restart count; rank 0 collects every rank's outcome and prints the run's report. A rank other than
-0 leaves as soon as its outcome is in the store, with exit code 0 (rank 0's exit carries the verdict): torchrun stops every running rank once one exits non-zero, and lists each
-as failed, so by the time rank 0 exits there is none left to stop.
+0 leaves as soon as its outcome is in the store, with exit code 0 (rank 0's exit carries the verdict): torchrun
+stops every running rank once one exits non-zero, and lists each as failed, so by the time rank 0 exits there is
+none left to stop.
 """
 
 from __future__ import annotations
