@@ -25,7 +25,7 @@ from opwire.errors import DecodeError
 from opwire.recording.distributed.run import Run
 from opwire.recording.distributed.sequence import CollectiveCall, collective_calls
 from opwire.recording.distributed.share import Share
-from opwire.recording.origin import ANOTHER_RANK, LOCAL, values_differ
+from opwire.recording.origin import ANOTHER_RANK, INHERITED, LOCAL, values_differ
 from opwire.recording.recorder import Trace
 from opwire.recording.source import TraceSource
 from opwire.recording.trace_diff import CallDifference, OnlyIn, OpDiff, TraceDiff, diff_traces, relabel, set_origins
@@ -181,7 +181,9 @@ def _from_ranks(ra: Run, rb: Run, ranks: dict[int, TraceDiff], rtol: float | Non
             for x in found:
                 place = at.get(x.a_index)
                 culprit = None if place is None else _culprit(place, r, places_a, places_b, src_a, src_b, rtol, atol)
-                labels[(x.a_index, x.b_index)] = LOCAL if culprit is None else f"inherited from rank {culprit}"
+                labels[(x.a_index, x.b_index)] = (
+                    LOCAL if culprit is None else INHERITED if culprit < 0 else f"inherited from rank {culprit}"
+                )
             relabel(ranks[r], labels)
 
 
@@ -202,11 +204,25 @@ def _culprit(
     places_b: list[dict[tuple[str, int], CollectiveCall]], src_a: list[TraceSource], src_b: list[TraceSource],
     rtol: float | None, atol: float | None,
 ) -> int | None:  # fmt: skip
-    """The lowest other rank whose inputs to the collective at `place` differ between the runs."""
+    """The lowest other rank whose inputs to the collective at `place` differ between the runs; failing that, the
+    one other rank whose inputs hold no defined byte in a run (they may differ unseen), or -1 when several do: this
+    rank's own inputs agree, so the collective's result cannot be called local while another rank's are unknown."""
+    unknown: list[int] = []
     for q in range(len(src_a)):
         if q == rank:
             continue
         ca, cb = places_a[q].get(place), places_b[q].get(place)
-        if ca is not None and cb is not None and values_differ(src_a[q], src_b[q], ca.inputs, cb.inputs, rtol, atol):
+        if ca is None or cb is None:
+            continue
+        if values_differ(src_a[q], src_b[q], ca.inputs, cb.inputs, rtol, atol):
             return q
-    return None
+        if _undefined(src_a[q], ca.inputs) or _undefined(src_b[q], cb.inputs):
+            unknown.append(q)
+    return None if not unknown else unknown[0] if len(unknown) == 1 else -1
+
+
+def _undefined(src: TraceSource, names: Any) -> bool:
+    """Whether some of these recorded tensors (names, nested lists of names) hold no defined byte (a marker)."""
+    if isinstance(names, list):
+        return any(_undefined(src, x) for x in names)
+    return src.undefined(str(names))

@@ -145,6 +145,8 @@ def _finding(
 
 def _numeric(check: _Check, tensors: RankTensors) -> m.RanksFinding | None:
     """The finding of one numeric check (None when the recorded outputs follow from the inputs)."""
+    if _undefined_input(check, tensors):
+        return None  # a value with no defined byte (a marker in the trace) is never compared
     if check.p2p is not None:
         a, b, tag = check.p2p
         sc, rc = check.calls
@@ -162,6 +164,11 @@ def _numeric(check: _Check, tensors: RankTensors) -> m.RanksFinding | None:
         return None
     first = check.calls[[c.rank if c is not None else -1 for c in check.calls].index(found[0].rank)]
     return _disagreeing(check.group, check.seq, first, found, check.indexes)
+
+
+def _undefined_input(check: _Check, tensors: RankTensors) -> bool:
+    """Whether some rank's recorded input to this collective holds no defined byte (written outside the trace)."""
+    return any(tensors.source(c.rank).undefined(n) for c in check.calls if c is not None for n in _flat(c.inputs))
 
 
 def _flat(names: Any) -> list[str]:
