@@ -100,6 +100,12 @@ def _open_framed(path: Path, b: Budgets, expect: Kind | None) -> Opened:
     if sniffed is not None and sniffed[1] == "TraceFrame":
         want("trace", expect, str(path))
         return StreamedTrace(path)
+    if sniffed is not None and sniffed[1] == "OpwireArchive":  # tensor payloads mapped, not read
+        want("archive", expect, str(path))
+        from opwire.serde import thrift_archive
+
+        archive = thrift_archive.open(path, max_elements=b.max_elements)
+        return OpenedProgram("archive", str(path), pt2=archive, owns_pt2=True)
     return from_bytes(_read(path, b), str(path), b, expect)
 
 
