@@ -5,13 +5,18 @@ tensor payload (`TensorValue.data` in `weights` and `constants`) is noted as an 
 mapping and stepped over, never copied. What is left (the program, the tensors' metadata, the examples: a
 small copy of everything else, each payload cut to an empty string) is read by the one strict Thrift decoder,
 so a bad program, dtype or shape says what the decoder says. `tensors()` then views each contiguous, aligned
-payload in place (`torch.frombuffer` over the mapping, pages read when an op touches them); a payload not
-aligned for its dtype, a non-contiguous layout, or a big-endian host gets a copy. Every offset and length is
+payload in place (`torch.frombuffer` over the mapping, pages read when an op touches them); a contiguous payload
+not aligned for its dtype is read straight from the file into a new tensor (`os.preadv`: the mapping's pages
+are never touched for it, so it costs its bytes once), and a non-contiguous layout or a big-endian host gets
+a checked copy. Every offset and length is
 checked against the file before anything is viewed: a hostile one is a `DecodeError` naming the tensor.
 """
 
 from __future__ import annotations
 
+import builtins
+import ctypes
+import os
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,7 +51,11 @@ class ThriftArchive:
         self.path = Path(path)
         self._src = str(self.path)
         self.max_elements = max_elements
+        before = _identity(self.path, self._src)
         self._file: MappedFile | None = MappedFile(self.path)
+        self._identity = _identity(self.path, self._src)
+        if self._identity != before or self._identity[2] != self._file.size:
+            raise DecodeError(f"{self._src}: the file changed while it was being opened; open it again")
         buffer = self._file.buffer
         header = framing.read_header(memoryview(buffer)[:256], self._src)
         if header.root != "OpwireArchive":
@@ -130,13 +139,36 @@ class ThriftArchive:
         sizes, strides = list(tv.sizes), list(tv.strides)
         numel = tensors.check_numel(sizes, contiguous_strides(sizes), 0, dtype.itemsize, where)
         in_place = MAPPABLE and tv.storage_offset == 0 and strides == contiguous_strides(sizes)
-        if in_place and length == numel * dtype.itemsize and start % dtype.itemsize == 0:
+        if in_place and length == numel * dtype.itemsize:
+            if start % dtype.itemsize:  # unaligned: read into a tensor of its own, the mapping left untouched
+                import torch
+
+                target = tensors.target_device(tv, device, where)
+                out = self._read_into(start, length, torch.empty(sizes, dtype=dtype), where)
+                return tensors.place(out, target, tv.requires_grad, where)
             layout = TensorLayout(tv.dtype, sizes, strides, 0, tv.device, tv.requires_grad)
             try:
                 return view_tensor(self._buffer(), start, length, layout, where, device)
             except DecodeError as exc:
                 raise DecodeError(f"{self._src}: {exc}", exc.path) from None
-        return tensors.shared_tensor(self._value(table, name), device, where)  # unaligned or restrided: a copy
+        return tensors.shared_tensor(self._value(table, name), device, where)  # restrided (or big-endian): a copy
+
+    def _read_into(self, start: int, length: int, out: torch.Tensor, where: str) -> torch.Tensor:
+        """`length` bytes at `start` of the file (the one mapped: same device, inode and size) into `out`."""
+        if start < 0 or start + length > len(self._buffer()):
+            raise DecodeError(f"{self._src}: {length} bytes at offset {start} end past the file - at `{where}`", where)
+        into = memoryview((ctypes.c_char * length).from_address(out.data_ptr())).cast("B") if length else None
+        with builtins.open(self.path, "rb", buffering=0) as f:
+            st = os.fstat(f.fileno())
+            if (st.st_dev, st.st_ino, st.st_size) != self._identity:
+                raise DecodeError(f"{self._src}: the file changed since it was opened; open it again")
+            done = 0
+            while into is not None and done < length:
+                n = os.preadv(f.fileno(), [into[done:]], start + done)
+                if n <= 0:
+                    raise DecodeError(f"{self._src}: the file ended while reading `{where}`; it was truncated", where)
+                done += n
+        return out
 
     def tensors(
         self, device: str | torch.device | None = None
@@ -179,6 +211,14 @@ class ThriftArchive:
 def open(path: str | Path, *, max_elements: int = budgets.MAX_ELEMENTS) -> ThriftArchive:
     """Open a framed Thrift OpwireArchive file: payloads found and mapped now, the rest decoded on first use."""
     return ThriftArchive(path, max_elements=max_elements)
+
+
+def _identity(path: Path, src: str) -> tuple[int, int, int]:
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise DecodeError(f"{src}: cannot stat ({exc.strerror or exc})") from None
+    return st.st_dev, st.st_ino, st.st_size
 
 
 def _scan(
