@@ -97,9 +97,7 @@ class BoundGraph:
                 for run in runs:
                     env.update(run(env))
             else:
-                call = run_guard.call
-                for p, run in zip(plans, runs, strict=True):
-                    env.update(call(p.where, run, env))
+                run_guard.run_nodes(plans, runs, env)
             return
         for i, (node, run) in enumerate(zip(nodes, runs, strict=True)):
             if deadline is not None and time.monotonic() > deadline:

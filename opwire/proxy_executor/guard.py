@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import torch
@@ -100,7 +100,36 @@ class RunGuard:
             self.at = outer
             if "__warningregistry__" in _HERE:  # torch warns "from" this module: no warning is ever deduplicated
                 del _HERE["__warningregistry__"]
-        return box.out  # type: ignore[return-value]  # set: apply_ called box once (the carrier has one element)
+        return box.out  # type: ignore[no-any-return]  # set: apply_ called box once (the carrier has one element)
+
+    def run_nodes(self, wheres: Sequence[Any], runs: Sequence[Callable[[Any], Any]], env: dict[str, Any]) -> None:
+        """`env.update(run(env))` for each node in order, as `call` runs one (labelled with its plan's `where`)."""
+        carrier, step, skip = _carrier(), _Call(None, ()), None
+        if torch._C._is_torch_function_mode_enabled():
+            if _SKIP_NEXT is None:
+                for run in runs:
+                    env.update(run(env))
+                return
+            skip = _SKIP_NEXT
+        outer = self.at
+        step.args = (env,)
+        try:
+            for p, run in zip(wheres, runs, strict=True):
+                self.at = p.where
+                step.fn, step.done = run, False
+                if skip is not None:
+                    skip(True)
+                try:
+                    carrier.apply_(step)
+                except Warning as exc:  # an "error" filter raised a kernel warning after the node returned
+                    if not step.done:
+                        raise
+                    self._keep(p.where, str(exc))
+                if "__warningregistry__" in _HERE:
+                    del _HERE["__warningregistry__"]
+                env.update(step.out)
+        finally:
+            self.at = outer
 
     def _collect(self, msg: Any) -> None:
         if threading.get_ident() != self._thread and self._shown is not None:
@@ -158,6 +187,10 @@ class _Call:
     """`fn(*args)` called back by `Tensor.apply_` (once: the carrier has one element)."""
 
     __slots__ = ("args", "done", "fn", "out")
+    fn: Any
+    args: tuple[Any, ...]
+    done: bool
+    out: Any
 
     def __init__(self, fn: Any, args: tuple[Any, ...]) -> None:
         self.fn, self.args, self.done, self.out = fn, args, False, None

@@ -129,3 +129,16 @@ def test_a_torch_function_mode_stays_active_inside_and_does_not_see_the_carrier(
     with Watch(), RunGuard("test") as guard:
         guard.call("node", lambda: torch.ones(2).sum())
     assert seen == ["ones", "sum"]
+
+
+def test_a_program_run_with_an_observer_names_the_node_too() -> None:
+    """The observed (and budgeted) loop runs each node through the same handler as the fast loop."""
+    from opwire.proxy_executor import ProgramRunner
+
+    seen: list[str] = []
+    runner = ProgramRunner(_resizing_program(), observer=lambda n, _: seen.append(n.target))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        runner(torch.ones(16))
+    assert seen == ["aten::empty.memory_format", "aten::add.out"]
+    assert [str(w.message)[:53] for w in caught] == ["graph node 'resizing_add' (aten::add.out): the kernel"]
