@@ -155,3 +155,11 @@ def test_a_file_changed_after_opening_is_refused(
         f.write(b"\0")
     with pytest.raises(DecodeError, match=r"it changed while open - open it again"):
         lazy.tensors()
+
+
+def test_max_bytes_still_bounds_an_archive_opened_by_path(
+    tmp_path: Path, net: tuple[m.OpwireArchive, torch.Tensor, torch.Tensor]
+) -> None:
+    path = _write(tmp_path, net[0], "compact")
+    with pytest.raises(DecodeError, match=r"the archive has bytes: \d+ exceeds the budget max_bytes=100"):
+        opwire.open(path, max_bytes=100)
