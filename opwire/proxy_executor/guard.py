@@ -7,7 +7,8 @@ numbers, the CPU generator's state (and every initialized CUDA device's). Kernel
 they are collected while the work runs and re-issued once, as `OpwireWarning`s naming the node they came
 from, so the host's warning filters decide what happens to them.
 
-Work runs through `RunGuard.call(where, fn, ...)`, under torch's own Python warning handler: ops called
+Work runs through `RunGuard.call(where, fn, ...)` (a graph's nodes through `run_nodes`, one loop), under
+torch's own Python warning handler: ops called
 through `torch.ops` do not install it (their `TORCH_WARN` goes to c10's default handler, which prints
 `[W...] Warning:` lines on file descriptor 2), but every torch binding does, for its duration, on its thread.
 `call` enters one (`Tensor.apply_` on a one-element carrier, which calls `fn` back from C++), so a kernel's
