@@ -163,3 +163,17 @@ def test_max_bytes_still_bounds_an_archive_opened_by_path(
     path = _write(tmp_path, net[0], "compact")
     with pytest.raises(DecodeError, match=r"the archive has bytes: \d+ exceeds the budget max_bytes=100"):
         opwire.open(path, max_bytes=100)
+
+
+def test_a_tensor_with_two_data_fields_is_a_decode_error(
+    tmp_path: Path, net: tuple[m.OpwireArchive, torch.Tensor, torch.Tensor]
+) -> None:
+    """Two `data` fields in one TensorValue: which bytes it means is ambiguous, so the mapped reader refuses it."""
+    path = _write(tmp_path, net[0], "binary")
+    data = path.read_bytes()
+    pos, length = _payload(path, "weights", "lin.bias")
+    field = data[pos - 7 : pos + length]
+    assert field[:3] == b"\x0b\x00\x46"  # binary: type string, field id 70, then the i32 length
+    path.write_bytes(data[: pos + length] + field + data[pos + length :])
+    with pytest.raises(DecodeError, match=r"weights\['lin.bias'\] has two data fields - in `weights`"):
+        opwire.open(path)
