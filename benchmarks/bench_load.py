@@ -7,6 +7,8 @@ to `.opw`. Each path runs in its own child, after its imports, from its file to 
 - torch: `torch.export.load(p).module()(x)` (the baseline, 1x);
 - opwire .pt2: `opwire.run_program(opwire.serde.pt2.open(p), (x,))`;
 - opwire .opw: `opwire.run_program(opwire.serde.opw.open(p), (x,))`;
+- opwire compact / binary: the whole `OpwireArchive` as one Thrift blob (`opwire convert --to compact`),
+  `opwire.run_program(opwire.open(p), (x,))` (issue 27: its payloads mapped, not read);
 - safetensors: `safetensors.torch.load_file` of the same weights (no output: weights only);
 - read floor: reading the .pt2's bytes into memory (what any copying loader pays at least).
 
@@ -15,7 +17,8 @@ spin barriers otherwise make every forward pass several times slower and the fig
 Peak RSS growth is the child's peak resident set (VmHWM, reset after imports through
 /proc/self/clear_refs) minus its resident set before loading; mapped pages the run touches count.
 Goals (issue 17): first output at least 5x faster than torch, and peak RSS growth at most 1.1x the weights'
-bytes, for both the .pt2 and the .opw. Run it once: it writes about 2.5 GB to a temporary directory.
+bytes, for the .pt2 and the .opw, and (issue 27) for the Thrift archives. Run it once: it writes about 4 GB
+to a temporary directory (OPWIRE_BENCH_LOAD_LAYERS=4: about 1 GB).
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ from pathlib import Path
 
 LAYERS = int(os.environ.get("OPWIRE_BENCH_LOAD_LAYERS", "16"))
 D = int(os.environ.get("OPWIRE_BENCH_LOAD_D", "1024"))
-PATHS = ("torch", "opwire .pt2", "opwire .opw", "safetensors", "read floor")
+PATHS = ("torch", "opwire .pt2", "opwire .opw", "opwire compact", "opwire binary", "safetensors", "read floor")
+OPWIRE_PATHS = ("opwire .pt2", "opwire .opw", "opwire compact", "opwire binary")
 
 
 def _status(key: str) -> int:
@@ -64,6 +68,8 @@ def child(mode: str, tmp: Path) -> None:
         out = opwire.run_program(pt2.open(tmp / "model.pt2"), (x,))
     elif mode == "opwire .opw":
         out = opwire.run_program(opw.open(tmp / "model.opw"), (x,))
+    elif mode in ("opwire compact", "opwire binary"):
+        out = opwire.run_program(opwire.open(tmp / f"model.{mode.split()[1]}"), (x,))
     elif mode == "safetensors":
         out = load_file(tmp / "model.safetensors")
     else:
@@ -88,6 +94,7 @@ def _build(tmp: Path) -> int:
     import torch
     from safetensors.torch import save_file
 
+    import opwire
     from opwire.serde import opw, pt2
 
     torch.manual_seed(0)
@@ -105,6 +112,10 @@ def _build(tmp: Path) -> int:
     save_file(state, tmp / "model.safetensors")
     with pt2.open(tmp / "model.pt2") as archive:
         opw.write(archive, tmp / "model.opw")
+    whole = pt2.read(tmp / "model.pt2")
+    for codec in ("compact", "binary"):
+        (tmp / f"model.{codec}").write_bytes(opwire.dumps(whole, codec))
+    del whole
     return sum(v.numel() * v.element_size() for v in state.values())
 
 
@@ -113,14 +124,14 @@ def main() -> None:
         tmp = Path(name)
         start = time.perf_counter()
         weights = _build(tmp)
-        sizes = {s: (tmp / f"model{s}").stat().st_size for s in (".pt2", ".opw", ".safetensors")}
+        sizes = {s: (tmp / f"model{s}").stat().st_size for s in (".pt2", ".opw", ".compact", ".safetensors")}
         print(
             f"model: TransformerEncoder {LAYERS} layers d={D}, weights {weights / 1e6:.0f} MB; "
             + ", ".join(f"{k} {v / 1e6:.0f} MB" for k, v in sizes.items())
             + f" (built in {time.perf_counter() - start:.0f} s)"
         )
         _measure("read floor", tmp)  # warm the page cache for every file
-        for f in ("model.opw", "model.safetensors"):
+        for f in ("model.opw", "model.compact", "model.binary", "model.safetensors"):
             (tmp / f).read_bytes()
         results = {mode: _measure(mode, tmp) for mode in PATHS}
         base = results["torch"]["s"]
@@ -131,7 +142,7 @@ def main() -> None:
                 f"{mode:<14} {r['s'] * 1000:>10.0f} ms {base / r['s']:>8.1f}x {r['rss'] / 1e6:>13.0f} MB "
                 f"{r['rss'] / weights:>9.2f}x"
             )
-        for mode in ("opwire .pt2", "opwire .opw"):
+        for mode in OPWIRE_PATHS:
             r = results[mode]
             speed, mem = base / r["s"], r["rss"] / weights
             same = abs(r["sum"] - ref) <= 1e-3 * max(1.0, abs(ref))

@@ -80,9 +80,10 @@ def add_parser(sub: Any) -> None:
         description="For each overload of each OP (aten::lstm: every overload; aten::lstm.input: one), say whether "
         "`opwire run`, `exec` and `replay` admit it, which precondition is checked before its kernel runs, or why "
         "it is refused and the --allow-op that runs it anyway. Exit 0 when every overload is admitted, 1 when one "
-        "is refused, 2 on bad usage (an unknown op).",  # no --json yet: every --json output is an IDL record
+        "is refused, 2 on bad usage (an unknown op).",
     )
     q.add_argument("ops", nargs="+", metavar="OP", help="ns::op or ns::op.overload")
+    q.add_argument("--json", action="store_true", help="print the verdicts as JSON (the OpPolicyOutput record)")
     add_loading(q)
     q.set_defaults(func=run_policy)
 
@@ -146,9 +147,17 @@ def run_bc_check(args: argparse.Namespace) -> int:
 
 def run_policy(args: argparse.Namespace) -> int:
     """Print the policy's verdict on every overload of the ops; exit 1 when one is refused."""
-    from opwire.proxy_executor.policy_report import explain
+    from opwire.proxy_executor.policy_report import explain, policy_output
 
     verdicts = [v for op in args.ops for v in explain(op)]
-    for v in verdicts:
-        print(v)
-    return 1 if any(v.verdict == "refused" for v in verdicts) else 0
+    record = policy_output(verdicts)
+    if args.json:
+        from opwire.cli.output import print_record
+
+        print_record(record)
+    else:
+        for v in verdicts:
+            print(v)
+        if record.refused > 1:
+            print(f"{record.refused} overloads are refused; to run them all anyway: {record.allow}")
+    return 1 if record.refused else 0

@@ -100,6 +100,15 @@ def _open_framed(path: Path, b: Budgets, expect: Kind | None) -> Opened:
     if sniffed is not None and sniffed[1] == "TraceFrame":
         want("trace", expect, str(path))
         return StreamedTrace(path)
+    if sniffed is not None and sniffed[1] == "OpwireArchive" and path.is_file():  # payloads mapped, not read
+        want("archive", expect, str(path))
+        from opwire.serde import thrift_archive
+
+        limit = budgets.MAX_ARCHIVE_BYTES if b.max_bytes is None else b.max_bytes
+        if path.stat().st_size > limit:
+            raise budgets.exceeded(f"{path}: the archive has bytes", path.stat().st_size, "max_bytes", limit)
+        archive = thrift_archive.open(path, max_elements=b.max_elements)
+        return OpenedProgram("archive", str(path), pt2=archive, owns_pt2=True)
     return from_bytes(_read(path, b), str(path), b, expect)
 
 

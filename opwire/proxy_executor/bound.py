@@ -20,6 +20,7 @@ from opwire.proxy_executor.context import BindContext
 from opwire.proxy_executor.default_policy import DefaultPolicy
 from opwire.proxy_executor.exec_policy import refusals_collected
 from opwire.proxy_executor.graphchecks import StorageGuard, written_names
+from opwire.proxy_executor.guard import active_guard
 from opwire.proxy_executor.plan import NodePlan, bind_node
 from opwire.proxy_executor.run_budgets import current_deadline, timed_out
 from opwire.schema import models as m
@@ -90,16 +91,20 @@ class BoundGraph:
                 runs, nodes, plans = self._runs, self._nodes, self._plans
         deadline = current_deadline()
         guard = self.write_guard(env) if self.write_guard is not None and self._writes else None
+        run_guard = active_guard()  # each node under torch's warning handler: its kernel warnings name it
         if observer is None and deadline is None and guard is None:
-            for run in runs:
-                env.update(run(env))
+            if run_guard is None:
+                for run in runs:
+                    env.update(run(env))
+            else:
+                run_guard.run_nodes(plans, runs, env)
             return
         for i, (node, run) in enumerate(zip(nodes, runs, strict=True)):
             if deadline is not None and time.monotonic() > deadline:
                 raise timed_out(plans[i].where)
             if guard is not None and self._written[i]:
                 guard.check(plans[i], self._written[i], env)  # storage, not annotations: before the write
-            out = run(env)
+            out = run(env) if run_guard is None else run_guard.call(plans[i].where, run, env)
             env.update(out)
             if observer is not None:
                 observer(node, out)

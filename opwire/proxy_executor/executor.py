@@ -113,8 +113,8 @@ class ProxyExecutor:
         p = self._extern_plan(self._index(node)) if isinstance(node, (int, str)) else self.plan(node)
         if not p.guarded:
             return run_plan(p, values, defaults)
-        with RunGuard(p.where, p.seeded):
-            return run_plan(p, values, defaults)
+        with RunGuard(p.where, p.seeded) as guard:
+            return guard.call(p.where, run_plan, p, values, defaults)
 
     # ---- AOTInductor's flattened convention -------------------------------------------------
 
@@ -125,8 +125,8 @@ class ProxyExecutor:
             flat = self._flat_plan(self._index(node))
         if not flat.plan.guarded:
             return flat.call(int_args, tensor_args)
-        with RunGuard(flat.plan.where, flat.plan.seeded):
-            return flat.call(int_args, tensor_args)
+        with RunGuard(flat.plan.where, flat.plan.seeded) as guard:
+            return guard.call(flat.plan.where, flat.call, int_args, tensor_args)
 
     def layout(self, node: int | str) -> str:
         """What `call_function` expects for `node`: the int and tensor array entries, in order."""

@@ -4,46 +4,68 @@ On exit the guard puts back what it found: grad mode, the deterministic-algorith
 dispatch and function mode stacks (modes a run pushed are popped), and, when the work can draw random
 numbers, the CPU generator's state (and every initialized CUDA device's). Kernel warnings (torch's
 `TORCH_WARN`, e.g. `add.out` resizing a wrong-shaped `out`) never reach the host's stderr directly:
-they are collected while the work runs and re-issued once, as `OpwireWarning`s naming where they came
+they are collected while the work runs and re-issued once, as `OpwireWarning`s naming the node they came
 from, so the host's warning filters decide what happens to them.
 
-Two routes are covered: Python warnings (collected by swapping the `warnings` module's display hook
-for the duration of the run; another thread's warning in that window goes where it would have gone),
-and warnings torch's C++ handler prints itself (ops called through `torch.ops` print `[W...] Warning:`
-lines straight to file descriptor 2, and torch gives Python no way to install its warning handler): while
-any guard is active, fd 2 points at an in-memory file; torch's warning lines in it are re-issued the same
-way, and every other line (the host's own output from another thread in that window) is written back to
-the host's stderr when the guard ends, unchanged and in order.
+Work runs through `RunGuard.call(where, fn, ...)` (a graph's nodes through `run_nodes`, one loop), under
+torch's own Python warning handler: ops called
+through `torch.ops` do not install it (their `TORCH_WARN` goes to c10's default handler, which prints
+`[W...] Warning:` lines on file descriptor 2), but every torch binding does, for its duration, on its thread.
+`call` enters one (`Tensor.apply_` on a one-element carrier, which calls `fn` back from C++), so a kernel's
+warnings are handed to Python's `warnings` when the call returns, labelled `where`. The guard collects
+them by swapping the `warnings` module's display hook for the duration of the run (another thread's
+warning in that window goes where it would have gone). Nothing in the process is redirected: the host's
+stderr, and any other thread's torch warnings, are untouched. Warnings a kernel emits from its own worker
+threads (inside a parallel region) are not the caller's: torch prints them as it always does.
 """
 
 from __future__ import annotations
 
-import os
-import re
 import threading
 import warnings
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import torch
 from torch.utils._python_dispatch import _pop_mode
 
 from opwire.errors import OpwireWarning
 
-__all__ = ["RunGuard", "held_descriptors"]
+__all__ = ["RunGuard", "active_guard"]
 
 _MAX_WARNINGS = 8  # re-issued per run; the rest are counted in the last one
 _MAX_TEXT = 300
+_MAX_KEPT = 1024  # warnings kept per run (past it only the count grows): a warning in a loop is bounded
+_HERE = globals()
+_SKIP_NEXT: Callable[[bool], None] | None = getattr(torch._C, "_set_skip_next_torch_function", None)
+_T = TypeVar("_T")
 
 
 class RunGuard:
     """Context manager restoring RNG (when `rng`), grad mode, modes and flags; collects kernel warnings."""
 
-    __slots__ = ("_det", "_fn_modes", "_grad", "_modes", "_rng", "_shown", "_thread", "rng", "warned", "where")
+    __slots__ = (
+        "_det",
+        "_fn_modes",
+        "_grad",
+        "_modes",
+        "_outer",
+        "_rng",
+        "_shown",
+        "_thread",
+        "at",
+        "dropped",
+        "rng",
+        "warned",
+        "where",
+    )
 
     def __init__(self, where: str, rng: bool = True) -> None:
         self.where = where
+        self.at = where  # the node running now (`call`): what a warning arriving now is labelled
         self.rng = rng
-        self.warned: list[str] = []
+        self.warned: list[tuple[str, str]] = []  # (where, text)
+        self.dropped = 0
 
     def __enter__(self) -> RunGuard:
         self._grad = torch.is_grad_enabled()
@@ -57,19 +79,76 @@ class RunGuard:
         self._thread = threading.get_ident()
         self._shown = getattr(warnings, "_showwarnmsg", None)
         warnings._showwarnmsg = self._collect  # type: ignore[attr-defined]
-        _STDERR.enter()
+        self._outer = getattr(_ACTIVE, "guard", None)
+        _ACTIVE.guard = self
         return self
+
+    def call(self, where: str, fn: Callable[..., _T], *args: Any) -> _T:
+        """`fn(*args)` under torch's Python warning handler; the kernel warnings it raises are labelled `where`."""
+        box = _Call(fn, args)
+        outer, self.at = self.at, where
+        try:
+            if torch._C._is_torch_function_mode_enabled():
+                if _SKIP_NEXT is None:  # a torch without the flag: run as is (its warnings print as torch prints them)
+                    return fn(*args)
+                _SKIP_NEXT(True)  # the carrier's apply_ is no call a torch function mode should see
+            _carrier().apply_(box)
+        except Warning as exc:  # an "error" filter raised a kernel warning after the work returned
+            if not box.done:
+                raise
+            self._keep(where, str(exc))
+        finally:
+            self.at = outer
+            if "__warningregistry__" in _HERE:  # torch warns "from" this module: no warning is ever deduplicated
+                del _HERE["__warningregistry__"]
+        return box.out  # type: ignore[no-any-return]  # set: apply_ called box once (the carrier has one element)
+
+    def run_nodes(self, wheres: Sequence[Any], runs: Sequence[Callable[[Any], Any]], env: dict[str, Any]) -> None:
+        """`env.update(run(env))` for each node in order, as `call` runs one (labelled with its plan's `where`)."""
+        carrier, step, skip = _carrier(), _Call(None, ()), None
+        if torch._C._is_torch_function_mode_enabled():
+            if _SKIP_NEXT is None:
+                for run in runs:
+                    env.update(run(env))
+                return
+            skip = _SKIP_NEXT
+        outer = self.at
+        step.args = (env,)
+        try:
+            for p, run in zip(wheres, runs, strict=True):
+                self.at = p.where
+                step.fn, step.done = run, False
+                if skip is not None:
+                    skip(True)
+                try:
+                    carrier.apply_(step)
+                except Warning as exc:  # an "error" filter raised a kernel warning after the node returned
+                    if not step.done:
+                        raise
+                    self._keep(p.where, str(exc))
+                if "__warningregistry__" in _HERE:
+                    del _HERE["__warningregistry__"]
+                env.update(step.out)
+        finally:
+            self.at = outer
 
     def _collect(self, msg: Any) -> None:
         if threading.get_ident() != self._thread and self._shown is not None:
             self._shown(msg)  # another thread's warning: where it would have gone
             return
-        self.warned.append(str(msg.message))
+        if isinstance(msg.message, OpwireWarning):  # an inner guard's: already says where, passed on as it is
+            self._keep("", str(msg.message))
+        else:
+            self._keep(self.at, str(msg.message))
+
+    def _keep(self, where: str, text: str) -> None:
+        if len(self.warned) < _MAX_KEPT:
+            self.warned.append((where, text))
+        else:
+            self.dropped += 1
 
     def __exit__(self, *exc: object) -> None:
-        printed = _STDERR.exit()
-        if printed:
-            self.warned += [line for line in printed.splitlines() if line.strip()]
+        _ACTIVE.guard = self._outer
         warnings._showwarnmsg = self._shown  # type: ignore[attr-defined]
         if torch.is_grad_enabled() != self._grad:
             torch._C._set_grad_enabled(self._grad)
@@ -87,84 +166,57 @@ class RunGuard:
             self._reissue()
 
     def _reissue(self) -> None:
-        seen: dict[str, int] = {}
-        for text in self.warned:
+        seen: dict[tuple[str, str], int] = {}
+        for where, text in self.warned:
             one_line = " ".join(text.split())
-            key = one_line[:_MAX_TEXT] + ("..." if len(one_line) > _MAX_TEXT else "")
+            key = (where, one_line[:_MAX_TEXT] + ("..." if len(one_line) > _MAX_TEXT else ""))
             seen[key] = seen.get(key, 0) + 1
-        for i, (text, n) in enumerate(seen.items()):
+        more = len(seen) - _MAX_WARNINGS + self.dropped
+        for i, ((where, text), n) in enumerate(seen.items()):
             if i == _MAX_WARNINGS:
-                warnings.warn(f"{self.where}: {len(seen) - i} more kernel warnings", OpwireWarning, stacklevel=3)
                 break
             times = f" ({n} times)" if n > 1 else ""
-            warnings.warn(f"{self.where}: the kernel warned{times}: {text}", OpwireWarning, stacklevel=3)
+            said = f"{where}: the kernel warned{times}: {text}" if where else text + times
+            warnings.warn(said, OpwireWarning, stacklevel=3)
+        if more > 0:
+            warnings.warn(f"{self.where}: {more} more kernel warnings", OpwireWarning, stacklevel=3)
         self.warned = []
+        self.dropped = 0
 
 
-class _Fd2Capture:
-    """fd 2 redirected to an in-memory file while any guard is active (a process-wide count under a lock)."""
+class _Call:
+    """`fn(*args)` called back by `Tensor.apply_` (once: the carrier has one element)."""
 
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.depth = 0
-        self.saved = -1
-        self.mem = -1
+    __slots__ = ("args", "done", "fn", "out")
+    fn: Any
+    args: tuple[Any, ...]
+    done: bool
+    out: Any
 
-    def enter(self) -> None:
-        with self.lock:
-            self.depth += 1
-            if self.depth > 1:
-                return
-            try:
-                if self.mem < 0:
-                    self.mem = os.memfd_create("opwire-stderr", os.MFD_CLOEXEC)
-                self.saved = os.dup(2)
-                os.dup2(self.mem, 2)
-            except OSError:
-                self.saved = -1  # no fd 2 to redirect (a daemon): nothing to capture
+    def __init__(self, fn: Any, args: tuple[Any, ...]) -> None:
+        self.fn, self.args, self.done, self.out = fn, args, False, None
 
-    def exit(self) -> str:
-        """Restore fd 2; return torch's warning lines, and write every other line back to the host's stderr."""
-        with self.lock:
-            self.depth -= 1
-            if self.depth > 0 or self.saved < 0:
-                return ""
-            size = os.lseek(self.mem, 0, os.SEEK_CUR)
-            data = os.pread(self.mem, size, 0) if size else b""
-            warned: list[bytes] = []
-            host: list[bytes] = []
-            for line in data.splitlines(keepends=True):
-                (warned if _TORCH_WARNING.match(line) else host).append(line)
-            if host:  # the host's own output in the window (another thread, a library): where it was going
-                _write_all(self.saved, b"".join(host))
-            os.dup2(self.saved, 2)
-            os.close(self.saved)
-            self.saved = -1
-            if size:
-                os.ftruncate(self.mem, 0)
-                os.lseek(self.mem, 0, os.SEEK_SET)
-            return b"".join(warned)[: 1 << 16].decode("utf-8", "replace")
+    def __call__(self, _element: float) -> int:
+        self.out = self.fn(*self.args)
+        self.done = True
+        return 0
 
 
-_STDERR = _Fd2Capture()
+_ACTIVE = threading.local()  # .guard: the innermost RunGuard of this thread
+_CARRIERS = threading.local()  # .tensor: this thread's one-element CPU tensor (apply_ writes the 0 back)
 
 
-def held_descriptors() -> list[int]:
-    """Descriptors the guard keeps process-wide (its stderr memfd): a forked child that closes the others must
-    keep these, or their numbers are reused and the guard reads and truncates another file."""
-    return [_STDERR.mem] if _STDERR.mem >= 0 else []
+def active_guard() -> RunGuard | None:
+    """The innermost `RunGuard` active on this thread (None outside any)."""
+    return getattr(_ACTIVE, "guard", None)
 
 
-_TORCH_WARNING = re.compile(rb"^\[W\d{4} [^\]]*\] Warning: ")
-"""The line c10's default warning handler prints for a TORCH_WARN: `[W1202 03:56:47.779 Resize.cpp:30] Warning: ...`."""
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    while data:
-        try:
-            data = data[os.write(fd, data) :]
-        except OSError:
-            return  # the host's stderr is gone: nothing to keep
+def _carrier() -> torch.Tensor:
+    tensor = getattr(_CARRIERS, "tensor", None)
+    if tensor is None:  # made once per thread, unseen by the modes and contexts active now
+        with torch._C.DisableTorchFunction(), torch._C._DisableTorchDispatch(), torch.inference_mode(False):
+            tensor = _CARRIERS.tensor = torch.zeros(1, dtype=torch.float32, device="cpu")
+    return tensor
 
 
 def _rng_state() -> tuple[torch.Tensor, list[torch.Tensor] | None]:

@@ -176,10 +176,6 @@ def spawn(work: Callable[[Child], dict[str, bytes]], limits: Limits, keep: Itera
     sys.stdout.flush()
     sys.stderr.flush()
     parent = os.getpid()
-    # deferred: guard imports torch, which this module does not (every child runs torch work, so it is loaded anyway)
-    from opwire.proxy_executor.guard import held_descriptors
-
-    held = held_descriptors()  # the run guard's stderr memfd: the child keeps it (see held_descriptors)
     pid = os.fork()
     if pid == 0:  # the child: never returns into the caller's code
         faulthandler.disable()  # a crash is reported once, by the parent, as one line
@@ -187,7 +183,7 @@ def spawn(work: Callable[[Child], dict[str, bytes]], limits: Limits, keep: Itera
         # close a descriptor number the confinement closed and the child has since reused
         gc.freeze()
         try:
-            confine(limits, {w, *keep, *held}, ew, parent)
+            confine(limits, {w, *keep}, ew, parent)
         except BaseException as exc:
             os.write(2, f"opwire: the isolated child cannot confine itself: {exc!r}\n".encode())
             os._exit(4)

@@ -13,8 +13,9 @@ from opwire.proxy_executor import policy_rules
 from opwire.proxy_executor.allowlist import policy_entry
 from opwire.proxy_executor.exec_policy import TORCH_NAMESPACES, ExecPolicy, allow_name
 from opwire.proxy_executor.targets import resolve
+from opwire.schema import models as m
 
-__all__ = ["OpVerdict", "explain"]
+__all__ = ["OpVerdict", "explain", "policy_output"]
 
 _SOURCES = {
     "public": "a public ATen op: written for Python callers, it validates its own arguments",
@@ -95,3 +96,13 @@ def _one(overload: Any) -> OpVerdict:
 def explain(name: str) -> list[OpVerdict]:
     """The policy's verdict on every overload `name` names ("aten::lstm", "aten::lstm.input")."""
     return [_one(o) for o in _overloads(name)]
+
+
+def policy_output(verdicts: list[OpVerdict]) -> m.OpPolicyOutput:
+    """The `OpPolicyOutput` record of `verdicts` (`opwire ops policy --json`), with the one `--allow-op` flag."""
+    allow = list(dict.fromkeys(v.allow for v in verdicts if v.verdict == "refused" and v.allow))
+    return m.OpPolicyOutput(
+        refused=sum(v.verdict == "refused" for v in verdicts),
+        allow="--allow-op " + ",".join(allow) if allow else None,
+        verdicts=[m.OpPolicyVerdict(**v.to_dict()) for v in verdicts],
+    )

@@ -42,6 +42,13 @@ def _wider(c: Carrier) -> Carrier | None:
 
 
 @cache
+def _empty_list_candidates() -> tuple[str, ...]:
+    """Members that can hold an empty list, of any element type (what the schema type allows decides)."""
+    kinds = ("tensor", "optional_tensor", "int", "float", "bool", "string")
+    return tuple(dict.fromkeys(member for k in kinds for member in members_carrying(Carrier("list", Carrier(k)))))
+
+
+@cache
 def _candidates(c: Carrier) -> tuple[str, ...]:
     """Argument members that can hold a value carried as `c`, most specific first (derived from the IDL)."""
     wider = _wider(c)
@@ -55,7 +62,11 @@ def to_argument(v: Any, arg: OpArg, op: str, name_of: TensorNamer, role: str = "
     if carrier == _INT and arg.parsed.kind == "base" and arg.parsed.name in ("float", "SymFloat"):
         carrier, v = _FLOAT, float(v)
     where = f"{op}({arg.name or 'return'})"
-    for member in _candidates(carrier) if carrier is not None else ():
+    if isinstance(v, list | tuple) and not v:  # `[]` for a `Tensor[]` (a fused optimizer's unused state lists)
+        candidates = _empty_list_candidates()
+    else:
+        candidates = _candidates(carrier) if carrier is not None else ()
+    for member in candidates:
         if member in allowed:
             return m.Argument(**{member: to_member("Argument", member)(v, where, name_of)})
     raise EncodeError(

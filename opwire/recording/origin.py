@@ -108,9 +108,10 @@ def _judge_all(
     run_a = _runner(src_a, rtol, atol, policy)
     run_b = _runner(src_b, rtol, atol, policy)
     out: dict[tuple[int, int], Verdict] = {}
-    with RunGuard("diff"), torch.no_grad():
+    with RunGuard("diff") as guard, torch.no_grad():
         for i, j, ra, rb in todo:
-            out[(i, j)] = _judge(src_a, src_b, run_a, run_b, i, j, ra, rb, rtol, atol)
+            where = f"calls {i} and {j} ({ra.target})"
+            out[(i, j)] = guard.call(where, _judge, src_a, src_b, run_a, run_b, i, j, ra, rb, rtol, atol)
     return out
 
 

@@ -98,14 +98,14 @@ def run_range(
     """Replay records start..stop of `src` into `report` (records are read one at a time)."""
     runner = Replayer(src, ProxyExecutor(policy=opts.policy, exec_policy=opts.exec_policy), opts)
     runner.free(-1)
-    with RunGuard("replay"), torch.no_grad(), time_limit(opts.exec_policy.timeout):
+    with RunGuard("replay") as guard, torch.no_grad(), time_limit(opts.exec_policy.timeout):
         for i, rec in enumerate(src.records(start, stop), start):
             check_time(f"call {i} ({rec.target})")
             if "skipped" in rec.metadata:
                 report.skipped.append((i, rec.target, rec.metadata["skipped"]))
             else:
                 stats = report.ops.setdefault(rec.target, OpStats())
-                found = runner.run(i, rec)
+                found = guard.call(f"call {i} ({rec.target})", runner.run, i, rec)
                 stats.calls += 1
                 stats.mismatches += bool(found)
                 stats.worst_abs = max(stats.worst_abs, runner.errors.abs)

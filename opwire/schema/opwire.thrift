@@ -913,3 +913,27 @@ struct ViewOutput {
   /** Its size, bytes. */
   20: i64 bytes;
 }
+
+/** The op policy's verdict on one op overload (`opwire ops policy`). Since 1.6. */
+struct OpPolicyVerdict {
+  /** "ns::op.overload" ("ns::op" for the default overload). */
+  10: string op;
+  /** "admitted", "precondition", "refused" or "trusted" (a namespace torch does not ship: the user's library). */
+  20: string verdict;
+  /** The source (admitted), the precondition family (precondition) or the category (refused). */
+  30: string detail;
+  /** The sentence saying why. */
+  40: string reason;
+  /** What `--allow-op` (`allow_ops`) takes to run it anyway; absent unless refused. */
+  50: optional string allow;
+}
+
+/** What `opwire ops policy OP... --json` prints. Since 1.6. */
+struct OpPolicyOutput {
+  /** Number of refused overloads (the exit is 1 when it is not 0). */
+  10: i64 refused;
+  /** The one flag admitting every refused overload (`--allow-op A,B`); absent when none is refused. */
+  20: optional string allow;
+  /** One verdict per overload, in the order asked. */
+  30: list<OpPolicyVerdict> verdicts;
+}

@@ -77,6 +77,9 @@ CASES: dict[str, list[tuple[str, Callable[[Inputs], list[str]], type]]] = {
         ("trace", lambda i: [i.trace_a], m.InspectOutput),
     ],
     "ops bc-check": [("snapshots", lambda i: [i.snap_old, i.snap_new], m.BcCheckReport)],
+    "ops policy": [
+        ("admitted and refused ops", lambda i: ["aten::relu", "aten::set_.source_Tensor"], m.OpPolicyOutput)
+    ],
     "ops validate": [("aten op", lambda i: ["aten::relu.default"], m.OpValidationOutput)],
     "ranks": [("run directory", lambda i: [i.run_a], m.RanksReport)],
     "replay": [

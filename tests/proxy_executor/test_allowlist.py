@@ -198,10 +198,10 @@ def test_the_hosts_own_stderr_lines_pass_through_a_guarded_run() -> None:
         "import os, warnings, torch\n"
         "from opwire.proxy_executor.guard import RunGuard\n"
         "warnings.simplefilter('ignore')\n"
-        "with RunGuard('test'):\n"
+        "with RunGuard('test') as guard:\n"
         "    for i in range(50):\n"
         "        os.write(2, f'host line {i}\\n'.encode())\n"
-        "    torch.ops.aten.add.out(torch.ones(4), torch.ones(4), out=torch.ones(3))\n"
+        "    guard.call('node', lambda: torch.ops.aten.add.out(torch.ones(4), torch.ones(4), out=torch.ones(3)))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -130,6 +130,11 @@ class BinaryReader:
         pos = self._take(n)
         return self.data[pos : pos + n]
 
+    def read_span(self) -> tuple[int, int]:
+        """(offset, length) of a length-prefixed byte string, stepped over without copying it."""
+        n = self._length(self.read_i32(), 1, "string")
+        return self._take(n), n
+
     def list_begin(self) -> tuple[int, int]:
         """(element wire type, count) of a list or set."""
         etype, n = _LIST.unpack_from(self.data, self._take(5))

@@ -151,6 +151,13 @@ class CompactReader:
         self.pos = pos + n
         return self.data[pos : pos + n]
 
+    def read_span(self) -> tuple[int, int]:
+        """(offset, length) of a length-prefixed byte string, stepped over without copying it."""
+        n = self._length(self._varint(5), 1, "string")
+        pos = self.pos
+        self.pos = pos + n
+        return pos, n
+
     def list_begin(self) -> tuple[int, int]:
         """(element wire type, count) of a list or set."""
         b = self._byte()
