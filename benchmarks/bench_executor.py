@@ -113,11 +113,11 @@ def main() -> None:
 
 
 def _unchecked(runner: ProgramRunner, args: tuple[Any, ...]) -> None:
-    """Turn off the runner's checks (preconditions, memory estimates) and its storage write guard, once bound."""
+    """Turn off the runner's checks (preconditions, memory estimates) and its undeclared-write check, once bound."""
     runner(*args)
     for p in runner.bound.plans:
         p.checks = None  # the fast call of each plan reads its checks at call time
-    runner.bound.write_guard = None
+    runner.bound.write_check = None  # no layout key per run, no checking pass
 
 
 def programs(names: list[str]) -> None:

@@ -19,15 +19,17 @@ from typing import Any
 from opwire.proxy_executor.context import BindContext
 from opwire.proxy_executor.default_policy import DefaultPolicy
 from opwire.proxy_executor.exec_policy import refusals_collected
-from opwire.proxy_executor.graphchecks import StorageGuard, written_names
 from opwire.proxy_executor.plan import NodePlan, bind_node
 from opwire.proxy_executor.run_budgets import current_deadline, timed_out
+from opwire.proxy_executor.write_check import Watch, WriteCheck
 from opwire.schema import models as m
 from opwire.schema.edits import edit_count, snapshot, track, unchanged
+from opwire.schema.refs import tensor_names, value_names
 
 __all__ = ["BoundGraph", "run_plan", "runner_of"]
 
 Run = Callable[[Mapping[str, Any]], dict[str, Any]]
+Protect = Callable[[], tuple[Mapping[str, str], frozenset[str]]]
 
 
 def run_plan(p: NodePlan, values: Mapping[str, Any], defaults: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -74,10 +76,11 @@ class BoundGraph:
         self._plans: list[NodePlan] = []
         self._runs: list[Run] = []
         self._edits = -1  # bound on first run, so a bad node raises where the program runs
-        self._written: list[tuple[str, ...]] = []  # per node: the tensor names it writes ((a!) arguments)
-        self._writes = False
-        self.write_guard: Callable[[Mapping[str, Any]], StorageGuard] | None = None
-        """Builds, per run, the check of every writing node's storage against the protected inputs."""
+        self._reads: list[tuple[str, ...]] = []  # per node: the tensor names it receives
+        self.protect: Protect | None = None
+        """After binding: (protected input name -> label, the names keyed by identity); None: no write check."""
+        self.write_check: WriteCheck | None = None
+        """The undeclared-write check (`write_check`): a checking pass per new input layout, built on binding."""
 
     def run(self, env: dict[str, Any], observer: Callable[[m.Node, Mapping[str, Any]], None] | None = None) -> None:
         """Run every node on `env` (names -> values), adding each node's outputs to it (and showing `observer`).
@@ -89,20 +92,35 @@ class BoundGraph:
                 self._refresh()
                 runs, nodes, plans = self._runs, self._nodes, self._plans
         deadline = current_deadline()
-        guard = self.write_guard(env) if self.write_guard is not None and self._writes else None
-        if observer is None and deadline is None and guard is None:
+        check, key = self.write_check, None
+        if check is not None:
+            key = check.key(env)
+            if key in check.verified:
+                check = None  # this layout passed its checking pass: nothing new can reach a protected tensor
+        if observer is None and deadline is None and check is None:
             for run in runs:
                 env.update(run(env))
             return
+        regions = check.regions(env) if check is not None else []
+        reads = self._reads
         for i, (node, run) in enumerate(zip(nodes, runs, strict=True)):
             if deadline is not None and time.monotonic() > deadline:
                 raise timed_out(plans[i].where)
-            if guard is not None and self._written[i]:
-                guard.check(plans[i], self._written[i], env)  # storage, not annotations: before the write
-            out = run(env)
+            watch = Watch.before(plans[i].where, reads[i], env, regions) if regions else None
+            if watch is None:
+                out = run(env)
+            else:
+                try:
+                    out = run(env)
+                except BaseException:
+                    watch.restore()  # whatever the node wrote before it failed is put back
+                    raise
+                watch.after()  # by storage and bytes, not annotations
             env.update(out)
             if observer is not None:
                 observer(node, out)
+        if check is not None and key is not None:
+            check.passed(key, env)
 
     def bind(self) -> None:
         """Bind every node now (what the first run would do): binding errors surface here."""
@@ -130,8 +148,11 @@ class BoundGraph:
             self._bind_nodes(nodes, old, snapshots, plans, runs)
         if self.checker is not None:
             self.checker(plans)
-        self._written = [written_names(p) for p in plans]
-        self._writes = any(self._written)
+        self._reads = [tuple(n for na in p.node.inputs for n in tensor_names(na.arg)) for p in plans]
+        if self.protect is not None:
+            labels, fixed = self.protect()
+            inputs = [n for a in self.graph.inputs for n in value_names(a)]
+            self.write_check = WriteCheck(labels, fixed, inputs)
         self._nodes, self._snapshots, self._plans, self._runs = nodes, snapshots, plans, runs
         self._edits = edits
 
