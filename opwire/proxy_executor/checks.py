@@ -22,6 +22,7 @@ from typing import Any
 from opwire.errors import BindError, BudgetError, KernelError
 from opwire.proxy_executor.preconditions import Precondition, precondition_for, refused_value
 from opwire.proxy_executor.targets import Target
+from opwire.proxy_executor.verdicts import Verdicts
 from opwire.schema import models as m
 
 __all__ = ["SIZE_ARGS", "Checks", "check_sym_operands", "node_checks", "output_bytes"]
@@ -68,15 +69,19 @@ class Checks:
     enough: Callable[[list[Any], dict[str, Any]], bool] | None = None
     """`small` when it is the whole story up to the estimate (no precondition): a caller's fast path calls it
     first and `before` only when it says no, saving a call per node."""
+    verdicts: Verdicts | None = None  # the layouts the precondition passed on, if it reads no data (`verdicts`)
 
     def __post_init__(self) -> None:
         if self.precondition is None and self.memory is not None:
             self.enough = self.small
+        self.verdicts = Verdicts(self.arg_names) if self.precondition is not None else None
 
     def before(self, fn: Callable[..., Any], pos: list[Any], kw: dict[str, Any]) -> None:
         """Raise before the kernel runs when a check fails."""
-        if self.precondition is not None:
-            wrong = self.precondition(pos, kw)
+        key = None
+        if self.precondition is not None and self.verdicts is not None:
+            key = self.verdicts.key(pos, kw)  # the layout: every argument's geometry, dtype, device or value
+            wrong = self.verdicts.check(self.precondition, pos, kw, key)
             if wrong is not None:
                 raise KernelError(f"{self.where}: refused before the kernel ran: {wrong}")
         if self.memory is not None:
@@ -84,14 +89,15 @@ class Checks:
                 return  # every output element at 16 bytes fits the budget: nothing can go over it
             if self.light and _same_size_out(self.tensor_args, pos, kw):
                 return  # one shape in, nothing expanded: the outputs are no larger than the inputs
-            key = _shapes(self.arg_names, pos, kw)
+            key = key if key is not None else _shapes(self.arg_names, pos, kw)
             if self.seen is not None and self.seen[0] == key:
                 need = self.seen[1]
             else:
                 need = output_bytes(fn, pos, kw, self.device_arg)
-                if need is None and self.size_rule is not None:
+                if need is not None or self.size_rule is None:
+                    self.seen = (key, need)  # by shapes; a size rule reads the data: run again on every call
+                else:
                     need = self.size_rule(pos, kw)
-                self.seen = (key, need)
             if need is not None and need > self.memory:
                 raise BudgetError(
                     f"{self.where}: the node's outputs would take {need:,} bytes, over the execution-memory "
@@ -125,8 +131,7 @@ def _shapes(names: tuple[tuple[int, str], ...], pos: list[Any], kw: dict[str, An
     return key
 
 
-_ABSENT = object()
-"""An argument not passed (its schema default applies)."""
+_ABSENT = object()  # an argument not passed (its schema default applies)
 
 
 def node_checks(target: Target, node: m.Node, where: str, max_memory: int) -> Checks | None:
