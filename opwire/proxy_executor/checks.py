@@ -78,7 +78,7 @@ class Checks:
 
     def before(self, fn: Callable[..., Any], pos: list[Any], kw: dict[str, Any]) -> None:
         """Raise before the kernel runs when a check fails."""
-        key = None
+        key: Any = None
         if self.precondition is not None and self.verdicts is not None:
             key = self.verdicts.key(pos, kw)  # the layout: every argument's geometry, dtype, device or value
             wrong = self.verdicts.check(self.precondition, pos, kw, key)

@@ -84,7 +84,7 @@ _STRIDED = torch.strided
 _TORCH_VALUES = (torch.dtype, torch.device, torch.layout, torch.memory_format)
 
 
-def _element(e: Any, tensor: type) -> Any:
+def _element(e: Any, tensor: Any) -> Any:
     if isinstance(e, tensor):
         if e.layout is not _STRIDED:
             raise TypeError("not a dense tensor")
