@@ -14,9 +14,8 @@ with any (checks compare extents against storage sizes, never the other way roun
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 from typing import Any
-
-import torch
 
 __all__ = ["Verdicts"]
 
@@ -42,7 +41,7 @@ class Verdicts:
         """The call's layout (None: an argument no key holds, e.g. a sparse tensor or an unhashable object)."""
         if self.reads_data:
             return None
-        tensor, n, key = torch.Tensor, len(pos), []
+        tensor, n, key = _torch().Tensor, len(pos), []
         try:
             for i, name in self.names:
                 v = pos[i] if i < n else kw.get(name, _ABSENT)
@@ -50,7 +49,7 @@ class Verdicts:
                     key.append(_element(v, tensor))
                 elif isinstance(v, (list, tuple)):
                     key.append(tuple([_element(e, tensor) for e in v]))
-                elif isinstance(v, _PLAIN) or v is _ABSENT or isinstance(v, _TORCH_VALUES):
+                elif isinstance(v, _PLAIN) or v is _ABSENT or type(v).__module__ == "torch":  # dtype, device...
                     key.append(v)
                 else:
                     return None
@@ -80,13 +79,18 @@ class Verdicts:
 
 
 _ABSENT = object()
-_STRIDED = torch.strided
-_TORCH_VALUES = (torch.dtype, torch.device, torch.layout, torch.memory_format)
+
+
+@cache
+def _torch() -> Any:
+    import torch  # deferred: the executor's modules import without torch until a call runs
+
+    return torch
 
 
 def _element(e: Any, tensor: Any) -> Any:
     if isinstance(e, tensor):
-        if e.layout is not _STRIDED:
+        if e.layout is not _torch().strided:
             raise TypeError("not a dense tensor")
         return (e.shape, e.stride(), e.storage_offset(), e.dtype, e.device)
     if e is None or isinstance(e, _PLAIN):
@@ -96,6 +100,7 @@ def _element(e: Any, tensor: Any) -> Any:
 
 def _meta(v: Any) -> Any:
     """`v` with each tensor replaced by a meta tensor of the same geometry and the least storage it needs."""
+    torch = _torch()
     if isinstance(v, torch.Tensor):
         need = v.storage_offset() + 1 + sum((s - 1) * st for s, st in zip(v.shape, v.stride(), strict=True))
         if v.numel() == 0:

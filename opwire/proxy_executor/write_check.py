@@ -27,9 +27,8 @@ node receives (torch's kernels write only through their arguments and outputs; o
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
 from typing import Any
-
-import torch
 
 from opwire.errors import BindError
 
@@ -59,7 +58,7 @@ class WriteCheck:
     def key(self, env: Mapping[str, Any]) -> tuple[Any, ...]:
         """The layout of the inputs in `env`: what a passed checking pass holds for."""
         key: list[Any] = [id(env.get(n)) for n in self.fixed]
-        tensor = torch.Tensor
+        tensor = _torch().Tensor
         for n in self.shaped:
             v = env.get(n)
             if isinstance(v, tensor):
@@ -74,9 +73,9 @@ class WriteCheck:
             del self.verified[next(iter(self.verified))]
         self.verified[key] = [env.get(n) for n in self.fixed]
 
-    def regions(self, env: Mapping[str, Any]) -> list[tuple[int, int, Any, str, torch.Tensor]]:
+    def regions(self, env: Mapping[str, Any]) -> list[tuple[int, int, Any, str, Any]]:
         """(start, end, device, label, tensor) of every protected tensor in `env` with bytes to protect."""
-        out = []
+        torch, out = _torch(), []
         for name, label in self.labels.items():
             t = env.get(name)
             if isinstance(t, torch.Tensor) and t.layout == torch.strided and t.device.type != "meta":
@@ -91,7 +90,7 @@ class Watch:
 
     __slots__ = ("kept", "reaching", "where")
 
-    def __init__(self, where: str, kept: list[tuple[str, torch.Tensor, torch.Tensor]], reaching: list[Any]) -> None:
+    def __init__(self, where: str, kept: list[tuple[str, Any, Any]], reaching: list[Any]) -> None:
         self.where = where
         self.kept = kept  # (label, protected tensor, its bytes before the node)
         self.reaching = reaching  # (argument name, tensor, version before, label it reaches)
@@ -101,7 +100,8 @@ class Watch:
         where: str, names: Sequence[str], env: Mapping[str, Any], regions: list[tuple[int, int, Any, str, Any]]
     ) -> Watch | None:
         """What to watch while the node reading `names` runs (None: it reaches no protected tensor)."""
-        kept: dict[int, tuple[str, torch.Tensor, torch.Tensor]] = {}
+        torch = _torch()
+        kept: dict[int, tuple[str, Any, Any]] = {}
         reaching = []
         for name in names:
             v = env.get(name)
@@ -130,7 +130,7 @@ class Watch:
 
     def restore(self) -> set[str]:
         """Put back every kept tensor whose bytes changed; the labels of those."""
-        changed = set()
+        changed, torch = set(), _torch()
         with torch.no_grad():
             for label, t, before in self.kept:
                 if not torch.equal(_bits(t), _bits(before)):
@@ -139,16 +139,21 @@ class Watch:
         return changed
 
 
-_INT_OF_SIZE = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+@cache
+def _torch() -> Any:
+    import torch  # deferred: the executor's modules import without torch until a graph runs
+
+    return torch
 
 
-def _bits(t: torch.Tensor) -> torch.Tensor:
+def _bits(t: Any) -> Any:
     """`t` viewed as integers of its element size: equal exactly when the bytes are (NaN, -0.0 included)."""
+    torch = _torch()
     if t.is_complex():
         t = torch.view_as_real(t)
     if t.dtype == torch.bool:
         return t
-    return t.view(_INT_OF_SIZE[t.element_size()])
+    return t.view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
 
 
 def span(t: Any) -> tuple[int, int]:
