@@ -14,11 +14,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from opwire.proxy_executor.context import BindContext
 from opwire.proxy_executor.default_policy import DefaultPolicy
-from opwire.proxy_executor.exec_policy import refusals_collected
+from opwire.proxy_executor.exec_policy import TORCH_NAMESPACES, refusals_collected
 from opwire.proxy_executor.plan import NodePlan, bind_node
 from opwire.proxy_executor.run_budgets import current_deadline, timed_out
 from opwire.proxy_executor.write_check import Watch, WriteCheck
@@ -81,6 +82,8 @@ class BoundGraph:
         """After binding: (protected input name -> label, the names keyed by identity); None: no write check."""
         self.write_check: WriteCheck | None = None
         """The undeclared-write check (`write_check`): a checking pass per new input layout, built on binding."""
+        self._stable = False  # every node's argument shapes and values follow from the inputs' layout (`_stable`)
+        self._steady: list[Run] | None = None  # the runs for a layout that passed: shape-only checks left out
 
     def run(self, env: dict[str, Any], observer: Callable[[m.Node, Mapping[str, Any]], None] | None = None) -> None:
         """Run every node on `env` (names -> values), adding each node's outputs to it (and showing `observer`).
@@ -97,6 +100,7 @@ class BoundGraph:
             key = check.key(env)
             if key in check.verified:
                 check = None  # this layout passed its checking pass: nothing new can reach a protected tensor
+                runs = self._steady or runs  # and every node's shape-only checks passed on it
         if observer is None and deadline is None and check is None:
             for run in runs:
                 env.update(run(env))
@@ -121,6 +125,8 @@ class BoundGraph:
                 observer(node, out)
         if check is not None and key is not None:
             check.passed(key, env)
+            if self._stable:  # built again for each new layout: a verdict may have turned out to read data
+                self._steady = _steady_runs(plans, self._runs)
 
     def bind(self) -> None:
         """Bind every node now (what the first run would do): binding errors surface here."""
@@ -149,6 +155,7 @@ class BoundGraph:
         if self.checker is not None:
             self.checker(plans)
         self._reads = [tuple(n for na in p.node.inputs for n in tensor_names(na.arg)) for p in plans]
+        self._stable, self._steady = _stable(plans), None
         if self.protect is not None:
             labels, fixed = self.protect()
             inputs = [n for a in self.graph.inputs for n in value_names(a)]
@@ -172,3 +179,43 @@ class BoundGraph:
             plans.append(plan)
             runs.append(runner_of(plan))
             self.binds += 1
+
+
+def _stable(plans: list[NodePlan]) -> bool:
+    """Whether every node's argument shapes, strides and values follow from the graph inputs' layout.
+
+    True when every node is a torch op that torch does not tag `dynamic_output_shape` (nonzero, unique, boolean
+    indexing, one_hot, bincount...) or `data_dependent_output` (item), or a symbolic-size helper: then a layout
+    whose run passed every check gives each node the same arguments' shapes again. Higher-order ops (a branch
+    chosen by data) and library ops (whose shapes torch does not describe) make a graph unstable."""
+    for p in plans:
+        if p.target.kind == "fixed":
+            continue
+        schema = p.target.schema
+        if p.target.kind != "op" or schema is None or schema.namespace not in TORCH_NAMESPACES:
+            return False
+        if any(t.name in _DATA_SHAPED for t in getattr(p.target.fn, "tags", ())):
+            return False
+    return True
+
+
+_DATA_SHAPED = frozenset({"dynamic_output_shape", "data_dependent_output"})
+
+
+def _steady_runs(plans: list[NodePlan], runs: list[Run]) -> list[Run]:
+    """The runs of a stable graph for a layout that passed: nodes whose checks read only shapes skip them.
+
+    The memory estimates and their filters read shapes; a precondition whose every passing verdict was remembered
+    by layout (`verdicts`) read none. A precondition that reads data keeps running, and so does a size rule
+    (one_hot(-1), bincount)."""
+    out: list[Run] = []
+    for p, run in zip(plans, runs, strict=True):
+        c = p.checks
+        shapes_only = c is not None and (c.verdicts is None or c.verdicts.always)
+        if c is None or c.size_rule is not None or (c.memory is None and not shapes_only):
+            out.append(run)
+        elif shapes_only:  # a copy of the plan without its checks
+            out.append(runner_of(replace(p, checks=None, fast=None)))
+        else:  # the precondition alone (its verdicts shared), on a copy of the plan
+            out.append(runner_of(replace(p, checks=replace(c, memory=None, seen=None), fast=None)))
+    return out

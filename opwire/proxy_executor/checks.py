@@ -76,7 +76,7 @@ class Checks:
     def __post_init__(self) -> None:
         if self.precondition is None and self.memory is not None:
             self.enough = self.small
-        self.verdicts = Verdicts(self.arg_names) if self.precondition is not None else None
+        self.verdicts = self.verdicts or (Verdicts(self.arg_names) if self.precondition is not None else None)
 
     def before(self, fn: Callable[..., Any], pos: list[Any], kw: dict[str, Any]) -> None:
         """Raise before the kernel runs when a check fails."""

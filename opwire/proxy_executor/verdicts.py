@@ -30,12 +30,14 @@ _PLAIN = (int, float, bool, str, type(None))
 class Verdicts:
     """The layouts a node's precondition passed on, when it reads no tensor data."""
 
-    __slots__ = ("names", "passed", "reads_data")
+    __slots__ = ("always", "names", "passed", "reads_data")
 
     def __init__(self, names: tuple[tuple[int, str], ...]) -> None:
         self.names = names  # (position, name) of every schema argument
         self.passed: dict[tuple[Any, ...], None] = {}
         self.reads_data = False
+        self.always = True
+        """Every passing call so far was remembered (keyable, no data read): a verdict that follows from layouts."""
 
     def key(self, pos: list[Any], kw: dict[str, Any]) -> tuple[Any, ...] | None:
         """The call's layout (None: an argument no key holds, e.g. a sparse tensor or an unhashable object)."""
@@ -68,6 +70,8 @@ class Verdicts:
             if len(self.passed) >= _REMEMBERED:
                 del self.passed[next(iter(self.passed))]
             self.passed[key] = None
+        elif wrong is None:
+            self.always = False
         return wrong
 
     def _passes_on_meta(self, pre: Check, pos: list[Any], kw: dict[str, Any]) -> bool:

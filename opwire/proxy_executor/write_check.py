@@ -92,7 +92,7 @@ class Watch:
 
     def __init__(self, where: str, kept: list[tuple[str, Any, Any]], reaching: list[Any]) -> None:
         self.where = where
-        self.kept = kept  # (label, protected tensor, its bytes before the node)
+        self.kept = kept  # (label, the protected tensor's bytes, a copy of them before the node)
         self.reaching = reaching  # (argument name, tensor, version before, label it reaches)
 
     @staticmethod
@@ -112,8 +112,8 @@ class Watch:
                 if start < hi and lo < end and v.device == device:
                     reaching.append((name, v, v._version, label))
                     if id(t) not in kept:
-                        with torch.no_grad():
-                            kept[id(t)] = (label, t, t.clone())
+                        bytes_now = _bytes(t, lo, hi)
+                        kept[id(t)] = (label, bytes_now, bytes_now.clone())
         return Watch(where, list(kept.values()), reaching) if reaching else None
 
     def after(self) -> None:
@@ -132,9 +132,9 @@ class Watch:
         """Put back every kept tensor whose bytes changed; the labels of those."""
         changed, torch = set(), _torch()
         with torch.no_grad():
-            for label, t, before in self.kept:
-                if not torch.equal(_bits(t), _bits(before)):
-                    t.copy_(before)
+            for label, now, before in self.kept:
+                if not torch.equal(now, before):
+                    now.copy_(before)
                     changed.add(label)
         return changed
 
@@ -146,14 +146,14 @@ def _torch() -> Any:
     return torch
 
 
-def _bits(t: Any) -> Any:
-    """`t` viewed as integers of its element size: equal exactly when the bytes are (NaN, -0.0 included)."""
+def _bytes(t: Any, start: int, end: int) -> Any:
+    """The bytes at addresses [start, end) of `t`'s storage, as a uint8 tensor viewing them (never a copy: an
+    expanded view spans its storage's few bytes, not its elements)."""
     torch = _torch()
-    if t.is_complex():
-        t = torch.view_as_real(t)
-    if t.dtype == torch.bool:
-        return t
-    return t.view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
+    storage = t.untyped_storage()
+    flat = torch.empty(0, dtype=torch.uint8, device=t.device).set_(storage)
+    base = storage.data_ptr()
+    return flat[start - base : end - base]
 
 
 def span(t: Any) -> tuple[int, int]:
