@@ -120,7 +120,7 @@ def main() -> None:
             ]
         )
         d, c, f = (_best(rounds, i) for i in range(3))
-        cr, fr = f"{_ratio(rounds, 1):.2f} ({_median_ratio(rounds, 1):.2f})", f"{_ratio(rounds, 2):.2f} ({_median_ratio(rounds, 2):.2f})"
+        cr, fr = (f"{_ratio(rounds, i):.2f} ({_median_ratio(rounds, i):.2f})" for i in (1, 2))
         print(f"{label:14s} {d:10.2f} {c:9.2f} {cr:>13s} {f:17.2f} {fr:>13s}")
     add = cases[0][1]
     build = _median_us(
