@@ -125,8 +125,8 @@ class BoundGraph:
                 observer(node, out)
         if check is not None and key is not None:
             check.passed(key, env)
-            if self._stable:  # built again for each new layout: a verdict may have turned out to read data
-                self._steady = _steady_runs(plans, self._runs)
+            if self._stable and plans is self._plans:  # for each new layout: a verdict may have read data
+                self._steady = _steady_runs(plans, runs)
 
     def bind(self) -> None:
         """Bind every node now (what the first run would do): binding errors surface here."""
