@@ -98,7 +98,7 @@ class BoundGraph:
         check, key = self.write_check, None
         if check is not None:
             key = check.key(env)
-            if key in check.verified:
+            if check.holds(key):
                 check = None  # this layout passed its checking pass: nothing new can reach a protected tensor
                 runs = self._steady or runs  # and every node's shape-only checks passed on it
         if observer is None and deadline is None and check is None:

@@ -26,6 +26,7 @@ node receives (torch's kernels write only through their arguments and outputs; o
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from typing import Any
@@ -53,7 +54,8 @@ class WriteCheck:
         """Protected names keyed by identity: the runner's parameters and constants, the same tensors every run."""
         self.shaped = tuple(n for n in inputs if n not in self.fixed)
         self.verified: dict[tuple[Any, ...], list[Any]] = {}
-        """Layouts that passed -> the fixed tensors they name (kept alive, so an identity is never reused)."""
+        """Layouts that passed -> weak references to the fixed tensors they name (an identity counts while its
+        tensor lives: a freed tensor's id may be reused; strong references would keep old weights alive)."""
 
     def key(self, env: Mapping[str, Any]) -> tuple[Any, ...]:
         """The layout of the inputs in `env`: what a passed checking pass holds for."""
@@ -67,11 +69,22 @@ class WriteCheck:
                 key.append(v if isinstance(v, _SCALARS) else (type(v), id(v)))
         return tuple(key)
 
+    def holds(self, key: tuple[Any, ...]) -> bool:
+        """Whether layout `key` passed a checking pass (and the tensors it names by identity are those)."""
+        refs = self.verified.get(key)
+        if refs is None:
+            return False
+        for ref in refs:
+            if ref is not None and ref() is None:
+                del self.verified[key]  # a tensor it named was freed: its id may now name another
+                return False
+        return True
+
     def passed(self, key: tuple[Any, ...], env: Mapping[str, Any]) -> None:
         """Remember that a checking pass on layout `key` found no undeclared write."""
         if len(self.verified) >= _REMEMBERED:
             del self.verified[next(iter(self.verified))]
-        self.verified[key] = [env.get(n) for n in self.fixed]
+        self.verified[key] = [_weak(env.get(n)) for n in self.fixed]
 
     def regions(self, env: Mapping[str, Any]) -> list[tuple[int, int, Any, str, Any]]:
         """(start, end, device, label, tensor) of every protected tensor in `env` with bytes to protect."""
@@ -137,6 +150,13 @@ class Watch:
                     now.copy_(before)
                     changed.add(label)
         return changed
+
+
+def _weak(v: Any) -> Any:
+    try:
+        return weakref.ref(v)
+    except TypeError:  # None or a value that takes no weak reference: its id is kept by the key's own value
+        return None
 
 
 @cache

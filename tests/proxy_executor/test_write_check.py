@@ -182,3 +182,20 @@ def test_batch_norm_running_stats_still_update_in_training() -> None:
     assert runner.state["1.num_batches_tracked"].item() == 1
     fresh = opwire.run_program(ep, (x,))
     assert torch.allclose(fresh, expected, atol=1e-6)
+
+
+def test_a_layout_names_its_parameters_weakly() -> None:
+    """Tables passed to run_with are not kept alive, and a freed parameter's identity no longer counts as checked."""
+    import gc
+    import weakref
+
+    runner = ProgramRunner(torch.export.export(_Param(), (torch.ones(16),)))
+    state = {k: v.clone() for k, v in runner.state.items()}
+    runner.run_with(state, runner.constants, (torch.ones(16),), {})
+    check = runner.bound.write_check
+    assert check is not None
+    (key,) = check.verified
+    alive = weakref.ref(state["w"])
+    del state
+    gc.collect()
+    assert alive() is None and not check.holds(key) and not check.verified
