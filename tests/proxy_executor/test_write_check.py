@@ -199,3 +199,24 @@ def test_a_layout_names_its_parameters_weakly() -> None:
     del state
     gc.collect()
     assert alive() is None and not check.holds(key) and not check.verified
+
+
+def test_a_write_through_an_undeclared_view_is_refused_inside_a_map_body() -> None:
+    """map passes each row of the caller's input to its body: a write into a row is a write into the input."""
+    from torch._higher_order_ops.map import map as hop_map
+
+    class _Map(torch.nn.Module):
+        def forward(self, xs: torch.Tensor) -> torch.Tensor:
+            return hop_map(lambda x: x * 2, xs)  # type: ignore[no-any-return]
+
+    archive = torch_bridge.archive_from_exported_program(torch.export.export(_Map(), (torch.ones(4, 16),)))
+    body = archive.program.graph_module.graph.nodes[0].inputs[0].arg.value.graph
+    body.nodes = [
+        *_alias("_unsafe_view", "xs"),
+        node("aten::add_.Tensor", {"self": t("view"), "other": t("view")}, "written"),
+        node("aten::mul.Tensor", {"self": t("xs"), "other": m.Argument(as_int=2)}, "mul"),
+    ]
+    xs = torch.ones(4, 16)
+    with pytest.raises(BindError, match="subgraph 'body_graph_0' node 1 .*writes into subgraph 'body_graph_0' input"):
+        opwire.run_program(archive, (xs,))
+    assert xs.tolist() == [[1.0] * 16] * 4
