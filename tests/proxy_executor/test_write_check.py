@@ -217,6 +217,6 @@ def test_a_write_through_an_undeclared_view_is_refused_inside_a_map_body() -> No
         node("aten::mul.Tensor", {"self": t("xs"), "other": m.Argument(as_int=2)}, "mul"),
     ]
     xs = torch.ones(4, 16)
-    with pytest.raises(BindError, match="subgraph 'body_graph_0' node 1 .*writes into subgraph 'body_graph_0' input"):
+    with pytest.raises(BindError, match=r"subgraph 'body_graph_0' node 1 .*writes into subgraph 'body_graph_0' input"):
         opwire.run_program(archive, (xs,))
     assert xs.tolist() == [[1.0] * 16] * 4
