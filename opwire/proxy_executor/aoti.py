@@ -133,6 +133,11 @@ class FlatPlan:
                 f"({self.describe()}), got {len(int_args)} ints and {len(tensor_args)} tensors"
             )
 
+    @property
+    def fast(self) -> Callable[[Sequence[int], MutableSequence[Any]], list[Any] | None] | None:
+        """The precomputed call for the common shape (None when the node has none): None back means "general path"."""
+        return self._fast
+
     @cached_property
     def _fast(self) -> Callable[[Sequence[int], MutableSequence[Any]], list[Any] | None] | None:
         """A precomputed call for the common shape (tensor/int/constant inputs, one tensor out), or None.
@@ -144,25 +149,28 @@ class FlatPlan:
 
         if self.plan.target.kind != "op" or [e.kind for e in self.outputs] != ["tensor"]:
             return None
-        if any(e.kind not in ("tensor", "int", "static") for e in self.inputs):
+        if any(e.kind not in ("tensor", "int", "ints", "static") for e in self.inputs):
             return None
         n_ints, n_tensors = sum(self.n_ints), sum(self.n_tensors)
         ii = ti = 0
-        pos: list[tuple[int, Any]] = []  # (0 tensor index | 1 int index | 2 constant, index or value)
-        kw: list[tuple[str, int, Any]] = []
+        pos: list[tuple[int, Any, int]] = []  # (0 tensor | 1 int | 2 int list | 3 constant, index or value, end)
+        kw: list[tuple[str, int, Any, int]] = []
         for e in self.inputs:
             if e.kind == "tensor":
-                src, x, ti = 0, ti, ti + 1
+                src, x, end, ti = 0, ti, 0, ti + 1
             elif e.kind == "int":
-                src, x, ii = 1, ii, ii + 1
+                src, x, end, ii = 1, ii, 0, ii + 1
+            elif e.kind == "ints":
+                src, x, end, ii = 2, ii, ii + e.count, ii + e.count
             else:
-                src, x = 2, e.static
+                src, x, end = 3, e.static, 0
             if e.positional:
-                pos.append((src, x))
+                pos.append((src, x, end))
             else:
-                kw.append((e.name, src, x))
+                kw.append((e.name, src, x, end))
         out_slot, fn, tensor, plan = ti, self.plan.fn, torch.Tensor, self.plan
         checks = plan.checks  # a precondition or the memory estimate, run before the kernel as on the general path
+        tensors_in = tuple(range(ti))  # every int slot is an input (the one output is a tensor)
 
         def finish(args: list[Any], kwargs: dict[str, Any], tensor_args: MutableSequence[Any]) -> list[Any]:
             if checks is not None and (checks.enough is None or not checks.enough(args, kwargs)):
@@ -176,8 +184,8 @@ class FlatPlan:
             tensor_args[out_slot] = r
             return [r]
 
-        if not kw and all(src == 0 for src, _ in pos):  # tensors only, all positional: aten.add, mm, relu...
-            idx = tuple(x for _, x in pos)
+        if not kw and all(src == 0 for src, _, _ in pos):  # tensors only, all positional: aten.add, mm, relu...
+            idx = tuple(x for _, x, _ in pos)
 
             def tensors_only(int_args: Sequence[int], tensor_args: MutableSequence[Any]) -> list[Any] | None:
                 if len(int_args) != n_ints or len(tensor_args) != n_tensors:
@@ -193,15 +201,30 @@ class FlatPlan:
         def call(int_args: Sequence[int], tensor_args: MutableSequence[Any]) -> list[Any] | None:
             if len(int_args) != n_ints or len(tensor_args) != n_tensors:
                 return None
-            arrays = (tensor_args, int_args, None)
-            args = [x if src == 2 else arrays[src][x] for src, x in pos]  # type: ignore[index]
-            kwargs = {k: x if src == 2 else arrays[src][x] for k, src, x in kw}  # type: ignore[index]
-            for (src, _), v in zip(pos, args):
-                if (src == 0 and not isinstance(v, tensor)) or (src == 1 and (type(v) is not int)):
+            for v in int_args:  # every entry is an input int (or an element of an int list): checked once here
+                if type(v) is not int:
                     return None
-            for (_, src, _), v in zip(kw, kwargs.values()):
-                if (src == 0 and not isinstance(v, tensor)) or (src == 1 and (type(v) is not int)):
+            for i in tensors_in:
+                if not isinstance(tensor_args[i], tensor):
                     return None
+            args = [
+                tensor_args[x] if src == 0 else int_args[x] if src == 1 else list(int_args[x:end]) if src == 2 else x
+                for src, x, end in pos
+            ]
+            kwargs = (
+                {
+                    k: tensor_args[x]
+                    if src == 0
+                    else int_args[x]
+                    if src == 1
+                    else list(int_args[x:end])
+                    if src == 2
+                    else x
+                    for k, src, x, end in kw
+                }
+                if kw
+                else {}
+            )
             return finish(args, kwargs, tensor_args)
 
         return call

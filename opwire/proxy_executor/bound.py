@@ -14,21 +14,24 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from opwire.proxy_executor.context import BindContext
 from opwire.proxy_executor.default_policy import DefaultPolicy
-from opwire.proxy_executor.exec_policy import refusals_collected
-from opwire.proxy_executor.graphchecks import StorageGuard, written_names
+from opwire.proxy_executor.exec_policy import TORCH_NAMESPACES, refusals_collected
 from opwire.proxy_executor.guard import active_guard
 from opwire.proxy_executor.plan import NodePlan, bind_node
 from opwire.proxy_executor.run_budgets import current_deadline, timed_out
+from opwire.proxy_executor.write_check import Watch, WriteCheck
 from opwire.schema import models as m
 from opwire.schema.edits import edit_count, snapshot, track, unchanged
+from opwire.schema.refs import tensor_names, value_names
 
 __all__ = ["BoundGraph", "run_plan", "runner_of"]
 
 Run = Callable[[Mapping[str, Any]], dict[str, Any]]
+Protect = Callable[[], tuple[Mapping[str, str], frozenset[str]]]
 
 
 def run_plan(p: NodePlan, values: Mapping[str, Any], defaults: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -75,10 +78,13 @@ class BoundGraph:
         self._plans: list[NodePlan] = []
         self._runs: list[Run] = []
         self._edits = -1  # bound on first run, so a bad node raises where the program runs
-        self._written: list[tuple[str, ...]] = []  # per node: the tensor names it writes ((a!) arguments)
-        self._writes = False
-        self.write_guard: Callable[[Mapping[str, Any]], StorageGuard] | None = None
-        """Builds, per run, the check of every writing node's storage against the protected inputs."""
+        self._reads: list[tuple[str, ...]] = []  # per node: the tensor names it receives
+        self.protect: Protect | None = None
+        """After binding: (protected input name -> label, the names keyed by identity); None: no write check."""
+        self.write_check: WriteCheck | None = None
+        """The undeclared-write check (`write_check`): a checking pass per new input layout, built on binding."""
+        self._stable = False  # every node's argument shapes and values follow from the inputs' layout (`_stable`)
+        self._steady: list[Run] | None = None  # the runs for a layout that passed: shape-only checks left out
 
     def run(self, env: dict[str, Any], observer: Callable[[m.Node, Mapping[str, Any]], None] | None = None) -> None:
         """Run every node on `env` (names -> values), adding each node's outputs to it (and showing `observer`).
@@ -90,24 +96,41 @@ class BoundGraph:
                 self._refresh()
                 runs, nodes, plans = self._runs, self._nodes, self._plans
         deadline = current_deadline()
-        guard = self.write_guard(env) if self.write_guard is not None and self._writes else None
+        check, key = self.write_check, None
+        if check is not None:
+            key = check.key(env)
+            if check.holds(key):
+                check = None  # this layout passed its checking pass: nothing new can reach a protected tensor
+                runs = self._steady or runs  # and every node's shape-only checks passed on it
         run_guard = active_guard()  # each node under torch's warning handler: its kernel warnings name it
-        if observer is None and deadline is None and guard is None:
+        if observer is None and deadline is None and check is None:
             if run_guard is None:
                 for run in runs:
                     env.update(run(env))
             else:
                 run_guard.run_nodes(plans, runs, env)
             return
+        regions = check.regions(env) if check is not None else []
+        reads = self._reads
         for i, (node, run) in enumerate(zip(nodes, runs, strict=True)):
             if deadline is not None and time.monotonic() > deadline:
                 raise timed_out(plans[i].where)
-            if guard is not None and self._written[i]:
-                guard.check(plans[i], self._written[i], env)  # storage, not annotations: before the write
-            out = run(env) if run_guard is None else run_guard.call(plans[i].where, run, env)
+            watch = Watch.before(plans[i].where, reads[i], env, regions) if regions else None
+            try:
+                out = run(env) if run_guard is None else run_guard.call(plans[i].where, run, env)
+            except BaseException:
+                if watch is not None:
+                    watch.restore()  # whatever the node wrote before it failed is put back
+                raise
+            if watch is not None:
+                watch.after()  # by storage and bytes, not annotations
             env.update(out)
             if observer is not None:
                 observer(node, out)
+        if check is not None and key is not None:
+            check.passed(key, env)
+            if self._stable and plans is self._plans:  # for each new layout: a verdict may have read data
+                self._steady = _steady_runs(plans, runs)
 
     def bind(self) -> None:
         """Bind every node now (what the first run would do): binding errors surface here."""
@@ -135,8 +158,12 @@ class BoundGraph:
             self._bind_nodes(nodes, old, snapshots, plans, runs)
         if self.checker is not None:
             self.checker(plans)
-        self._written = [written_names(p) for p in plans]
-        self._writes = any(self._written)
+        self._reads = [tuple(n for na in p.node.inputs for n in tensor_names(na.arg)) for p in plans]
+        self._stable, self._steady = _stable(plans), None
+        if self.protect is not None:
+            labels, fixed = self.protect()
+            inputs = [n for a in self.graph.inputs for n in value_names(a)]
+            self.write_check = WriteCheck(labels, fixed, inputs)
         self._nodes, self._snapshots, self._plans, self._runs = nodes, snapshots, plans, runs
         self._edits = edits
 
@@ -156,3 +183,43 @@ class BoundGraph:
             plans.append(plan)
             runs.append(runner_of(plan))
             self.binds += 1
+
+
+def _stable(plans: list[NodePlan]) -> bool:
+    """Whether every node's argument shapes, strides and values follow from the graph inputs' layout.
+
+    True when every node is a torch op that torch does not tag `dynamic_output_shape` (nonzero, unique, boolean
+    indexing, one_hot, bincount...) or `data_dependent_output` (item), or a symbolic-size helper: then a layout
+    whose run passed every check gives each node the same arguments' shapes again. Higher-order ops (a branch
+    chosen by data) and library ops (whose shapes torch does not describe) make a graph unstable."""
+    for p in plans:
+        if p.target.kind == "fixed":
+            continue
+        schema = p.target.schema
+        if p.target.kind != "op" or schema is None or schema.namespace not in TORCH_NAMESPACES:
+            return False
+        if any(t.name in _DATA_SHAPED for t in getattr(p.target.fn, "tags", ())):
+            return False
+    return True
+
+
+_DATA_SHAPED = frozenset({"dynamic_output_shape", "data_dependent_output"})
+
+
+def _steady_runs(plans: list[NodePlan], runs: list[Run]) -> list[Run]:
+    """The runs of a stable graph for a layout that passed: nodes whose checks read only shapes skip them.
+
+    The memory estimates and their filters read shapes; a precondition whose every passing verdict was remembered
+    by layout (`verdicts`) read none. A precondition that reads data keeps running, and so does a size rule
+    (one_hot(-1), bincount)."""
+    out: list[Run] = []
+    for p, run in zip(plans, runs, strict=True):
+        c = p.checks
+        shapes_only = c is not None and (c.verdicts is None or c.verdicts.always)
+        if c is None or c.size_rule is not None or (c.memory is None and not shapes_only):
+            out.append(run)
+        elif shapes_only:  # a copy of the plan without its checks
+            out.append(runner_of(replace(p, checks=None, fast=None)))
+        else:  # the precondition alone (its verdicts shared), on a copy of the plan
+            out.append(runner_of(replace(p, checks=replace(c, memory=None, seen=None), fast=None)))
+    return out

@@ -20,11 +20,13 @@ from functools import cache
 from typing import Any
 
 from opwire.errors import BindError, BudgetError, KernelError
+from opwire.proxy_executor.estimate import output_bytes, shape_key, shape_kinds
 from opwire.proxy_executor.preconditions import Precondition, precondition_for, refused_value
 from opwire.proxy_executor.targets import Target
+from opwire.proxy_executor.verdicts import Verdicts
 from opwire.schema import models as m
 
-__all__ = ["SIZE_ARGS", "Checks", "check_sym_operands", "node_checks", "output_bytes"]
+__all__ = ["SIZE_ARGS", "Checks", "check_sym_operands", "node_checks"]
 
 SIZE_ARGS = frozenset(
     {
@@ -68,15 +70,20 @@ class Checks:
     enough: Callable[[list[Any], dict[str, Any]], bool] | None = None
     """`small` when it is the whole story up to the estimate (no precondition): a caller's fast path calls it
     first and `before` only when it says no, saving a call per node."""
+    verdicts: Verdicts | None = None  # the layouts the precondition passed on, if it reads no data (`verdicts`)
+    arg_kinds: tuple[tuple[int, str, int], ...] = ()  # (position, name, kind) of every argument: the shape key's
 
     def __post_init__(self) -> None:
         if self.precondition is None and self.memory is not None:
             self.enough = self.small
+        self.verdicts = self.verdicts or (Verdicts(self.arg_names) if self.precondition is not None else None)
 
     def before(self, fn: Callable[..., Any], pos: list[Any], kw: dict[str, Any]) -> None:
         """Raise before the kernel runs when a check fails."""
-        if self.precondition is not None:
-            wrong = self.precondition(pos, kw)
+        key: Any = None
+        if self.precondition is not None and self.verdicts is not None:
+            key = self.verdicts.key(pos, kw)  # the layout: every argument's geometry, dtype, device or value
+            wrong = self.verdicts.check(self.precondition, pos, kw, key)
             if wrong is not None:
                 raise KernelError(f"{self.where}: refused before the kernel ran: {wrong}")
         if self.memory is not None:
@@ -84,14 +91,15 @@ class Checks:
                 return  # every output element at 16 bytes fits the budget: nothing can go over it
             if self.light and _same_size_out(self.tensor_args, pos, kw):
                 return  # one shape in, nothing expanded: the outputs are no larger than the inputs
-            key = _shapes(self.arg_names, pos, kw)
+            key = key if key is not None else shape_key(self.arg_kinds, pos, kw)
             if self.seen is not None and self.seen[0] == key:
                 need = self.seen[1]
             else:
                 need = output_bytes(fn, pos, kw, self.device_arg)
-                if need is None and self.size_rule is not None:
+                if need is not None or self.size_rule is None:
+                    self.seen = (key, need)  # by shapes; a size rule reads the data: run again on every call
+                else:
                     need = self.size_rule(pos, kw)
-                self.seen = (key, need)
             if need is not None and need > self.memory:
                 raise BudgetError(
                     f"{self.where}: the node's outputs would take {need:,} bytes, over the execution-memory "
@@ -106,27 +114,6 @@ def _tensor_type() -> Any:
     from torch import Tensor
 
     return Tensor
-
-
-def _shapes(names: tuple[tuple[int, str], ...], pos: list[Any], kw: dict[str, Any]) -> list[Any]:
-    """A key of the arguments' shapes and dtypes (tensors), or the values themselves (lists copied to tuples).
-
-    `names` are the schema's (position, name) pairs, fixed at bind time: one pass, no search for nesting."""
-    tensor, n = _tensor_type(), len(pos)
-    key: list[Any] = []
-    for i, name in names:
-        v = pos[i] if i < n else kw.get(name, _ABSENT)
-        if isinstance(v, tensor):
-            key.append((v.shape, v.dtype))  # what output sizes depend on
-        elif isinstance(v, (list, tuple)):
-            key.append(tuple([(e.shape, e.dtype) if isinstance(e, tensor) else e for e in v]))
-        else:
-            key.append(v)
-    return key
-
-
-_ABSENT = object()
-"""An argument not passed (its schema default applies)."""
 
 
 def node_checks(target: Target, node: m.Node, where: str, max_memory: int) -> Checks | None:
@@ -177,7 +164,9 @@ def node_checks(target: Target, node: m.Node, where: str, max_memory: int) -> Ch
         )  # an out= tensor is resized: its size bounds nothing
         small = _numel_bound(inputs, max_memory // (_MAX_ELEMENT * len(owns)))
     names = tuple(enumerate(a.name for a in schema.arguments))
-    return Checks(where, pre, max_memory if heavy else None, device_arg, rule, light, tensor_args, None, names, small)
+    kinds = shape_kinds(schema.arguments)
+    memory = max_memory if heavy else None
+    return Checks(where, pre, memory, device_arg, rule, light, tensor_args, None, names, small, arg_kinds=kinds)
 
 
 _BOUNDED = frozenset(
@@ -309,47 +298,6 @@ _SIZE_RULES: dict[str, Callable[[list[Any], dict[str, Any]], int | None]] = {
     "aten::repeat_interleave.Tensor": _repeat_interleave_bytes,
 }
 """Ops whose output shape depends on data (no meta kernel): their output bytes from the arguments."""
-
-
-def output_bytes(fn: Callable[..., Any], pos: list[Any], kw: dict[str, Any], device_arg: bool) -> int | None:
-    """The bytes the call's tensor outputs would own, computed on the meta device (None: no meta kernel).
-
-    Every tensor argument is replaced by a meta tensor of its shape, and a factory (`device_arg`) gets
-    device=meta, so nothing is allocated."""
-    import torch
-
-    def meta(v: Any) -> Any:
-        if isinstance(v, torch.Tensor):
-            return torch.empty_strided(v.size(), v.stride(), dtype=v.dtype, device="meta")
-        if isinstance(v, (list, tuple)):
-            return type(v)(meta(e) for e in v)
-        return v
-
-    mkw = {k: meta(v) for k, v in kw.items()}
-    for k, v in kw.items():  # an out= tensor is resized to the result: an empty one, so the meta run does not warn
-        if k.startswith("out") and isinstance(v, torch.Tensor):
-            mkw[k] = torch.empty(0, dtype=v.dtype, device="meta")
-    if device_arg:
-        mkw["device"] = torch.device("meta")
-    mpos = [meta(v) for v in pos]
-    try:
-        out = fn(*mpos, **mkw)
-    except Exception:  # no meta kernel, or data-dependent: the kernel itself runs (or raises) as it would
-        return None
-    kept = [v for k, v in mkw.items() if not k.startswith("out")]  # an out= tensor is resized to the result
-    given = {id(t) for t in (*mpos, *kept) if isinstance(t, torch.Tensor)}
-    total = 0
-    for t in out if isinstance(out, (list, tuple)) else (out,):
-        if isinstance(t, torch.Tensor) and t.device.type == "meta" and id(t) not in given and t._base is None:
-            total += _storage_bytes(t)  # a new tensor (not an input returned, not a view of one): it allocates
-    return total
-
-
-def _storage_bytes(t: Any) -> int:
-    if t.numel() == 0:
-        return 0
-    span = 1 + sum((s - 1) * abs(st) for s, st in zip(t.shape, t.stride(), strict=True))
-    return int(span * t.element_size())
 
 
 def check_sym_operands(target: Target, node: m.Node, where: str) -> None:

@@ -82,6 +82,13 @@ class ProxyExecutor:
                 self._extern.append(bind_node(ek.node, f"extern node {i} {ek.name!r}", self.policy, self._ctx))
                 self._extern_snapshots.append(snapshot(ek))
         self._flat: list[FlatPlan | None] = [None] * len(self._extern)
+        # per extern node, the unguarded fast calls (None: take the general path): one list index per call
+        self._quick: list[Callable[[Mapping[str, Any]], dict[str, Any]] | None] = [
+            p.prepared() if not p.guarded else None for p in self._extern
+        ]
+        self._flat_quick: list[Callable[[Sequence[int], MutableSequence[Any]], list[Any] | None] | None] = [None] * len(
+            self._extern
+        )
         self._edits = edit_count()
 
     # ---- name-based convention -------------------------------------------------------------
@@ -110,6 +117,10 @@ class ProxyExecutor:
         self, node: m.Node | int | str, values: Mapping[str, object], defaults: Mapping[str, object] | None = None
     ) -> dict[str, object]:
         """Run one node with inputs looked up by name; returns outputs keyed by their serialized names."""
+        if defaults is None and type(node) is int and 0 <= node < len(self._quick) and self._edits == edit_count():
+            quick = self._quick[node]
+            if quick is not None:
+                return quick(values)
         p = self._extern_plan(self._index(node)) if isinstance(node, (int, str)) else self.plan(node)
         if not p.guarded:
             return run_plan(p, values, defaults)
@@ -120,6 +131,12 @@ class ProxyExecutor:
 
     def call_function(self, node: int | str, int_args: Sequence[int], tensor_args: MutableSequence[Any]) -> list[Any]:
         """Run extern node `node` (index or name) the way AOTInductor's wrapper does; returns output tensors."""
+        if type(node) is int and 0 <= node < len(self._flat) and self._edits == edit_count():
+            quick = self._flat_quick[node]
+            if quick is not None and type(tensor_args) is list and type(int_args) in (list, tuple):
+                done = quick(int_args, tensor_args)  # None: a count or type the general path reports
+                if done is not None:
+                    return done
         flat = self._flat[node] if type(node) is int and 0 <= node < len(self._flat) else None
         if flat is None or self._edits != edit_count():
             flat = self._flat_plan(self._index(node))
@@ -140,6 +157,7 @@ class ProxyExecutor:
                 flat = self._flat[index]
                 if flat is None:
                     flat = self._flat[index] = build_flat(plan)
+                    self._flat_quick[index] = flat.fast if not plan.guarded else None
         return flat
 
     def _extern_plan(self, index: int) -> NodePlan:
@@ -152,7 +170,8 @@ class ProxyExecutor:
                         track(ek)
                         self._extern[i] = bind_node(ek.node, f"extern node {i} {ek.name!r}", self.policy, self._ctx)
                         self._extern_snapshots[i] = snapshot(ek)
-                        self._flat[i] = None
+                        self._flat[i] = self._flat_quick[i] = None
+                        self._quick[i] = self._extern[i].prepared() if not self._extern[i].guarded else None
                 self._edits = edits
         return self._extern[index]
 

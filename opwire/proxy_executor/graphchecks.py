@@ -10,12 +10,10 @@
   - a **parameter or constant** (shared by every run) may be written only when the signature declares
     it (`parameter_mutation`); otherwise a BindError, so later "fresh" runs stay fresh;
   - the **inputs of a subgraph** (a higher-order op's operands) may not be written at all.
-- **Writes through undeclared aliases (by storage).** The bind-time check follows alias annotations, and some
-  ops return a view without one (`_unsafe_view`, `unsafe_split`, `einsum` with an identity equation). So at
-  run time, before a node that writes (an `(a!)` argument) runs, the storage spans of the tensors it writes
-  are compared with those of the protected inputs (parameters, constants and user inputs the program may
-  not write): an overlap is a BindError naming the node and the input, and nothing was written
-  (`StorageGuard`).
+- **Writes through undeclared aliases, or with no annotation at all.** This check follows alias annotations,
+  which some ops lack (`_unsafe_view`, `unsafe_split`, `einsum` with an identity equation return views; batch
+  norm writes its running stats unmarked). Those are found at run time by storage and bytes, in a checking pass
+  per input layout (`write_check`).
 - **Execution memory.** The program carries every node's output metadata: where all sizes are
   concrete, the bytes of the nodes' own outputs (views excluded) are summed and checked against
   `max_memory` (symbolic shapes are checked per node before allocation-heavy nodes run: `checks`).
@@ -31,13 +29,11 @@ from opwire.proxy_executor.plan import NodePlan
 from opwire.schema import models as m
 
 __all__ = [
-    "StorageGuard",
     "check_static_memory",
     "check_writes",
     "declared_writes",
     "protected_inputs",
     "written_inputs",
-    "written_names",
 ]
 
 
@@ -192,59 +188,3 @@ def _static_bytes(meta: m.TensorMeta, element_size: Any) -> int | None:
         return None
     span = 1 + sum((s - 1) * abs(st) for s, st in zip(sizes, strides, strict=False))
     return int(span * item)
-
-
-def written_names(p: NodePlan) -> tuple[str, ...]:
-    """The tensor names node plan `p` writes through arguments its schema marks `(a!)`."""
-    schema = p.target.schema
-    if schema is None:
-        return ()
-    marked = {a.name for a in schema.arguments if (a.alias or "").endswith("!")}
-    return tuple(n for na in p.node.inputs if na.name in marked for n in _names(na.arg))
-
-
-class StorageGuard:
-    """Before a writing node runs: its written tensors share no storage bytes with a protected input."""
-
-    __slots__ = ("spans",)
-
-    def __init__(self, protected: Mapping[str, str], env: Mapping[str, Any]) -> None:
-        import torch
-
-        self.spans: list[tuple[int, int, str]] = []
-        for name, label in protected.items():
-            t = env.get(name)
-            if isinstance(t, torch.Tensor) and t.device.type != "meta":
-                start, end = _span(t)
-                if end > start:
-                    self.spans.append((start, end, label))
-
-    def check(self, p: NodePlan, names: tuple[str, ...], env: Mapping[str, Any]) -> None:
-        """BindError when a tensor node `p` writes shares storage bytes with a protected input."""
-        import torch
-
-        for name in names:
-            t = env.get(name)
-            if not isinstance(t, torch.Tensor) or t.device.type == "meta":
-                continue
-            start, end = _span(t)
-            for lo, hi, label in self.spans:
-                if start < hi and lo < end:
-                    raise BindError(
-                        f"{p.where} writes into {label} through {name!r}, which shares its storage (an alias no "
-                        "op schema declares, e.g. _unsafe_view, unsafe_split or einsum's identity); the program's "
-                        "signature declares no such write, so nothing was written (re-export the program so torch "
-                        "records the mutation)"
-                    )
-
-
-def _span(t: Any) -> tuple[int, int]:
-    """The bytes [start, end) tensor `t` can touch, as addresses."""
-    if t.numel() == 0:
-        return 0, 0
-    item = t.element_size()
-    lo = hi = 0
-    for size, stride in zip(t.shape, t.stride(), strict=True):
-        (lo, hi) = (lo + (size - 1) * stride, hi) if stride < 0 else (lo, hi + (size - 1) * stride)
-    base = t.data_ptr()
-    return base + lo * item, base + (hi + 1) * item

@@ -30,7 +30,6 @@ from opwire.proxy_executor.convert import convert
 from opwire.proxy_executor.default_policy import DefaultPolicy
 from opwire.proxy_executor.exec_policy import ExecPolicy
 from opwire.proxy_executor.graphchecks import (
-    StorageGuard,
     check_static_memory,
     check_writes,
     declared_writes,
@@ -109,11 +108,11 @@ class ProgramRunner:
         ctx = BindContext(self._subgraph, self.exec_policy)
         self.bound = BoundGraph(self.graph, "graph", self.policy, ctx, check)
 
-        def guard(env: Mapping[str, Any]) -> StorageGuard:  # what no run may write, whatever the annotations
+        def protect() -> tuple[dict[str, str], frozenset[str]]:  # what no run may write, whatever the annotations
             protected = {k: v for k, v in inputs.items() if k not in declared and k not in self._copied}
-            return StorageGuard(protected, env)
+            return protected, frozenset(k for k, v in protected.items() if not v.startswith("user input"))
 
-        self.bound.write_guard = guard
+        self.bound.protect = protect  # checked by storage on the first run of each input layout (write_check)
 
     # --------------------------------------------------------------------------------------- calls
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -218,16 +217,15 @@ class ProgramRunner:
                 where = f"subgraph {graph_arg.name!r}"
                 inputs = protected_inputs(graph, None)
                 inputs = {k: f"{where} input {k!r}" for k in inputs}
-                entry = self._subgraphs[id(graph)] = (
+                sub = BoundGraph(
                     graph,
-                    BoundGraph(
-                        graph,
-                        where,
-                        self.policy,
-                        BindContext(self._subgraph, self.exec_policy),
-                        lambda plans: check_writes(plans, inputs, set()),
-                    ),
+                    where,
+                    self.policy,
+                    BindContext(self._subgraph, self.exec_policy),
+                    lambda plans: check_writes(plans, inputs, set()),
                 )
+                sub.protect = lambda: (inputs, frozenset())  # a subgraph writes none of its inputs
+                entry = self._subgraphs[id(graph)] = (graph, sub)
         bound = entry[1]
         bound.bind()  # with the graph that names it: every node of every subgraph is checked before any runs
         return lambda *args: _run_subgraph(bound, graph_arg, args)

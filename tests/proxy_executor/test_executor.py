@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import Any
 
@@ -325,3 +326,30 @@ def test_call_function_fast_path_keeps_every_check(with_alpha: bool) -> None:
 def test_an_executor_without_extern_nodes_is_still_truthy() -> None:
     ex = ProxyExecutor()
     assert len(ex) == 0 and bool(ex)
+
+
+def test_int_lists_take_the_fast_path_with_every_check() -> None:
+    """conv2d's stride/padding/dilation come from int_args on the precomputed path; bad arrays get the same errors."""
+    img, w = torch.randn(1, 3, 8, 8), torch.randn(4, 3, 3, 3)
+    inputs = {"input": t("img"), "weight": t("w"), "bias": arg(as_none=True), "stride": arg(as_ints=[1, 1]),
+              "padding": arg(as_ints=[1, 1]), "dilation": arg(as_ints=[1, 1]), "groups": arg(as_int=1)}  # fmt: skip
+    ek = m.ExternKernelNode(name="buf0", node=node("aten::conv2d", inputs, [t("out")]))
+    ex = ProxyExecutor(m.ExternKernelNodes(nodes=[ek]))
+    assert ex._flat_plan(0).fast is not None
+    slots: list[Any] = [img, w, None]
+    (out,) = ex.call_function(0, [2, 2, 1, 1, 1, 1, 1], slots)
+    assert slots[2] is out and torch.equal(out, torch.ops.aten.conv2d(img, w, None, [2, 2], [1, 1], [1, 1], 1))
+    for ints, tensors, message in [
+        ([2, 2.0, 1, 1, 1, 1, 1], [img, w, None], "int_args[1] is float 2.0, expected an int"),
+        ([2, 2, 1, 1, 1, 1, True], [img, w, None], "int_args[6] is bool True, expected an int"),
+        ([2, 2, 1, 1, 1, 1], [img, w, None], "expected 7 ints and 3 tensors"),
+        ([2, 2, 1, 1, 1, 1, 1], (img, w, None), "expected int_args as a sequence and tensor_args as a mutable list"),
+    ]:
+        with pytest.raises(BindError, match=re.escape(message)):
+            ex.call_function(0, ints, tensors)  # type: ignore[arg-type]
+    with pytest.raises(KernelError, match="the kernel raised RuntimeError"):
+        ex.call_function(0, [1, 1, 1, 1, 1, 1, 1], [img, torch.randn(4, 5, 3, 3), None])
+    ek.node.inputs[-1].arg = arg(as_int=3)  # an edit: groups=3 is bound again before the next call
+    with pytest.raises(KernelError, match="the kernel raised RuntimeError"):
+        ex.call_function(0, [1, 1, 1, 1, 1, 1, 3], [img, w, None])
+    assert ex.call(0, {"img": img, "w": torch.randn(3, 1, 3, 3)})["out"].shape == (1, 3, 8, 8)
