@@ -9,35 +9,15 @@ modules make (forward and backward), which must all pass.
 
 from __future__ import annotations
 
-import os
-import select
-import signal
-import sys
-import time
-import traceback
-import warnings
 from typing import Any
 
 import pytest
 import torch
+from support.forked import in_fork
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from opwire.proxy_executor.precondition_families import CHECKS
 from opwire.proxy_executor.preconditions import family_of, precondition_for
-
-_PRELUDE = """
-import torch
-from support.op_call import call_node
-from opwire.errors import KernelError
-from opwire.proxy_executor import ProxyExecutor
-def run(op, **values):
-    node, env = call_node(op, **values)
-    try:
-        ProxyExecutor().call(node, env)
-        print("ran")
-    except KernelError as exc:
-        print("KernelError", exc)
-"""
 
 HOSTILE: dict[str, tuple[str, str]] = {
     "native_batch_norm_backward with no saved stats (SIGSEGV)": (
@@ -131,46 +111,10 @@ HOSTILE: dict[str, tuple[str, str]] = {
 }
 
 
-def _in_fork(code: str, timeout: float = 120.0) -> tuple[int, str]:
-    """Run `code` in a forked child and return (its exit status or -signal, what it printed and raised)."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: stdout and stderr into the pipe, and never back into pytest
-        status = 0
-        try:
-            os.close(r)
-            os.dup2(w, 1)
-            os.dup2(w, 2)
-            sys.stdout = sys.stderr = os.fdopen(1, "w", closefd=False)
-            warnings.simplefilter("ignore")
-            exec(compile(_PRELUDE + code, "<hostile call>", "exec"), {})
-        except BaseException:
-            traceback.print_exc()
-            status = 1
-        finally:
-            sys.stdout.flush()
-            os._exit(status)
-    os.close(w)
-    out, deadline = b"", time.monotonic() + timeout
-    try:
-        while select.select([r], [], [], max(0.0, deadline - time.monotonic()))[0]:
-            chunk = os.read(r, 65536)
-            if not chunk:
-                break
-            out += chunk
-        else:
-            os.kill(pid, signal.SIGKILL)
-    finally:
-        os.close(r)
-    _, status = os.waitpid(pid, 0)
-    code_ = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-    return code_, out.decode("utf-8", "replace")
-
-
 @pytest.mark.parametrize("name", list(HOSTILE))
 def test_a_trusting_kernel_is_refused_before_it_runs(name: str) -> None:
     code, message = HOSTILE[name]
-    returncode, stdout = _in_fork(code)
+    returncode, stdout = in_fork(code)
     assert returncode == 0, f"the child died ({returncode}): {stdout[-1500:]}"
     assert stdout.startswith("KernelError") and "refused before the kernel ran" in stdout, stdout
     assert message in stdout, stdout

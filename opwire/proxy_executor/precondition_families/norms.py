@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import math
 
-from opwire.proxy_executor.precondition_families.common import Args, Builder, is_tensor, same_shape, shape_of, static
+from opwire.proxy_executor.precondition_families.common import (
+    Args,
+    Builder,
+    Check,
+    is_tensor,
+    same_shape,
+    shape_of,
+    static,
+)
 
 __all__ = ["CHECKS"]
 
@@ -15,14 +23,24 @@ _PER_CHANNEL = (
 )  # fmt: skip
 
 
-def _batch_norm(args: Args) -> str | None:
+def _batch_norm(op: str) -> Check:
+    evaluation = "no_update" in op or "no_training" in op  # eval-mode kernels: they read the running stats
+
+    def check(args: Args) -> str | None:
+        return _batch_norm_call(args, False if evaluation else None)
+
+    return check
+
+
+def _batch_norm_call(args: Args, training: bool | None) -> str | None:
     x = args.get("input")
     if not is_tensor(x):
         return None
     if x.dim() < 2:
         return f"the input needs at least 2 dimensions (batch, channels), got {x.dim()}"
     channels = int(x.shape[1])
-    training = next((args[k] for k in ("training", "train", "update") if k in args), None)
+    if training is None:
+        training = next((args[k] for k in ("training", "train", "update") if k in args), None)
     for name in _PER_CHANNEL:
         t = args.get(name)
         unread = not training and name.startswith("save_") and t is not None and t.numel() == 0  # eval backward
@@ -37,7 +55,7 @@ def _batch_norm(args: Args) -> str | None:
         if args.get("save_mean") is None or var is None:
             return "a training-mode backward needs the saved batch statistics (save_mean and save_invstd/save_var)"
     elif training is False and (args.get("running_mean") is None or args.get("running_var") is None):
-        return "training=False needs running_mean and running_var"
+        return "training=False (and the eval-mode kernels) needs running_mean and running_var"
     return None
 
 
@@ -74,7 +92,7 @@ def _group_norm(args: Args) -> str | None:
 
 
 CHECKS: dict[str, Builder] = {
-    "batch_norm": static(_batch_norm),
+    "batch_norm": _batch_norm,
     "layer_norm": static(_layer_norm),
     "group_norm": static(_group_norm),
 }
