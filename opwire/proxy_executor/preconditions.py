@@ -7,19 +7,23 @@ precondition of their family (`precondition_families`), checked before the kerne
 KernelError naming the node (nothing ran). The executor fuzz (tests/proxy_executor/op_fuzz_worker.py)
 fuzzes admitted ops in a child process; each crash it finds becomes a family check or a refusal.
 
-- `precondition_for`: the check of an admitted op, given its schema's argument names;
+- `precondition_for`: the check of an admitted op, given its schema's argument names: every tensor strided
+  with data (`unreadable`), then the family's check; a value the check cannot read is refused too;
 - `refused_value`: argument values refused at bind time whatever the op (`unsafe=True`).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from opwire.errors import first_line
 from opwire.proxy_executor.allowlist import policy_entry
 from opwire.proxy_executor.precondition_families import CHECKS, Args
+from opwire.proxy_executor.precondition_families.common import is_tensor
 
-__all__ = ["Precondition", "family_of", "precondition_for", "refused_value"]
+__all__ = ["Precondition", "family_of", "precondition_for", "refused_value", "unreadable"]
 
 Precondition = Callable[[list[Any], dict[str, Any]], str | None]
 
@@ -41,9 +45,38 @@ def precondition_for(op: str, names: Sequence[str] = ()) -> Precondition | None:
     def run(pos: list[Any], kw: dict[str, Any]) -> str | None:
         args = Args(zip(order, pos, strict=False))
         args.update(kw)
-        return check(args)
+        wrong = unreadable(args, family)
+        if wrong is not None:
+            return wrong
+        try:
+            return check(args)
+        except _UNREADABLE as exc:  # a value the check cannot read is no value the kernel may trust
+            return f"the arguments do not fit the {family} family's precondition ({first_line(exc)})"
 
     return run
+
+
+_UNREADABLE = (RuntimeError, TypeError, ValueError, NotImplementedError, IndexError, OverflowError)
+
+
+def unreadable(args: Args, family: str) -> str | None:
+    """Why a tensor argument of a trusting kernel is not a strided tensor with data (sparse, oneDNN, meta), or None.
+
+    The kernels the families guard read their tensors' memory as dense buffers, and their checks read values;
+    a file can make sparse (`to_sparse`), oneDNN (`to_mkldnn`) and meta (`empty(device=meta)`) tensors."""
+    for name, v in args.items():
+        for t in v if isinstance(v, (list, tuple)) else (v,):
+            if is_tensor(t) and (t.layout is not _strided() or t.device.type == "meta"):
+                kind = t.device.type if t.layout is _strided() else str(t.layout).removeprefix("torch.")
+                return f"{name} is a {kind} tensor; the {family} family's kernels read strided tensors with data"
+    return None
+
+
+@functools.cache
+def _strided() -> Any:
+    import torch  # deferred: the policy's tables are read without torch
+
+    return torch.strided
 
 
 def refused_value(arg_name: str, value: Any) -> str | None:

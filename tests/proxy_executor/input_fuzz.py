@@ -2,8 +2,9 @@
 
 The cases (tests/support/hostile_inputs.py) run through `ProxyExecutor.call`, as a file's node runs: the op
 policy, its preconditions and the budgets apply, so a precondition or refusal that stops a case counts as
-"refused first". Each case runs in a child forked from this process (torch already loaded): a crash is the
-child's signal, a hang its timeout, and no case inherits the heap another one damaged.
+"refused first". An op's cases run in order in a child forked from this process (torch already loaded): a
+crash is the child's signal, a hang its timeout; the case that killed the child runs again alone (when it
+survives alone, the earlier case that damaged the heap is found by running pairs), and a new child goes on.
 
 `nice -n 10 python tests/proxy_executor/input_fuzz.py [SECONDS] [--ops REGEX]` runs the long version over
 every admitted op, trusting families first, until SECONDS (default 1800) have passed, then prints the figures
@@ -81,8 +82,8 @@ def _execute(case: Case) -> tuple[str, str]:
         return "foreign", "".join(traceback.format_exception_only(exc))[-600:]
 
 
-def _child(case: Case, w: int) -> None:
-    """The forked child: capped, quiet, on the case's threads; writes the outcome and exits without cleanup."""
+def _child(todo: list[Case], w: int) -> None:
+    """The forked child: capped and quiet; runs `todo` in order, announcing each case before its outcome."""
     status = 0
     try:
         cap = _mapped() + HEADROOM
@@ -90,9 +91,10 @@ def _child(case: Case, w: int) -> None:
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, 1)
         os.dup2(null, 2)  # kernels print warnings to fd 2
-        torch.set_num_threads(case.threads)
-        outcome, detail = _execute(case)
-        os.write(w, json.dumps([outcome, detail]).encode())
+        for i, case in enumerate(todo):
+            os.write(w, f"{i}\n".encode())
+            torch.set_num_threads(case.threads)
+            os.write(w, (json.dumps([i, *_execute(case)]) + "\n").encode())
     except BaseException:
         status = 3
     finally:
@@ -104,15 +106,17 @@ def _mapped() -> int:
         return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def run_case(case: Case, timeout: float = SECONDS_PER_CASE) -> tuple[str, str]:
-    """(outcome, detail) of `case` run in a forked child: ok, refused, kernel, opwire, foreign, crash or hang."""
+def _forked(todo: list[Case], timeout: float) -> tuple[list[tuple[str, str]], int, str]:
+    """Run `todo` in one forked child: the outcomes it gave, and how it ended (the case running, the outcome)."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(r)
-        _child(case, w)
+        _child(todo, w)
     os.close(w)
-    out, deadline, hung = b"", time.monotonic() + timeout, False
+    done: list[tuple[str, str]] = []
+    buf, running, hung = b"", -1, False
+    deadline = time.monotonic() + timeout
     try:
         while True:
             if not select.select([r], [], [], max(0.0, deadline - time.monotonic()))[0]:
@@ -122,18 +126,63 @@ def run_case(case: Case, timeout: float = SECONDS_PER_CASE) -> tuple[str, str]:
             chunk = os.read(r, 65536)
             if not chunk:
                 break
-            out += chunk
+            buf += chunk
+            *lines, buf = buf.split(b"\n")
+            for line in lines:
+                if line.startswith(b"["):
+                    _, outcome, detail = json.loads(line)
+                    done.append((outcome, detail))
+                    running = -1
+                else:
+                    running, deadline = int(line), time.monotonic() + timeout
     finally:
         os.close(r)
     _, status = os.waitpid(pid, 0)
     if hung:
-        return "hang", f"no answer in {timeout:.0f}s"
-    if os.WIFSIGNALED(status):
-        return "crash", f"signal {signal.Signals(os.WTERMSIG(status)).name}"
-    if not out:
-        return "crash", f"exit {os.WEXITSTATUS(status)} without an answer"
-    outcome, detail = json.loads(out)
-    return str(outcome), str(detail)
+        return done, running, f"hang: no answer in {timeout:.0f}s"
+    if running >= 0 or len(done) < len(todo):
+        how = signal.Signals(os.WTERMSIG(status)).name if os.WIFSIGNALED(status) else f"exit {os.WEXITSTATUS(status)}"
+        return done, max(running, len(done)), f"crash: {how}"
+    return done, -1, ""
+
+
+def run_case(case: Case, timeout: float = SECONDS_PER_CASE) -> tuple[str, str]:
+    """(outcome, detail) of `case` alone in a forked child: ok, refused, kernel, opwire, foreign, crash or hang."""
+    done, _, end = _forked([case], timeout)
+    if done:
+        return done[0]
+    outcome, _, detail = end.partition(": ")
+    return outcome, detail
+
+
+def run_cases(todo: list[Case], timeout: float = SECONDS_PER_CASE) -> list[tuple[str, str]]:
+    """The outcome of every case of `todo`, run in order in forked children (a new one after a crash or hang).
+
+    A case that killed the child is run again alone: when it crashes alone it is the finding; when it does not,
+    an earlier case damaged the heap, and the first earlier case that makes it crash when run before it is named."""
+    results: list[tuple[str, str]] = []
+    start = 0
+    while start < len(todo):
+        done, failed, end = _forked(todo[start:], timeout)
+        results += done
+        if failed < 0:
+            break
+        culprit = todo[start + failed]
+        outcome, detail = run_case(culprit, timeout)
+        if outcome not in ("crash", "hang"):
+            outcome, detail = _blame(todo[start : start + failed], culprit, end, timeout)
+        results.append((outcome, detail))
+        start += failed + 1
+    return results
+
+
+def _blame(before: list[Case], victim: Case, end: str, timeout: float) -> tuple[str, str]:
+    for case in before:
+        _, failed, how = _forked([case, victim], timeout)
+        if failed >= 0:
+            return how.partition(": ")[0], f"{how.partition(': ')[2]} after [{case.label}] ran first"
+    outcome, _, detail = end.partition(": ")
+    return outcome, f"{detail} (after earlier cases; not reproduced alone)"
 
 
 def op_cases(op: str, real: dict[str, dict[str, Any]]) -> list[Case]:
@@ -191,6 +240,7 @@ def fuzz(
 
     `progress`: a file the figures so far are written to every 25 ops (a long run stopped early keeps them)."""
     figures, stop = Figures(), time.monotonic() + seconds
+    _execute(Case("aten::add.Tensor", "base", "warm-up", {"self": torch.ones(2), "other": torch.ones(2)}))
     for k, op in enumerate(ops):
         if time.monotonic() > stop:
             break
@@ -198,10 +248,10 @@ def fuzz(
             print(f"[{k}/{len(ops)}] {op} ({figures.cases} cases)", file=sys.stderr, flush=True)
             if progress is not None:
                 progress.write_text(json.dumps(figures.report(), indent=1))
-        todo = op_cases(op, real)
+        todo = op_cases(op, real)[:per_op]
         figures.ops += 1
-        for case in todo[:per_op]:
-            figures.add(case, *run_case(case))
+        for case, (outcome, detail) in zip(todo, run_cases(todo), strict=True):
+            figures.add(case, outcome, detail)
     return figures
 
 

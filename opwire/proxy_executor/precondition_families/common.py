@@ -46,12 +46,15 @@ def shape_of(t: Any) -> tuple[int, ...]:
     return tuple(int(s) for s in t.shape)
 
 
+_INDEX_DTYPES = frozenset(f"torch.{d}" for d in ("int64", "int32", "int16", "int8", "uint8"))
+
+
 def in_range(t: Any, lo: int, hi: int, what: str) -> str | None:
     """Why `what` (tensor `t`) does not hold integer values in [lo, hi), or None."""
+    if str(t.dtype) not in _INDEX_DTYPES:
+        return f"{what} must hold integers (int64, int32, int16, int8 or uint8), got {t.dtype}"
     if t.numel() == 0:
         return None
-    if t.is_floating_point() or t.is_complex() or t.dtype.is_floating_point:
-        return f"{what} must hold integers, got {t.dtype}"
     least, most = int(t.min()), int(t.max())
     if least < lo or most >= hi:
         return f"{what} must lie in [{lo}, {hi}), got values from {least} to {most}"
