@@ -171,6 +171,13 @@ FAMILIES: dict[str, tuple[str, re.Pattern[str]]] = {
         "packed batch_sizes are positive, non-increasing and sum to the rows",
         re.compile(r"^(_segment_reduce_backward|_pack_padded_sequence_backward|_pad_packed_sequence)$"),
     ),
+    "sparse_conversion": (
+        "a conversion to a compressed sparse layout (CSR, CSC, BSR, BSC) makes no dense dimensions: dense_dim is "
+        "None or 0 and a sparse input has none (torch's kernels crash on hybrid compressed tensors: add.Tensor "
+        "of a strided tensor and a CSR tensor with a dense dimension is a SIGSEGV); its tensors are the only "
+        "family tensors that may be sparse",
+        re.compile(r"^_?to_sparse(_csr|_csc|_bsr|_bsc)?$"),
+    ),
 }
 """Family -> (its precondition in words, the op names it covers). Each name is a kernel that trusts arguments."""
 

@@ -8,7 +8,8 @@ KernelError naming the node (nothing ran). The executor fuzz (tests/proxy_execut
 fuzzes admitted ops in a child process; each crash it finds becomes a family check or a refusal.
 
 - `precondition_for`: the check of an admitted op, given its schema's argument names: every tensor strided
-  with data (`unreadable`), then the family's check; a value the check cannot read is refused too;
+  with data (`unreadable`), every tensor it writes a dense buffer (`overlapping_output`), then the family's
+  check; a value the check cannot read is refused too;
 - `refused_value`: argument values refused at bind time whatever the op (`unsafe=True`).
 """
 
@@ -21,9 +22,12 @@ from typing import Any
 from opwire.errors import first_line
 from opwire.proxy_executor.allowlist import policy_entry
 from opwire.proxy_executor.precondition_families import CHECKS, Args
-from opwire.proxy_executor.precondition_families.common import is_tensor
+from opwire.proxy_executor.precondition_families.common import dense, is_tensor
+from opwire.schema.ops import op_schema
 
-__all__ = ["Precondition", "family_of", "precondition_for", "refused_value", "unreadable"]
+__all__ = [
+    "Precondition", "family_of", "overlapping_output", "precondition_for", "refused_value", "unreadable",
+]  # fmt: skip
 
 Precondition = Callable[[list[Any], dict[str, Any]], str | None]
 
@@ -41,11 +45,14 @@ def precondition_for(op: str, names: Sequence[str] = ()) -> Precondition | None:
         return None
     check = CHECKS[family](op)
     order = tuple(names)
+    written = () if family in _METADATA_WRITERS else _written(op)
 
     def run(pos: list[Any], kw: dict[str, Any]) -> str | None:
         args = Args(zip(order, pos, strict=False))
         args.update(kw)
-        wrong = unreadable(args, family)
+        wrong = unreadable(args, family) if family not in _SPARSE_INPUTS else None
+        if wrong is None:
+            wrong = overlapping_output(args, written)
         if wrong is not None:
             return wrong
         try:
@@ -56,6 +63,11 @@ def precondition_for(op: str, names: Sequence[str] = ()) -> Precondition | None:
     return run
 
 
+_SPARSE_INPUTS = frozenset({"sparse_conversion"})
+"""Families whose kernels take sparse tensors by design."""
+_METADATA_WRITERS = frozenset({"as_strided", "resize_as"})
+"""Families whose written argument changes its metadata, not its elements (any strides are fine)."""
+"""Families whose kernels take sparse tensors by design."""
 _UNREADABLE = (RuntimeError, TypeError, ValueError, NotImplementedError, IndexError, OverflowError)
 
 
@@ -70,6 +82,31 @@ def unreadable(args: Args, family: str) -> str | None:
                 kind = t.device.type if t.layout is _strided() else str(t.layout).removeprefix("torch.")
                 return f"{name} is a {kind} tensor; the {family} family's kernels read strided tensors with data"
     return None
+
+
+def overlapping_output(args: Args, written: Sequence[str]) -> str | None:
+    """Why a tensor the kernel writes (`written`: out=, grad_input, running stats) is no dense buffer, or None.
+
+    max_pool3d_with_indices_backward.grad_input with an overlapping grad_input wrote past its storage (heap
+    corruption: a later call aborted; found by the input fuzz)."""
+    for name in written:
+        t = args.get(name)
+        if is_tensor(t) and not dense(t):
+            return f"{name} is written as a dense buffer: it must be contiguous (or channels-last), got {t.stride()}"
+    return None
+
+
+def _written(op: str) -> tuple[str, ...]:
+    """The names of op `op`'s Tensor arguments its schema marks written (`Tensor(a!)`)."""
+    import torch  # deferred: the policy's tables are read without torch
+
+    ns, _, rest = op.partition("::")
+    name, _, overload = rest.partition(".")
+    packet = getattr(getattr(torch.ops, ns, None), name, None)
+    fn = getattr(packet, overload or "default", None) if packet is not None else None
+    if fn is None:
+        return ()
+    return tuple(a.name for a in op_schema(fn).arguments if a.is_write and a.type == "Tensor")
 
 
 @functools.cache

@@ -180,6 +180,8 @@ def _real_work() -> None:
     torch.fft.irfft(torch.fft.rfft(torch.randn(4, 6), dim=1), dim=1)
     torch.randn(4, 4).as_strided((2, 2), (4, 1), 1).sum()
     torch.empty(0).resize_as_(torch.ones(3))  # nn.CrossMapLRN2d does this to its fresh output
+    dense = torch.randn(4, 6)
+    dense.to_sparse().to_sparse_csr(), dense.to_sparse_csc(), dense.to_sparse_bsr((2, 2)), dense.to_sparse(2)
     params = [torch.randn(3, requires_grad=True), torch.randn(2, 2, requires_grad=True)]
     for opt in (torch.optim.Adam, torch.optim.AdamW, torch.optim.SGD, torch.optim.Adagrad):
         kw = {"momentum": 0.9} if opt is torch.optim.SGD else {}

@@ -8,8 +8,9 @@ A case is one call of an admitted op with one thing made hostile, on one axis:
 - `dtype`: one tensor argument in another dtype a file can carry (float8, complex32, uint16/32/64, ...);
 - `layout`: one tensor argument non-contiguous, overlapping (as_strided with strides of 1) or zero-stride;
 - `file`: one tensor argument as the non-strided tensors a file can make through admitted ops: meta
-  (`empty(device=meta)`, `_to_copy`), sparse COO/CSR (`to_sparse`, `to_sparse_csr`, `empty(layout=...)`) and
-  oneDNN (`to_mkldnn`). Quantized tensors are not among them: the export schema's ScalarType has no quantized
+  (`empty(device=meta)`, `_to_copy`), sparse COO (hybrid too: `to_sparse(sparse_dim)`), CSR and CSC
+  (`to_sparse_csr`, `empty(layout=...)`; batched, never with dense dimensions: the sparse_conversion family
+  refuses those) and oneDNN (`to_mkldnn`). Quantized tensors are not among them: the export schema's ScalarType has no quantized
   member, so no node can name one (tests/proxy_executor/test_input_fuzz.py checks it);
 - `alias`: two tensor arguments the same tensor, or overlapping views of one storage;
 - `threads`: the call and its layout and alias cases again with several intra-op threads.
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import random
 import re
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
@@ -136,8 +138,10 @@ def variants(v: torch.Tensor, r: random.Random) -> Iterator[tuple[str, str, Call
         yield "layout", "zero stride", lambda: v.reshape(-1)[:1].expand(v.shape) if v.numel() else v
         yield "file", "sparse_coo", lambda: v.to_sparse()
         yield "file", "mkldnn", lambda: v.float().to_mkldnn()
-    if v.dim() >= 2:
-        yield "file", "sparse_csr", lambda: v.to_sparse_csr(dense_dim=v.dim() - 2) if v.dim() > 2 else v.to_sparse_csr()
+    if v.dim() >= 2:  # compressed layouts with batch dimensions, never dense ones (the sparse_conversion family)
+        yield "file", "sparse_coo with a dense dimension", lambda: v.to_sparse(v.dim() - 1)
+        yield "file", "sparse_csr", lambda: v.to_sparse_csr()
+        yield "file", "sparse_csc", lambda: v.to_sparse_csc()
     yield "file", "meta", lambda: v.to("meta")
 
 
@@ -161,7 +165,12 @@ def _aliases(values: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
 
 def cases(op: str, schema: OpSchema, values: dict[str, Any], seed: int = 0) -> list[Case]:
     """Every case of one op's call (`values`: a real or `base_call` call), in axis order."""
-    r = random.Random(f"{op}/{seed}")
+    with warnings.catch_warnings():  # torch's beta warnings for sparse CSR and complex32
+        warnings.simplefilter("ignore")
+        return _cases(op, schema, values, random.Random(f"{op}/{seed}"))
+
+
+def _cases(op: str, schema: OpSchema, values: dict[str, Any], r: random.Random) -> list[Case]:
     out = [Case(op, "base", "as given", values)]
     optional = [a.name for a in schema.arguments if a.is_optional]
     if optional:

@@ -9,6 +9,7 @@ __all__ = [
     "Args",
     "Builder",
     "Check",
+    "dense",
     "in_range",
     "ints",
     "is_tensor",
@@ -39,6 +40,16 @@ def is_tensor(v: Any) -> bool:
     import torch  # deferred: the op policy's tables are read without torch
 
     return isinstance(v, torch.Tensor)
+
+
+def dense(t: Any) -> bool:
+    """Whether tensor `t` is contiguous, or channels-last contiguous: a buffer a kernel may read as dense."""
+    import torch  # deferred: the op policy's tables are read without torch
+
+    if t.is_contiguous():
+        return True
+    fmt = {4: torch.channels_last, 5: torch.channels_last_3d}.get(t.dim())
+    return fmt is not None and bool(t.is_contiguous(memory_format=fmt))
 
 
 def shape_of(t: Any) -> tuple[int, ...]:

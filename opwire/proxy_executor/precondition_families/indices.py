@@ -8,6 +8,7 @@ from opwire.proxy_executor.precondition_families.common import (
     Args,
     Builder,
     Check,
+    dense,
     in_range,
     ints,
     is_tensor,
@@ -82,6 +83,8 @@ def _pool_indices(op: str) -> Check:
                 return (
                     f"grad_output must share the input's leading dimensions {shape_of(x)[:-dims]}, got {shape_of(grad)}"
                 )
+        if not dense(idx):  # adaptive_max_pool3d_backward with overlapping indices: SIGSEGV (the input fuzz)
+            return f"indices must be contiguous (or channels-last) as the forward made them, got strides {idx.stride()}"
         return in_range(idx, 0, plane, f"indices (positions in a plane of {plane})")
 
     return check
