@@ -7,7 +7,9 @@ The generator applies them in order to every overload torch registers in the `at
 2. `REFUSED` (this table): storage-level changes, raw reinterpretation, process-wide state, test-only and
    backend-private kernels, each with its reason;
 3. `FAMILIES`: kernels that trust indices, offsets or companion tensors, admitted with the family's
-   precondition (`opwire.proxy_executor.preconditions`), checked before the kernel runs;
+   precondition (`opwire.proxy_executor.preconditions`), checked before the kernel runs; every family also
+   needs strided tensors with data (no sparse, oneDNN or meta tensor; `sparse_conversion` takes sparse ones)
+   and written tensors that are dense buffers;
 4. a public op (no leading underscore) is admitted: ATen's public ops are written for Python callers
    and validate their own arguments;
 5. a private op is admitted when torch's own tables show that its public API puts it into programs and
@@ -127,7 +129,8 @@ FAMILIES: dict[str, tuple[str, re.Pattern[str]]] = {
         ),
     ),
     "pool_indices": (
-        "indices are within the plane they index and have grad_output's (or the input's) shape",
+        "indices are within the plane they index, have grad_output's (or the input's) shape and are contiguous "
+        "(or channels-last), as the forward made them",
         re.compile(
             r"^(max_pool[23]d_with_indices_backward|adaptive_max_pool[23]d_backward"
             r"|fractional_max_pool[23]d_backward|max_unpool[23]d)$"
@@ -171,6 +174,11 @@ FAMILIES: dict[str, tuple[str, re.Pattern[str]]] = {
         "packed batch_sizes are positive, non-increasing and sum to the rows",
         re.compile(r"^(_segment_reduce_backward|_pack_padded_sequence_backward|_pad_packed_sequence)$"),
     ),
+    "foreach": (
+        "the tensor lists have one length and hold strided tensors with data (the functional _foreach_copy "
+        "clones a oneDNN or sparse CSR tensor into a SIGSEGV)",
+        re.compile(r"^_foreach_"),
+    ),
     "sparse_conversion": (
         "a conversion to a compressed sparse layout (CSR, CSC, BSR, BSC) makes no dense dimensions: dense_dim is "
         "None or 0 and a sparse input has none (torch's kernels crash on hybrid compressed tensors: add.Tensor "
@@ -182,7 +190,6 @@ FAMILIES: dict[str, tuple[str, re.Pattern[str]]] = {
 """Family -> (its precondition in words, the op names it covers). Each name is a kernel that trusts arguments."""
 
 INTERNAL: dict[str, str] = {
-    r"^_foreach_": "optimizers' foreach implementations and clip_grad_norm_ (lists checked for equal length)",
     r"^_amp_(foreach_non_finite_check_and_unscale|update_scale)_?$": "GradScaler's unscale and scale update",
     r"^_autocast_to_(reduced|full)_precision$": "autocast's casts",
     r"^_cast_": "dtype casts",

@@ -229,6 +229,13 @@ class Figures:
         return {"ops": self.ops, "cases": self.cases, "by_axis": axes, "findings": self.findings}
 
 
+def warm_up() -> None:
+    """Load in this process what the first case would load in every child (a slow import is no hang)."""
+    import torch._dynamo  # meta kernels of foreach ops import it: 5-8 s on a loaded machine
+
+    _execute(Case("aten::add.Tensor", "base", "warm-up", {"self": torch.ones(2), "other": torch.ones(2)}))
+
+
 def fuzz(
     ops: list[str],
     real: dict[str, dict[str, Any]],
@@ -240,7 +247,7 @@ def fuzz(
 
     `progress`: a file the figures so far are written to every 25 ops (a long run stopped early keeps them)."""
     figures, stop = Figures(), time.monotonic() + seconds
-    _execute(Case("aten::add.Tensor", "base", "warm-up", {"self": torch.ones(2), "other": torch.ones(2)}))
+    warm_up()
     for k, op in enumerate(ops):
         if time.monotonic() > stop:
             break

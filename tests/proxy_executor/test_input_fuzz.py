@@ -39,6 +39,19 @@ FOUND: dict[str, tuple[str, str]] = {
         " grad_input=torch.zeros(12).as_strided(x.shape, (1, 1, 1, 1, 1)))",
         "grad_input is written as a dense buffer: it must be contiguous (or channels-last), got (1, 1, 1, 1, 1)",
     ),
+    "the functional _foreach_copy of a oneDNN tensor (SIGSEGV)": (
+        "run('aten::_foreach_copy', self=[torch.randn(3, 4).to_mkldnn()], src=[torch.randn(3, 4)])",
+        "self is a _mkldnn tensor; the foreach family's kernels read strided tensors with data",
+    ),
+    "_foreach_copy.out of a sparse CSR tensor (SIGSEGV)": (
+        "run('aten::_foreach_copy.out', self=[torch.randn(3, 4).to_sparse_csr()], src=[torch.randn(3, 4)],"
+        " out=[torch.empty(3, 4)])",
+        "self is a sparse_csr tensor",
+    ),
+    "_foreach_add.List with lists of two lengths": (
+        "run('aten::_foreach_add.List', self=[torch.ones(2), torch.ones(2)], other=[torch.ones(2)])",
+        "the tensor lists must have one length, got self: 2, other: 1",
+    ),
     "to_sparse_csr with a dense dimension, whose sum with a strided tensor is a SIGSEGV": (
         "run('aten::to_sparse_csr', self=torch.randn(2, 3, 5), dense_dim=1)",
         "dense_dim must be None or 0",

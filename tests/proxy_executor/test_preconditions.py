@@ -188,6 +188,7 @@ def _real_work() -> None:
         o = opt(params, lr=0.1, fused=True, **kw)
         for _ in range(2):
             sum(p.sum() for p in params).backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)  # _foreach_norm and _foreach_mul_
             o.step()
             o.zero_grad()
 

@@ -91,9 +91,9 @@ _SYMBOLIC = {
 
 def _output(op: str, i: int, kind: str) -> m.Argument:
     """The serialized output `i` of a return of schema type `kind`."""
-    if kind in ("Tensor", "Tensor?"):
+    if kind in ("Tensor", "Tensor?", "Optional[Tensor]"):
         return m.Argument(as_tensor=m.TensorArgument(name=f"out{i}"))
-    if kind == "Tensor[]":
+    if kind in ("Tensor[]", "List[Tensor]"):
         return m.Argument(as_tensors=[])
     if kind in _SYMBOLIC:
         return _SYMBOLIC[kind](f"out{i}")

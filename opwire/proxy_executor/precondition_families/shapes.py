@@ -132,6 +132,14 @@ def _fused_optimizer(args: Args) -> str | None:
     return None
 
 
+def _foreach(args: Args) -> str | None:
+    lists = {k: v for k, v in args.items() if isinstance(v, (list, tuple)) and v and all(is_tensor(t) for t in v)}
+    lengths = {len(v) for v in lists.values()}
+    if len(lengths) > 1:
+        return f"the tensor lists must have one length, got {', '.join(f'{k}: {len(v)}' for k, v in lists.items())}"
+    return None
+
+
 CHECKS: dict[str, Builder] = {
     "attention_backward": static(_attention_backward),
     "as_strided": static(_as_strided),
@@ -139,5 +147,6 @@ CHECKS: dict[str, Builder] = {
     "resize_as": static(_resize_as),
     "fft": static(_fft),
     "fused_optimizer": static(_fused_optimizer),
+    "foreach": static(_foreach),
 }
 """Family -> its builder."""
