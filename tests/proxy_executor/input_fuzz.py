@@ -6,8 +6,9 @@ policy, its preconditions and the budgets apply, so a precondition or refusal th
 crash is the child's signal, a hang its timeout; the case that killed the child runs again alone (when it
 survives alone, the earlier case that damaged the heap is found by running pairs), and a new child goes on.
 
-`nice -n 10 python tests/proxy_executor/input_fuzz.py [SECONDS] [--ops REGEX]` runs the long version over
-every admitted op, trusting families first, until SECONDS (default 1800) have passed, then prints the figures
+`nice -n 10 python tests/proxy_executor/input_fuzz.py [SECONDS] [--ops REGEX] [--skip N]` runs the long version
+over every admitted op (those matching REGEX; after the first N), trusting families first, until SECONDS
+(default 1800) have passed, then prints the figures
 (ops, cases, outcomes and crashes per axis) as JSON. tests/proxy_executor/test_input_fuzz.py runs a sample.
 """
 
@@ -279,7 +280,8 @@ def main(argv: list[str]) -> int:
     """The long run: every admitted op (or those matching --ops REGEX) until the time is up; JSON figures."""
     seconds = float(argv[0]) if argv and not argv[0].startswith("-") else 1800.0
     pattern = re.compile(argv[argv.index("--ops") + 1]) if "--ops" in argv else None
-    ops = [op for op in admitted_ops() if pattern is None or pattern.search(op)]
+    skip = int(argv[argv.index("--skip") + 1]) if "--skip" in argv else 0
+    ops = [op for op in admitted_ops() if pattern is None or pattern.search(op)][skip:]
     real = real_call_values(Path(os.environ.get("OPWIRE_FUZZ_CALLS", "/tmp/opwire-input-fuzz-calls.pt")))
     progress = os.environ.get("OPWIRE_FUZZ_PROGRESS")
     figures = fuzz(ops, real, seconds, progress=Path(progress) if progress else None)
