@@ -174,6 +174,11 @@ FAMILIES: dict[str, tuple[str, re.Pattern[str]]] = {
         "packed batch_sizes are positive, non-increasing and sum to the rows",
         re.compile(r"^(_segment_reduce_backward|_pack_padded_sequence_backward|_pad_packed_sequence)$"),
     ),
+    "conv_double_backward": (
+        "self, weight and gO share one rank; gO has self's batch and the weight's output channels; ggI has "
+        "self's shape, ggW the weight's and ggb one value per output channel (a 0-d gO was a SIGSEGV)",
+        re.compile(r"^_convolution_double_backward$"),
+    ),
     "foreach": (
         "the tensor lists have one length and hold strided tensors with data (the functional _foreach_copy "
         "clones a oneDNN or sparse CSR tensor into a SIGSEGV)",

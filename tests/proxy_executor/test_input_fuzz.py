@@ -52,6 +52,13 @@ FOUND: dict[str, tuple[str, str]] = {
         "run('aten::_foreach_add.List', self=[torch.ones(2), torch.ones(2)], other=[torch.ones(2)])",
         "the tensor lists must have one length, got self: 2, other: 1",
     ),
+    "_convolution_double_backward with a 0-d gO (SIGSEGV)": (
+        "x, w = torch.randn(2, 3, 5, 5), torch.randn(4, 3, 3, 3)\n"
+        "run('aten::_convolution_double_backward', ggI=torch.randn_like(x), ggW=torch.randn_like(w), ggb=torch.randn(4),"
+        " gO=torch.tensor(1.0), weight=w, self=x, stride=[1, 1], padding=[0, 0], dilation=[1, 1], transposed=False,"
+        " output_padding=[0, 0], groups=1, output_mask=[True, True, True])",
+        "self (2, 3, 5, 5), weight (4, 3, 3, 3) and gO () must share one rank of at least 3",
+    ),
     "to_sparse_csr with a dense dimension, whose sum with a strided tensor is a SIGSEGV": (
         "run('aten::to_sparse_csr', self=torch.randn(2, 3, 5), dense_dim=1)",
         "dense_dim must be None or 0",

@@ -193,11 +193,30 @@ def _real_work() -> None:
             o.zero_grad()
 
 
+def _composite_calls() -> list[tuple[str, dict[str, Any]]]:
+    """Calls of family ops torch implements as composites (no dispatch mode sees them), with real modules' values."""
+    from torch import nn
+
+    x, calls = torch.randn(2, 4, 8, 8), []
+    for conv in (nn.Conv2d(4, 6, 3, groups=2), nn.ConvTranspose2d(4, 6, 3, groups=2)):  # a double backward's call
+        w, g = conv.weight.detach(), conv(x).detach()
+        calls.append(("aten::_convolution_double_backward", {
+            "ggI": x, "ggW": w, "ggb": torch.ones(6), "gO": g, "weight": w, "self": x, "stride": [1, 1],
+            "padding": [0, 0], "dilation": [1, 1], "transposed": isinstance(conv, nn.ConvTranspose2d),
+            "output_padding": [0, 0], "groups": 2, "output_mask": [True] * 3,
+        }))  # fmt: skip
+    return calls
+
+
 def test_the_calls_real_modules_make_pass_every_family_check() -> None:
     mode = _Calls()
     with mode:
         _real_work()
     families = {family_of(op) for op, *_ in mode.calls}
+    for op, kw in _composite_calls():
+        families.add(family_of(op))
+        check = precondition_for(op)
+        assert check is not None and check([], kw) is None, (op, check and check([], kw))
     assert families == set(CHECKS), families  # every family met a real call
     for op, schema, pos, kw in mode.calls:
         names = [a.name for a in schema.arguments if not a.kwarg_only]

@@ -132,6 +132,23 @@ def _fused_optimizer(args: Args) -> str | None:
     return None
 
 
+def _conv_double_backward(args: Args) -> str | None:
+    x, w, g = args.get("self"), args.get("weight"), args.get("gO")
+    if not (is_tensor(x) and is_tensor(w) and is_tensor(g)):
+        return None
+    if not x.dim() == w.dim() == g.dim() >= 3:
+        return f"self {shape_of(x)}, weight {shape_of(w)} and gO {shape_of(g)} must share one rank of at least 3"
+    groups = int(args.get("groups") or 1)
+    out_channels = int(w.shape[1]) * groups if args.get("transposed") else int(w.shape[0])
+    if shape_of(g)[:2] != (int(x.shape[0]), out_channels):
+        return f"gO must be (batch {int(x.shape[0])}, {out_channels} output channels, ...), got {shape_of(g)}"
+    wrong = same_shape(args, ("ggI",), shape_of(x), "self") or same_shape(args, ("ggW",), shape_of(w), "weight")
+    ggb = args.get("ggb")
+    if wrong is None and is_tensor(ggb) and ggb.numel() != out_channels:
+        wrong = f"ggb must have one value per output channel ({out_channels}), got shape {shape_of(ggb)}"
+    return wrong
+
+
 def _foreach(args: Args) -> str | None:
     lists = {k: v for k, v in args.items() if isinstance(v, (list, tuple)) and v and all(is_tensor(t) for t in v)}
     lengths = {len(v) for v in lists.values()}
@@ -148,5 +165,6 @@ CHECKS: dict[str, Builder] = {
     "fft": static(_fft),
     "fused_optimizer": static(_fused_optimizer),
     "foreach": static(_foreach),
+    "conv_double_backward": static(_conv_double_backward),
 }
 """Family -> its builder."""
