@@ -9,7 +9,7 @@ The generator applies them in order to every overload torch registers in the `at
 3. `FAMILIES`: kernels that trust indices, offsets or companion tensors, admitted with the family's
    precondition (`opwire.proxy_executor.preconditions`), checked before the kernel runs; every family also
    needs strided tensors with data (no sparse, oneDNN or meta tensor; `sparse_conversion` takes sparse ones)
-   and written tensors that are dense buffers;
+   and written tensors that are dense buffers sharing no memory with the other arguments;
 4. a public op (no leading underscore) is admitted: ATen's public ops are written for Python callers
    and validate their own arguments;
 5. a private op is admitted when torch's own tables show that its public API puts it into programs and
@@ -46,6 +46,11 @@ REFUSED: dict[str, tuple[str, str]] = {
     "_copy_from_and_resize": _STORAGE,
     "_coalesced_": ("reinterpret", "marks a sparse tensor coalesced without checking that it is"),
     "_reshape_alias": ("reinterpret", "is an internal as_strided with caller-chosen strides that export never emits"),
+    "to_mkldnn": (
+        "layout",
+        "makes an opaque oneDNN tensor, which ATen kernels outside oneDNN's crash on (index_add_, index_copy_, "
+        "cummaxmin_backward: SIGSEGV); a layout=_mkldnn argument is a BindError whatever the op (convert.enum_value)",
+    ),
     "_make_per_tensor_quantized_tensor": _REINTERPRET,
     "_make_per_channel_quantized_tensor": _REINTERPRET,
     "_cufft_set_plan_cache_max_size": _PROCESS,
@@ -179,6 +184,21 @@ FAMILIES: dict[str, tuple[str, re.Pattern[str]]] = {
         "self's shape, ggW the weight's and ggb one value per output channel (a 0-d gO was a SIGSEGV)",
         re.compile(r"^_convolution_double_backward$"),
     ),
+    "rnn_cell": (
+        "the THNN cell kernels' gates are (batch, G * hidden), their states (batch, hidden) and biases "
+        "(G * hidden,), with G 4 for LSTM and 3 for GRU (any other shape was a SIGSEGV)",
+        re.compile(r"^_thnn_(differentiable|fused)_(lstm|gru)_cell(_backward)?$"),
+    ),
+    "weight_norm": (
+        "dim is within v's rank (or -1); g and the saved norms have one value per slice of v along dim; grad_w "
+        "has v's shape (a 4096-element v against its g aborted)",
+        re.compile(r"^_weight_norm(_interface(_backward)?|_differentiable_backward)?$"),
+    ),
+    "linalg": (
+        "the rules every family shares: strided tensors with data, and an out= tensor that is a dense buffer "
+        "sharing no memory with the input (linalg_eigvalsh.out into its own input corrupted the heap)",
+        re.compile(r"^_?linalg_"),
+    ),
     "foreach": (
         "the tensor lists have one length and hold strided tensors with data (the functional _foreach_copy "
         "clones a oneDNN or sparse CSR tensor into a SIGSEGV)",
@@ -203,7 +223,6 @@ INTERNAL: dict[str, str] = {
     r"^_local_scalar_dense$": "Tensor.item()",
     r"^_make_dep_token$": "export's effect tokens",
     r"^_chunk_cat$": "FSDP2's gradient reduce-scatter copy-in",
-    r"^_weight_norm$": "torch._weight_norm (nn.utils.weight_norm)",
     r"^_(add_relu_?|addmm_activation|aminmax|int_mm|logcumsumexp|pad_circular|pad_enum|shape_as_tensor|stack)$": (
         "a public function's kernel (validates its arguments like the public op)"
     ),

@@ -50,13 +50,9 @@ def precondition_for(op: str, names: Sequence[str] = ()) -> Precondition | None:
     def run(pos: list[Any], kw: dict[str, Any]) -> str | None:
         args = Args(zip(order, pos, strict=False))
         args.update(kw)
-        wrong = unreadable(args, family) if family not in _SPARSE_INPUTS else None
-        if wrong is None:
-            wrong = overlapping_output(args, written)
-        if wrong is not None:
-            return wrong
         try:
-            return check(args)
+            wrong = unreadable(args, family) if family not in _SPARSE_INPUTS else None
+            return wrong or overlapping_output(args, written) or check(args)
         except _UNREADABLE as exc:  # a value the check cannot read is no value the kernel may trust
             return f"the arguments do not fit the {family} family's precondition ({first_line(exc)})"
 
@@ -67,7 +63,6 @@ _SPARSE_INPUTS = frozenset({"sparse_conversion"})
 """Families whose kernels take sparse tensors by design."""
 _METADATA_WRITERS = frozenset({"as_strided", "resize_as"})
 """Families whose written argument changes its metadata, not its elements (any strides are fine)."""
-"""Families whose kernels take sparse tensors by design."""
 _UNREADABLE = (RuntimeError, TypeError, ValueError, NotImplementedError, IndexError, OverflowError)
 
 
@@ -85,14 +80,22 @@ def unreadable(args: Args, family: str) -> str | None:
 
 
 def overlapping_output(args: Args, written: Sequence[str]) -> str | None:
-    """Why a tensor the kernel writes (`written`: out=, grad_input, running stats) is no dense buffer, or None.
+    """Why a tensor the kernel writes (`written`: out=, grad_input, running stats) is no dense buffer of its own.
 
     max_pool3d_with_indices_backward.grad_input with an overlapping grad_input wrote past its storage (heap
     corruption: a later call aborted; found by the input fuzz)."""
+    if not written:
+        return None
+    read = [t for k, v in args.items() if k not in written for t in (v if isinstance(v, (list, tuple)) else (v,))]
+    storages = {t.untyped_storage().data_ptr() for t in read if is_tensor(t) and t.layout is _strided()} - {0}
     for name in written:
         t = args.get(name)
-        if is_tensor(t) and not dense(t):
+        if not is_tensor(t):
+            continue
+        if not dense(t):
             return f"{name} is written as a dense buffer: it must be contiguous (or channels-last), got {t.stride()}"
+        if t.untyped_storage().data_ptr() in storages:  # linalg_eigvalsh.out into its input: heap corruption
+            return f"{name} shares memory with an input the kernel reads; write the result to a tensor of its own"
     return None
 
 

@@ -59,6 +59,26 @@ FOUND: dict[str, tuple[str, str]] = {
         " output_padding=[0, 0], groups=1, output_mask=[True, True, True])",
         "self (2, 3, 5, 5), weight (4, 3, 3, 3) and gO () must share one rank of at least 3",
     ),
+    "_thnn_differentiable_lstm_cell_backward with 4-D gates (SIGSEGV on any shape but the cell's)": (
+        "x = torch.randn(2, 3, 4, 4)\n"
+        "run('aten::_thnn_differentiable_lstm_cell_backward', grad_hy=x, grad_cy=x, input_gates=x, hidden_gates=x,"
+        " input_bias=x, hidden_bias=x, cx=x, cy=x)",
+        "the cell state must be 2-D (batch, hidden), got shape (2, 3, 4, 4)",
+    ),
+    "_thnn_differentiable_gru_cell_backward with short gates": (
+        "h = torch.randn(2, 3)\n"
+        "run('aten::_thnn_differentiable_gru_cell_backward', grad_hy=h, input_gates=torch.randn(2, 3),"
+        " hidden_gates=torch.randn(2, 9), hx=h, input_bias=None, hidden_bias=None)",
+        "input_gates must be (2, 9) for batch 2 and hidden 3 (3 gates), got (2, 3)",
+    ),
+    "_weight_norm with a 4096-element v against its g (SIGABRT)": (
+        "run('aten::_weight_norm_interface', v=torch.zeros(4096), g=torch.randn(2, 1, 1, 1), dim=0)",
+        "g must have one value per slice of v along dim 0 (4096), got shape (2, 1, 1, 1)",
+    ),
+    "linalg_eigvalsh.out into its own input (double free or corruption)": (
+        "a = torch.randn(2, 3, 4, 4)\nrun('aten::linalg_eigvalsh.out', self=a, UPLO='L', out=a)",
+        "out shares memory with an input the kernel reads",
+    ),
     "to_sparse_csr with a dense dimension, whose sum with a strided tensor is a SIGSEGV": (
         "run('aten::to_sparse_csr', self=torch.randn(2, 3, 5), dense_dim=1)",
         "dense_dim must be None or 0",
@@ -85,6 +105,27 @@ FOUND: dict[str, tuple[str, str]] = {
         "must hold integers (int64, int32, int16, int8 or uint8), got torch.uint16",
     ),
 }
+
+
+def test_a_file_cannot_make_a_onednn_tensor() -> None:
+    """index_add_, index_copy_ and cummaxmin_backward crashed (SIGSEGV) on oneDNN tensors a file made with to_mkldnn
+    or a layout=_mkldnn factory: both are refused before anything runs."""
+    code = (
+        "from opwire.errors import BindError\n"
+        "for op, values in (('aten::to_mkldnn', {'self': torch.randn(3, 4)}),"
+        " ('aten::zeros', {'size': [3, 4], 'layout': torch._mkldnn})):\n"
+        "    try:\n"
+        "        run(op, **values)\n"
+        "    except BindError as exc:\n"
+        "        print('BindError', exc)\n"
+    )
+    returncode, stdout = in_fork(code)
+    assert returncode == 0, stdout
+    lines = stdout.splitlines()
+    assert len(lines) == 2 and all(line.startswith("BindError") for line in lines), stdout
+    assert (
+        "to_mkldnn" in lines[0] and "oneDNN" in lines[0] and "layout _mkldnn makes oneDNN's opaque tensors" in lines[1]
+    )
 
 
 @pytest.mark.parametrize("name", list(FOUND))

@@ -180,6 +180,11 @@ def _real_work() -> None:
     torch.fft.irfft(torch.fft.rfft(torch.randn(4, 6), dim=1), dim=1)
     torch.randn(4, 4).as_strided((2, 2), (4, 1), 1).sum()
     torch.empty(0).resize_as_(torch.ones(3))  # nn.CrossMapLRN2d does this to its fresh output
+    conv = nn.utils.parametrizations.weight_norm(nn.Conv1d(4, 6, 3), dim=2)  # wav2vec2's positional conv
+    conv(torch.randn(2, 4, 9)).sum().backward()
+    nn.utils.weight_norm(nn.Linear(4, 5))(torch.randn(3, 4)).sum().backward()
+    a = torch.randn(3, 4, 4)
+    torch.linalg.eigvalsh(a @ a.mT), torch.linalg.solve(a @ a.mT + torch.eye(4), torch.randn(3, 4))
     dense = torch.randn(4, 6)
     dense.to_sparse().to_sparse_csr(), dense.to_sparse_csc(), dense.to_sparse_bsr((2, 2)), dense.to_sparse(2)
     params = [torch.randn(3, requires_grad=True), torch.randn(2, 2, requires_grad=True)]
@@ -205,6 +210,15 @@ def _composite_calls() -> list[tuple[str, dict[str, Any]]]:
             "padding": [0, 0], "dilation": [1, 1], "transposed": isinstance(conv, nn.ConvTranspose2d),
             "output_padding": [0, 0], "groups": 2, "output_mask": [True] * 3,
         }))  # fmt: skip
+    batch, hidden = 2, 3  # an LSTM and a GRU cell's double backward (CUDA's fused cells call them)
+    state, lstm, gru = torch.randn(batch, hidden), torch.randn(batch, 4 * hidden), torch.randn(batch, 3 * hidden)
+    calls.append(("aten::_thnn_differentiable_lstm_cell_backward", {
+        "grad_hy": state, "grad_cy": state, "input_gates": lstm, "hidden_gates": lstm,
+        "input_bias": torch.randn(4 * hidden), "hidden_bias": torch.randn(4 * hidden), "cx": state, "cy": state,
+    }))  # fmt: skip
+    calls.append(("aten::_thnn_differentiable_gru_cell_backward", {
+        "grad_hy": state, "input_gates": gru, "hidden_gates": gru, "hx": state, "input_bias": None, "hidden_bias": None,
+    }))  # fmt: skip
     return calls
 
 

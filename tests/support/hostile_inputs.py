@@ -10,8 +10,8 @@ A case is one call of an admitted op with one thing made hostile, on one axis:
 - `file`: one tensor argument as the non-strided tensors a file can make through admitted ops: meta
   (`empty(device=meta)`, `_to_copy`), sparse COO (hybrid too: `to_sparse(sparse_dim)`), CSR and CSC
   (`to_sparse_csr`, `empty(layout=...)`; batched, never with dense dimensions: the sparse_conversion family
-  refuses those) and oneDNN (`to_mkldnn`). Quantized tensors are not among them: the export schema's ScalarType has no quantized
-  member, so no node can name one (tests/proxy_executor/test_input_fuzz.py checks it);
+  refuses those). Quantized and oneDNN tensors are not among them: the export schema's ScalarType has no
+  quantized member, and `to_mkldnn` and a `_mkldnn` layout argument are refused (test_input_fuzz.py checks both);
 - `alias`: two tensor arguments the same tensor, or overlapping views of one storage;
 - `threads`: the call and its layout and alias cases again with several intra-op threads.
 
@@ -137,7 +137,6 @@ def variants(v: torch.Tensor, r: random.Random) -> Iterator[tuple[str, str, Call
         yield "layout", "overlapping", lambda: _overlapping(v)
         yield "layout", "zero stride", lambda: v.reshape(-1)[:1].expand(v.shape) if v.numel() else v
         yield "file", "sparse_coo", lambda: v.to_sparse()
-        yield "file", "mkldnn", lambda: v.float().to_mkldnn()
     if v.dim() >= 2:  # compressed layouts with batch dimensions, never dense ones (the sparse_conversion family)
         yield "file", "sparse_coo with a dense dimension", lambda: v.to_sparse(v.dim() - 1)
         yield "file", "sparse_csr", lambda: v.to_sparse_csr()

@@ -9,6 +9,7 @@ __all__ = [
     "Args",
     "Builder",
     "Check",
+    "common_rules_only",
     "dense",
     "in_range",
     "ints",
@@ -106,6 +107,12 @@ def ints(v: Any) -> list[int] | None:
     if is_tensor(v):
         return [int(e) for e in v.reshape(-1).tolist()] if not v.is_floating_point() else None
     return [int(e) for e in v] if isinstance(v, (list, tuple)) else None
+
+
+def common_rules_only(args: Args) -> str | None:
+    """The check of a family whose precondition is the rules every family shares (`preconditions.precondition_for`:
+    strided tensors with data, written tensors dense and apart from the inputs) and nothing more."""
+    return None
 
 
 def static(check: Check) -> Builder:

@@ -132,5 +132,34 @@ def _workspace_bytes(
     return int(out[3].numel())
 
 
-CHECKS: dict[str, Builder] = {"rnn": _rnn}
+def _rnn_cell(op: str) -> Check:
+    """The THNN cell kernels: gates (batch, G * hidden), states (batch, hidden), biases (G * hidden,)."""
+    gru = "gru" in op
+    gates = 3 if gru else 4
+
+    def check(args: Args) -> str | None:
+        state = next((args.get(k) for k in ("cx", "hx", "grad_hy") if is_tensor(args.get(k))), None)
+        if state is None:
+            return None
+        if state.dim() != 2:
+            return f"the cell state must be 2-D (batch, hidden), got shape {shape_of(state)}"
+        batch, hidden = shape_of(state)
+        want = {
+            **dict.fromkeys(("cx", "cy", "hx", "grad_hy", "grad_cy"), (batch, hidden)),
+            **dict.fromkeys(("input_gates", "hidden_gates"), (batch, gates * hidden)),
+            **dict.fromkeys(("input_bias", "hidden_bias"), (gates * hidden,)),
+            "workspace": (batch, (5 if gru else 4) * hidden),
+        }
+        for name, shape in want.items():
+            t = args.get(name)
+            if is_tensor(t) and shape_of(t) != shape:
+                return (
+                    f"{name} must be {shape} for batch {batch} and hidden {hidden} ({gates} gates), got {shape_of(t)}"
+                )
+        return None
+
+    return check
+
+
+CHECKS: dict[str, Builder] = {"rnn": _rnn, "rnn_cell": _rnn_cell}
 """Family -> its builder."""

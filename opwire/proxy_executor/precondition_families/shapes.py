@@ -8,6 +8,7 @@ from opwire.proxy_executor.precondition_families.common import (
     Args,
     Builder,
     Check,
+    common_rules_only,
     is_tensor,
     same_shape,
     shape_of,
@@ -149,6 +150,22 @@ def _conv_double_backward(args: Args) -> str | None:
     return wrong
 
 
+def _weight_norm(args: Args) -> str | None:
+    v = args.get("v", args.get("saved_v"))
+    g = args.get("g", args.get("saved_g"))
+    if not (is_tensor(v) and is_tensor(g)):
+        return None
+    dim = int(args.get("dim", 0) or 0)
+    if dim != -1 and not -max(v.dim(), 1) <= dim < max(v.dim(), 1):
+        return f"dim {dim} is out of range for v of shape {shape_of(v)}"
+    per = 1 if dim == -1 or v.dim() == 0 else int(v.shape[dim])
+    for name in ("g", "saved_g", "saved_norms"):
+        t = args.get(name)
+        if is_tensor(t) and t.numel() != per:
+            return f"{name} must have one value per slice of v along dim {dim} ({per}), got shape {shape_of(t)}"
+    return same_shape(args, ("grad_w",), shape_of(v), "v")
+
+
 def _foreach(args: Args) -> str | None:
     lists = {k: v for k, v in args.items() if isinstance(v, (list, tuple)) and v and all(is_tensor(t) for t in v)}
     lengths = {len(v) for v in lists.values()}
@@ -165,6 +182,8 @@ CHECKS: dict[str, Builder] = {
     "fft": static(_fft),
     "fused_optimizer": static(_fused_optimizer),
     "foreach": static(_foreach),
+    "weight_norm": static(_weight_norm),
+    "linalg": static(common_rules_only),
     "conv_double_backward": static(_conv_double_backward),
 }
 """Family -> its builder."""
