@@ -199,6 +199,11 @@ FAMILIES: dict[str, tuple[str, re.Pattern[str]]] = {
         "sharing no memory with the input (linalg_eigvalsh.out into its own input corrupted the heap)",
         re.compile(r"^_?linalg_"),
     ),
+    "polynomial": (
+        "the degree n is finite and the call takes at most 10^9 recurrence steps (elements times degree): the "
+        "special polynomial kernels step once per degree and element (n = 2**40 hung)",
+        re.compile(r"^special_(shifted_)?(chebyshev|hermite|laguerre|legendre)_polynomial_[a-z]+$"),
+    ),
     "foreach": (
         "the tensor lists have one length and hold strided tensors with data (the functional _foreach_copy "
         "clones a oneDNN or sparse CSR tensor into a SIGSEGV)",

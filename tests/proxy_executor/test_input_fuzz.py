@@ -79,6 +79,10 @@ FOUND: dict[str, tuple[str, str]] = {
         "a = torch.randn(2, 3, 4, 4)\nrun('aten::linalg_eigvalsh.out', self=a, UPLO='L', out=a)",
         "out shares memory with an input the kernel reads",
     ),
+    "special_laguerre_polynomial_l of degree 2**40 (a hang: one step per degree and element)": (
+        "run('aten::special_laguerre_polynomial_l', x=torch.randn(2, 3), n=torch.full((2, 3), 2.0**40))",
+        "over 1e+09",
+    ),
     "to_sparse_csr with a dense dimension, whose sum with a strided tensor is a SIGSEGV": (
         "run('aten::to_sparse_csr', self=torch.randn(2, 3, 5), dense_dim=1)",
         "dense_dim must be None or 0",

@@ -185,6 +185,7 @@ def _real_work() -> None:
     nn.utils.weight_norm(nn.Linear(4, 5))(torch.randn(3, 4)).sum().backward()
     a = torch.randn(3, 4, 4)
     torch.linalg.eigvalsh(a @ a.mT), torch.linalg.solve(a @ a.mT + torch.eye(4), torch.randn(3, 4))
+    torch.special.chebyshev_polynomial_t(torch.rand(5), 7), torch.special.hermite_polynomial_h(torch.rand(5), 3)
     dense = torch.randn(4, 6)
     dense.to_sparse().to_sparse_csr(), dense.to_sparse_csc(), dense.to_sparse_bsr((2, 2)), dense.to_sparse(2)
     params = [torch.randn(3, requires_grad=True), torch.randn(2, 2, requires_grad=True)]

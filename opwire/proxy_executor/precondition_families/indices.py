@@ -167,10 +167,38 @@ def _segments(args: Args) -> str | None:
     return None
 
 
+MAX_POLYNOMIAL_STEPS = 10**9
+"""Recurrence steps a polynomial call may take (elements times degree): about 10 s of one core."""
+
+
+def _polynomial(args: Args) -> str | None:
+    x, n = args.get("x"), args.get("n")
+    if n is None:
+        return None
+    if is_tensor(n):
+        degree = float(n.double().abs().max()) if n.numel() else 0.0
+        shape = shape_of(n) if not is_tensor(x) else tuple(_broadcast(shape_of(x), shape_of(n)))
+    else:
+        degree, shape = abs(float(n)), shape_of(x) if is_tensor(x) else ()
+    if not math.isfinite(degree):
+        return f"the degree n must be finite, got {degree}"
+    steps = degree * math.prod(shape)
+    if steps > MAX_POLYNOMIAL_STEPS:  # n = 2**40: one recurrence step per degree and element, a hang
+        return f"degree {degree:.0f} over {math.prod(shape)} elements is {steps:.3g} steps, over 1e+09"
+    return None
+
+
+def _broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    rank = max(len(a), len(b))
+    a, b = (1,) * (rank - len(a)) + a, (1,) * (rank - len(b)) + b
+    return tuple(max(i, j) if min(i, j) != 0 else 0 for i, j in zip(a, b, strict=True))
+
+
 CHECKS: dict[str, Builder] = {
     "embedding": static(_embedding),
     "pool_indices": _pool_indices,
     "ctc": static(_ctc),
     "segments": static(_segments),
+    "polynomial": static(_polynomial),
 }
 """Family -> its builder."""
