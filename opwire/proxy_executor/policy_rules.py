@@ -204,6 +204,12 @@ FAMILIES: dict[str, tuple[str, re.Pattern[str]]] = {
         "special polynomial kernels step once per degree and element (n = 2**40 hung)",
         re.compile(r"^special_(shifted_)?(chebyshev|hermite|laguerre|legendre)_polynomial_[a-z]+$"),
     ),
+    "dense_out": (
+        "an out= tensor is a dense buffer sharing no memory with the inputs (the softmax kernels write their "
+        "output as one: _log_softmax_backward_data.out into a zero-stride or overlapping out wrote past its "
+        "storage); the functional overloads have nothing to check",
+        re.compile(r"^_(log_)?softmax(_backward_data)?$|^_masked_softmax(_backward)?$"),
+    ),
     "foreach": (
         "the tensor lists have one length and hold strided tensors with data (the functional _foreach_copy "
         "clones a oneDNN or sparse CSR tensor into a SIGSEGV)",

@@ -46,6 +46,8 @@ def precondition_for(op: str, names: Sequence[str] = ()) -> Precondition | None:
     check = CHECKS[family](op)
     order = tuple(names)
     written = () if family in _METADATA_WRITERS else _written(op)
+    if family in _OUT_ONLY and not written:
+        return None  # a functional overload of an op whose only precondition is on its out= tensors
 
     def run(pos: list[Any], kw: dict[str, Any]) -> str | None:
         args = Args(zip(order, pos, strict=False))
@@ -61,6 +63,8 @@ def precondition_for(op: str, names: Sequence[str] = ()) -> Precondition | None:
 
 _SPARSE_INPUTS = frozenset({"sparse_conversion"})
 """Families whose kernels take sparse tensors by design."""
+_OUT_ONLY = frozenset({"dense_out"})
+"""Families whose precondition is on the out= tensors alone (no check of a functional form such as _softmax)."""
 _METADATA_WRITERS = frozenset({"as_strided", "resize_as"})
 """Families whose written argument changes its metadata, not its elements (any strides are fine)."""
 _UNREADABLE = (RuntimeError, TypeError, ValueError, NotImplementedError, IndexError, OverflowError)

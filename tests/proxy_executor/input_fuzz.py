@@ -84,7 +84,10 @@ def _execute(case: Case) -> tuple[str, str]:
 
 
 def _child(todo: list[Case], w: int) -> None:
-    """The forked child: capped and quiet; runs `todo` in order, announcing each case before its outcome."""
+    """The forked child: capped and quiet; runs `todo` in order, announcing each case before its outcome.
+
+    Each case's tensors are freed before the outcome is sent: a kernel that wrote past a storage (softmax's
+    out= into a zero-stride tensor) damaged the heap silently, and free() is where glibc notices."""
     status = 0
     try:
         cap = _mapped() + HEADROOM
@@ -92,10 +95,12 @@ def _child(todo: list[Case], w: int) -> None:
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, 1)
         os.dup2(null, 2)  # kernels print warnings to fd 2
-        for i, case in enumerate(todo):
+        for i in range(len(todo)):
             os.write(w, f"{i}\n".encode())
-            torch.set_num_threads(case.threads)
-            os.write(w, (json.dumps([i, *_execute(case)]) + "\n").encode())
+            torch.set_num_threads(todo[i].threads)
+            outcome = _execute(todo[i])
+            todo[i] = None  # type: ignore[call-overload]  # frees the case's own tensors: a write past one shows now
+            os.write(w, (json.dumps([i, *outcome]) + "\n").encode())
     except BaseException:
         status = 3
     finally:

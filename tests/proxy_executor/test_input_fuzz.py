@@ -83,6 +83,17 @@ FOUND: dict[str, tuple[str, str]] = {
         "run('aten::special_laguerre_polynomial_l', x=torch.randn(2, 3), n=torch.full((2, 3), 2.0**40))",
         "over 1e+09",
     ),
+    "_log_softmax_backward_data.out into a zero-stride out (a write past its storage: SIGSEGV later)": (
+        "g = torch.randn(2, 3, 4, 4)\n"
+        "run('aten::_log_softmax_backward_data.out', grad_output=g, output=g.log_softmax(1), dim=1,"
+        " input_dtype=torch.float32, out=torch.zeros(1).expand(2, 3, 4, 4))",
+        "out is written as a dense buffer: it must be contiguous (or channels-last), got (0, 0, 0, 0)",
+    ),
+    "_softmax.out into an overlapping out (a write past its storage)": (
+        "run('aten::_softmax.out', self=torch.randn(2, 3, 4, 4), dim=1, half_to_float=False,"
+        " out=torch.zeros(12).as_strided((2, 3, 4, 4), (1, 1, 1, 1)))",
+        "out is written as a dense buffer",
+    ),
     "to_sparse_csr with a dense dimension, whose sum with a strided tensor is a SIGSEGV": (
         "run('aten::to_sparse_csr', self=torch.randn(2, 3, 5), dense_dim=1)",
         "dense_dim must be None or 0",

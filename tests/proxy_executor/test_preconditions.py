@@ -186,6 +186,8 @@ def _real_work() -> None:
     a = torch.randn(3, 4, 4)
     torch.linalg.eigvalsh(a @ a.mT), torch.linalg.solve(a @ a.mT + torch.eye(4), torch.randn(3, 4))
     torch.special.chebyshev_polynomial_t(torch.rand(5), 7), torch.special.hermite_polynomial_h(torch.rand(5), 3)
+    out = torch.empty(2, 4, 8, 8)
+    torch.softmax(x4.detach(), 1, out=out), torch.log_softmax(x4.detach(), 1, out=out)  # _softmax.out's family
     dense = torch.randn(4, 6)
     dense.to_sparse().to_sparse_csr(), dense.to_sparse_csc(), dense.to_sparse_bsr((2, 2)), dense.to_sparse(2)
     params = [torch.randn(3, requires_grad=True), torch.randn(2, 2, requires_grad=True)]
@@ -236,5 +238,7 @@ def test_the_calls_real_modules_make_pass_every_family_check() -> None:
     for op, schema, pos, kw in mode.calls:
         names = [a.name for a in schema.arguments if not a.kwarg_only]
         check = precondition_for(op, names)
-        assert check is not None
+        if check is None:  # the functional form of an op whose precondition is on its out= tensors alone
+            assert family_of(op) == "dense_out", op
+            continue
         assert check(pos, kw) is None, (op, check(pos, kw))
