@@ -205,10 +205,13 @@ FAMILIES: dict[str, tuple[str, re.Pattern[str]]] = {
         re.compile(r"^special_(shifted_)?(chebyshev|hermite|laguerre|legendre)_polynomial_[a-z]+$"),
     ),
     "dense_out": (
-        "an out= tensor is a dense buffer sharing no memory with the inputs (the softmax kernels write their "
-        "output as one: _log_softmax_backward_data.out into a zero-stride or overlapping out wrote past its "
-        "storage); the functional overloads have nothing to check",
-        re.compile(r"^_(log_)?softmax(_backward_data)?$|^_masked_softmax(_backward)?$"),
+        "an out= tensor is a dense buffer sharing no memory with the inputs (these kernels write their output "
+        "as one: _log_softmax_backward_data.out, log_sigmoid_forward.output and replication_pad2d.out into a "
+        "zero-stride or overlapping out wrote past its storage); the functional overloads have nothing to check",
+        re.compile(
+            r"^_(log_)?softmax(_backward_data)?$|^_masked_softmax(_backward)?$|^log_sigmoid_forward$"
+            r"|^(reflection|replication)_pad[123]d$"
+        ),
     ),
     "foreach": (
         "the tensor lists have one length and hold strided tensors with data (the functional _foreach_copy "

@@ -94,6 +94,17 @@ FOUND: dict[str, tuple[str, str]] = {
         " out=torch.zeros(12).as_strided((2, 3, 4, 4), (1, 1, 1, 1)))",
         "out is written as a dense buffer",
     ),
+    "log_sigmoid_forward.output into an overlapping buffer (heap corruption: a later case aborted)": (
+        "x = torch.randn(2, 3, 4, 4)\n"
+        "run('aten::log_sigmoid_forward.output', self=x, output=torch.empty_like(x),"
+        " buffer=torch.zeros(12).as_strided((2, 3, 4, 4), (1, 1, 1, 1)))",
+        "buffer is written as a dense buffer",
+    ),
+    "replication_pad2d.out into an overlapping out (heap corruption: a later case aborted)": (
+        "run('aten::replication_pad2d.out', self=torch.randn(1, 2, 4, 4), padding=[1, 1, 1, 1],"
+        " out=torch.zeros(16).as_strided((1, 2, 6, 6), (1, 1, 1, 1)))",
+        "out is written as a dense buffer",
+    ),
     "to_sparse_csr with a dense dimension, whose sum with a strided tensor is a SIGSEGV": (
         "run('aten::to_sparse_csr', self=torch.randn(2, 3, 5), dense_dim=1)",
         "dense_dim must be None or 0",

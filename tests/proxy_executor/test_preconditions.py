@@ -188,6 +188,8 @@ def _real_work() -> None:
     torch.special.chebyshev_polynomial_t(torch.rand(5), 7), torch.special.hermite_polynomial_h(torch.rand(5), 3)
     out = torch.empty(2, 4, 8, 8)
     torch.softmax(x4.detach(), 1, out=out), torch.log_softmax(x4.detach(), 1, out=out)  # _softmax.out's family
+    torch.nn.functional.logsigmoid(x4).sum().backward()
+    torch.nn.functional.pad(x4, (1, 1, 1, 1), mode="replicate", value=None).sum().backward()
     dense = torch.randn(4, 6)
     dense.to_sparse().to_sparse_csr(), dense.to_sparse_csc(), dense.to_sparse_bsr((2, 2)), dense.to_sparse(2)
     params = [torch.randn(3, requires_grad=True), torch.randn(2, 2, requires_grad=True)]
