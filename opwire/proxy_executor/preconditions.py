@@ -75,10 +75,11 @@ def unreadable(args: Args, family: str) -> str | None:
 
     The kernels the families guard read their tensors' memory as dense buffers, and their checks read values;
     a file can make sparse (`to_sparse`), oneDNN (`to_mkldnn`) and meta (`empty(device=meta)`) tensors."""
-    for name, v in args.items():
+    tensor, strided = _torch_types()
+    for name, v in args.items():  # one pass, no call per element: optimizers' foreach lists hold every parameter
         for t in v if isinstance(v, (list, tuple)) else (v,):
-            if is_tensor(t) and (t.layout is not _strided() or t.device.type == "meta"):
-                kind = t.device.type if t.layout is _strided() else str(t.layout).removeprefix("torch.")
+            if isinstance(t, tensor) and (t.layout is not strided or t.is_meta):
+                kind = "meta" if t.layout is strided else str(t.layout).removeprefix("torch.")
                 return f"{name} is a {kind} tensor; the {family} family's kernels read strided tensors with data"
     return None
 
@@ -117,10 +118,14 @@ def _written(op: str) -> tuple[str, ...]:
 
 
 @functools.cache
-def _strided() -> Any:
+def _torch_types() -> tuple[Any, Any]:
     import torch  # deferred: the policy's tables are read without torch
 
-    return torch.strided
+    return torch.Tensor, torch.strided
+
+
+def _strided() -> Any:
+    return _torch_types()[1]
 
 
 def refused_value(arg_name: str, value: Any) -> str | None:

@@ -167,7 +167,7 @@ def _weight_norm(args: Args) -> str | None:
 
 
 def _foreach(args: Args) -> str | None:
-    lists = {k: v for k, v in args.items() if isinstance(v, (list, tuple)) and v and all(is_tensor(t) for t in v)}
+    lists = {k: v for k, v in args.items() if isinstance(v, (list, tuple)) and v and is_tensor(v[0])}
     lengths = {len(v) for v in lists.values()}
     if len(lengths) > 1:
         return f"the tensor lists must have one length, got {', '.join(f'{k}: {len(v)}' for k, v in lists.items())}"
