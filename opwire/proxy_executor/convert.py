@@ -41,9 +41,15 @@ def enum_tables() -> dict[str, dict[int, Any]]:
 
 
 def enum_value(enum: str, value: int, where: str) -> Any:
-    """The torch object of serialized enum number `value`; 0/Unknown or unmapped numbers are BindErrors."""
+    """The torch object of serialized enum number `value`; 0/Unknown or unmapped numbers are BindErrors, and so is
+    the `_mkldnn` layout (the op policy refuses oneDNN's opaque tensors: `policy_rules.REFUSED["to_mkldnn"]`)."""
     table = torch_enums.to_torch(enum)
     obj = table.get(int(value))
+    if enum == "Layout" and str(obj) == "torch._mkldnn":
+        raise BindError(
+            f"{where}: layout _mkldnn makes oneDNN's opaque tensors, which ATen kernels outside oneDNN's crash on "
+            "(index_add_, index_copy_, cummaxmin_backward: SIGSEGV); a file cannot ask for them (use Strided)"
+        )
     if obj is None:
         names = dict((v, n) for n, v in SCHEMA.enums[enum].values)
         known = ", ".join(f"{v} ({names[v]})" for v in sorted(table))

@@ -7,7 +7,9 @@ The generator applies them in order to every overload torch registers in the `at
 2. `REFUSED` (this table): storage-level changes, raw reinterpretation, process-wide state, test-only and
    backend-private kernels, each with its reason;
 3. `FAMILIES`: kernels that trust indices, offsets or companion tensors, admitted with the family's
-   precondition (`opwire.proxy_executor.preconditions`), checked before the kernel runs;
+   precondition (`opwire.proxy_executor.preconditions`), checked before the kernel runs; every family also
+   needs strided tensors with data (no sparse, oneDNN or meta tensor; `sparse_conversion` takes sparse ones)
+   and written tensors that are dense buffers sharing no memory with the other arguments;
 4. a public op (no leading underscore) is admitted: ATen's public ops are written for Python callers
    and validate their own arguments;
 5. a private op is admitted when torch's own tables show that its public API puts it into programs and
@@ -44,6 +46,11 @@ REFUSED: dict[str, tuple[str, str]] = {
     "_copy_from_and_resize": _STORAGE,
     "_coalesced_": ("reinterpret", "marks a sparse tensor coalesced without checking that it is"),
     "_reshape_alias": ("reinterpret", "is an internal as_strided with caller-chosen strides that export never emits"),
+    "to_mkldnn": (
+        "layout",
+        "makes an opaque oneDNN tensor, which ATen kernels outside oneDNN's crash on (index_add_, index_copy_, "
+        "cummaxmin_backward: SIGSEGV); a layout=_mkldnn argument is a BindError whatever the op (convert.enum_value)",
+    ),
     "_make_per_tensor_quantized_tensor": _REINTERPRET,
     "_make_per_channel_quantized_tensor": _REINTERPRET,
     "_cufft_set_plan_cache_max_size": _PROCESS,
@@ -127,7 +134,8 @@ FAMILIES: dict[str, tuple[str, re.Pattern[str]]] = {
         ),
     ),
     "pool_indices": (
-        "indices are within the plane they index and have grad_output's (or the input's) shape",
+        "indices are within the plane they index, have grad_output's (or the input's) shape and are contiguous "
+        "(or channels-last), as the forward made them",
         re.compile(
             r"^(max_pool[23]d_with_indices_backward|adaptive_max_pool[23]d_backward"
             r"|fractional_max_pool[23]d_backward|max_unpool[23]d)$"
@@ -171,11 +179,56 @@ FAMILIES: dict[str, tuple[str, re.Pattern[str]]] = {
         "packed batch_sizes are positive, non-increasing and sum to the rows",
         re.compile(r"^(_segment_reduce_backward|_pack_padded_sequence_backward|_pad_packed_sequence)$"),
     ),
+    "conv_double_backward": (
+        "self, weight and gO share one rank; gO has self's batch and the weight's output channels; ggI has "
+        "self's shape, ggW the weight's and ggb one value per output channel (a 0-d gO was a SIGSEGV)",
+        re.compile(r"^_convolution_double_backward$"),
+    ),
+    "rnn_cell": (
+        "the THNN cell kernels' gates are (batch, G * hidden), their states (batch, hidden) and biases "
+        "(G * hidden,), with G 4 for LSTM and 3 for GRU (any other shape was a SIGSEGV)",
+        re.compile(r"^_thnn_(differentiable|fused)_(lstm|gru)_cell(_backward)?$"),
+    ),
+    "weight_norm": (
+        "dim is within v's rank (or -1); g and the saved norms have one value per slice of v along dim; grad_w "
+        "has v's shape (a 4096-element v against its g aborted)",
+        re.compile(r"^_weight_norm(_interface(_backward)?|_differentiable_backward)?$"),
+    ),
+    "linalg": (
+        "the rules every family shares: strided tensors with data, and an out= tensor that is a dense buffer "
+        "sharing no memory with the input (linalg_eigvalsh.out into its own input corrupted the heap)",
+        re.compile(r"^_?linalg_"),
+    ),
+    "polynomial": (
+        "the degree n is finite and the call takes at most 10^9 recurrence steps (elements times degree): the "
+        "special polynomial kernels step once per degree and element (n = 2**40 hung)",
+        re.compile(r"^special_(shifted_)?(chebyshev|hermite|laguerre|legendre)_polynomial_[a-z]+$"),
+    ),
+    "dense_out": (
+        "an out= tensor is a dense buffer sharing no memory with the inputs (these kernels write their output "
+        "as one: _log_softmax_backward_data.out, log_sigmoid_forward.output and replication_pad2d.out into a "
+        "zero-stride or overlapping out wrote past its storage); the functional overloads have nothing to check",
+        re.compile(
+            r"^_(log_)?softmax(_backward_data)?$|^_masked_softmax(_backward)?$|^log_sigmoid_forward$"
+            r"|^(reflection|replication)_pad[123]d$"
+        ),
+    ),
+    "foreach": (
+        "the tensor lists have one length and hold strided tensors with data (the functional _foreach_copy "
+        "clones a oneDNN or sparse CSR tensor into a SIGSEGV)",
+        re.compile(r"^_foreach_"),
+    ),
+    "sparse_conversion": (
+        "a conversion to a compressed sparse layout (CSR, CSC, BSR, BSC) makes no dense dimensions: dense_dim is "
+        "None or 0 and a sparse input has none (torch's kernels crash on hybrid compressed tensors: add.Tensor "
+        "of a strided tensor and a CSR tensor with a dense dimension is a SIGSEGV); its tensors are the only "
+        "family tensors that may be sparse",
+        re.compile(r"^_?to_sparse(_csr|_csc|_bsr|_bsc)?$"),
+    ),
 }
 """Family -> (its precondition in words, the op names it covers). Each name is a kernel that trusts arguments."""
 
 INTERNAL: dict[str, str] = {
-    r"^_foreach_": "optimizers' foreach implementations and clip_grad_norm_ (lists checked for equal length)",
     r"^_amp_(foreach_non_finite_check_and_unscale|update_scale)_?$": "GradScaler's unscale and scale update",
     r"^_autocast_to_(reduced|full)_precision$": "autocast's casts",
     r"^_cast_": "dtype casts",
@@ -184,7 +237,6 @@ INTERNAL: dict[str, str] = {
     r"^_local_scalar_dense$": "Tensor.item()",
     r"^_make_dep_token$": "export's effect tokens",
     r"^_chunk_cat$": "FSDP2's gradient reduce-scatter copy-in",
-    r"^_weight_norm$": "torch._weight_norm (nn.utils.weight_norm)",
     r"^_(add_relu_?|addmm_activation|aminmax|int_mm|logcumsumexp|pad_circular|pad_enum|shape_as_tensor|stack)$": (
         "a public function's kernel (validates its arguments like the public op)"
     ),
