@@ -235,6 +235,28 @@ class Figures:
         return {"ops": self.ops, "cases": self.cases, "by_axis": axes, "findings": self.findings}
 
 
+# a few ops the suite fuzzes on every axis (test_input_fuzz.py), each with a real call of a (2, 3, 4, 4) input
+SAMPLE = {
+    "aten::native_batch_norm_backward": lambda x: {
+        "grad_out": x, "input": x, "weight": torch.ones(3), "running_mean": torch.zeros(3),
+        "running_var": torch.ones(3), "save_mean": None, "save_invstd": None, "train": False, "eps": 1e-5,
+        "output_mask": [True, True, True],
+    },
+    "aten::max_pool2d_with_indices_backward": lambda x: {
+        "grad_output": torch.randn(2, 3, 2, 2), "self": x, "kernel_size": [2, 2], "stride": [2, 2],
+        "padding": [0, 0], "dilation": [1, 1], "ceil_mode": False,
+        "indices": torch.nn.functional.max_pool2d(x, 2, return_indices=True)[1],
+    },
+    "aten::_embedding_bag": lambda x: {
+        "weight": torch.randn(10, 4), "indices": torch.tensor([1, 2, 4, 5]), "offsets": torch.tensor([0, 2]),
+        "scale_grad_by_freq": False, "mode": 0, "sparse": False, "per_sample_weights": None,
+        "include_last_offset": False, "padding_idx": -1,
+    },
+    "aten::to_sparse_csr": lambda x: {"self": x[0, 0], "dense_dim": None},
+    "aten::index_add": lambda x: {"self": x, "dim": 1, "index": torch.tensor([0, 2]), "source": x[:, :2]},
+}  # fmt: skip
+
+
 def warm_up() -> None:
     """Load in this process what the first case would load in every child (a slow import is no hang)."""
     import torch._dynamo  # meta kernels of foreach ops import it: 5-8 s on a loaded machine
@@ -281,8 +303,24 @@ def real_call_values(cache: Path | None = None) -> dict[str, dict[str, Any]]:
     return found
 
 
+def sample_outcomes() -> dict[str, list[list[str]]]:
+    """Every case of each op of `SAMPLE` on every axis: op -> [label, axis, outcome, detail] per case."""
+    warm_up()
+    found: dict[str, list[list[str]]] = {}
+    for op, make in SAMPLE.items():
+        schema = resolve(op).schema
+        assert schema is not None
+        todo = cases(op, schema, make(torch.randn(2, 3, 4, 4)))
+        found[op] = [[c.label, c.axis, *outcome] for c, outcome in zip(todo, run_cases(todo), strict=True)]
+    return found
+
+
 def main(argv: list[str]) -> int:
-    """The long run: every admitted op (or those matching --ops REGEX) until the time is up; JSON figures."""
+    """The long run: every admitted op (or those matching --ops REGEX) until the time is up; JSON figures.
+    `--sample`: the suite's sample (`SAMPLE`), its outcomes as JSON."""
+    if "--sample" in argv:
+        print(json.dumps(sample_outcomes()))
+        return 0
     seconds = float(argv[0]) if argv and not argv[0].startswith("-") else 1800.0
     pattern = re.compile(argv[argv.index("--ops") + 1]) if "--ops" in argv else None
     skip = int(argv[argv.index("--skip") + 1]) if "--skip" in argv else 0
