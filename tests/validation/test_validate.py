@@ -372,6 +372,7 @@ def test_finding_json_is_the_idl_record() -> None:
         "fix": "nothing to do",
         "node": None,
         "differences": None,
+        "origin": None,
     }
     assert opwire.loads(json.dumps(f.to_json()), m.Finding) == f.to_model()
     assert str(f) == "info op_added: ns::op: new op or overload\n  fix: nothing to do"
