@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from opwire.errors import DecodeError, printable
+from opwire.recording.storages import data_ptr, storage_key
 
 __all__ = [
     "EXTERNAL",
@@ -129,7 +130,7 @@ class Definedness:
     """
 
     def __init__(self, max_shadow_bytes: int = MAX_SHADOW_BYTES) -> None:
-        self._storages: dict[int, _Storage] = {}  # data pointer -> state; absent: wholly defined
+        self._storages: dict[int, _Storage] = {}  # storage key -> state; absent: wholly defined
         self._shadow_bytes = 0
         self._max_shadow_bytes = max_shadow_bytes
 
@@ -219,13 +220,9 @@ class Definedness:
 
 
 def _key(t: torch.Tensor) -> int | None:
-    if t.device.type == "meta" or t.layout != torch.strided:
+    if t.device.type == "meta" or t.layout != torch.strided or not data_ptr(t):
         return None
-    try:
-        ptr = int(t.untyped_storage().data_ptr())
-    except (RuntimeError, NotImplementedError):
-        return None
-    return ptr or None
+    return storage_key(t)
 
 
 def _dense(t: torch.Tensor) -> bool:

@@ -23,6 +23,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from opwire.errors import EncodeError, OpwireWarning
+from opwire.recording.aliases import AliasGroups
 from opwire.recording.arguments import bind_arguments, named_inputs, to_argument
 from opwire.recording.compare import GENERATOR_KEY
 from opwire.recording.definedness import (
@@ -38,6 +39,10 @@ from opwire.recording.locate import Locator
 from opwire.recording.mutations import MUTATED, mutated_metadata
 from opwire.recording.progress import Progress
 from opwire.recording.sinks import Sink
+from opwire.recording.storages import Addresses
+from opwire.recording.storages import storage_key as _storage_key
+from opwire.recording.subclasses import in_fake_mode, wraps_any
+from opwire.recording.subclasses import unwrap_async as _unwrap_async
 from opwire.schema import models as m
 from opwire.schema.ops import OpSchema, op_schema
 
@@ -62,6 +67,8 @@ def target_name(func: Any) -> str:
 class _Obj:
     ref: weakref.ref[torch.Tensor]
     number: int
+    storage: int
+    group: int
     versions: dict[int, str] = field(default_factory=dict)
 
 
@@ -97,6 +104,8 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
         self._dead: list[str] = []  # objects freed since the last record
         self._warned: set[str] = set()  # ops already warned about as skipped
         self.defs = Definedness()
+        self.addresses = Addresses()
+        self.aliases = AliasGroups()
         from opwire.recording.distributed.capture import CollectiveRecorder
 
         self.collectives = CollectiveRecorder(sink.group)
@@ -117,12 +126,15 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
         """The trace name of `t`'s current value; a new value is handed to the sink now (bytes or digest)."""
         t = _unwrap_async(t)
         obj = self._objs.get(id(t))
+        key = _storage_key(t)
         if obj is None or obj.ref() is not t:
             self._count += 1
-            obj = _Obj(weakref.ref(t, self._freed_callback(id(t), self._count)), self._count)
+            group = self.aliases.join(self._count, key, produced)
+            obj = _Obj(weakref.ref(t, self._freed_callback(id(t), self._count, key, group)), self._count, key, group)
             self._objs[id(t)] = obj
-        key = _storage_key(t)
+            self.addresses.hold(key, t)
         version = self._generation.get(key, 0)
+        self.aliases.named(obj.group, key, version, produced)
         name = obj.versions.get(version)
         if name is None:
             k = len(obj.versions)
@@ -136,11 +148,13 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
             self._full[name] = True
         return name
 
-    def _freed_callback(self, ident: int, number: int) -> Any:
-        dead, objs = self._dead, self._objs
+    def _freed_callback(self, ident: int, number: int, storage: int, group: int) -> Any:
+        dead, objs, addresses, aliases = self._dead, self._objs, self.addresses, self.aliases
 
         def freed(ref: weakref.ref[torch.Tensor]) -> None:
             dead.append(f"t{number}")
+            addresses.release(storage)
+            aliases.leave(group)
             obj = objs.get(ident)
             if obj is not None and obj.ref is ref:
                 del objs[ident]
@@ -182,6 +196,10 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
         return False
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        if types and wraps_any(types):
+            return NotImplemented  # the subclass runs its ops on the plain tensors it holds: those are recorded
+        if in_fake_mode(types):
+            return func(*args, **(kwargs or {}))  # fake tensors (DTensor's sharding rules): no values to record
         # What torch's wrapper does, once Dynamo is loaded: nothing can be compiling before it is
         if "torch._dynamo" in sys.modules and (without := _without_dynamo()) is not None:
             return without(self, func, types, args, kwargs)
@@ -216,6 +234,7 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
             for t in _tensors_in(value):
                 self._bump(t)
         out = func(*args, **kwargs)
+        self._moved_by(reads)
         try:
             outputs = self._outputs(schema, out, target)
         except EncodeError as exc:
@@ -226,16 +245,48 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
             metadata[MUTATED] = mutated_metadata(mutated)
         self._defined(target, reads, out, written, outputs, metadata)
         self._append(m.CallRecord(target=target, inputs=inputs, outputs=outputs, metadata=metadata))
+        self._settle(target, reads, out)
         return out
 
+    def _moved_by(self, reads: _Reads) -> None:
+        """Right after a call: its arguments' memory is where the call left it (`resize_` and `set_` move it)."""
+        for t in reads.tensors:
+            self.addresses.seen(_storage_key(t), t)
+
+    def _settle(self, target: str, reads: _Reads, out: Any) -> None:
+        """After a call is recorded: the values it named on memory the program manages itself (allocated
+        uninitialised, or re-allocated outside the dispatcher) are written before the program goes on, since it
+        may free that memory (FSDP2's `untyped_storage().resize_(0)`) while the trace writer still reads it."""
+        results = [_unwrap_async(t) for t in flat_tensors(out)]
+        if uninitialised(target):
+            for t in results:
+                self.addresses.manage(_storage_key(t))
+        for t in (*reads.tensors, *results):
+            if self.addresses.managed(_storage_key(t)):
+                self.sink.before_write(t)
+
     def _reads(self, target: str, bound: dict[str, Any], overwritten: set[str]) -> _Reads:
-        """What a call is about to read: writes no mode saw are found now (their values get new names)."""
+        """What a call is about to read: writes no mode saw are found now (their values get new names), and
+        storages given new memory where no mode saw (undefined until written, as an `empty`'s)."""
         reads = _Reads()
+        self.aliases.start_call()
         for name, value in bound.items():
             for t in flat_tensors(value):
                 t = _unwrap_async(t)
-                reads.keys.add(_storage_key(t))
-                if self.defs.outside_write(t):
+                key = _storage_key(t)
+                reads.keys.add(key)
+                reads.tensors.append(t)
+                obj = self._objs.get(id(t))
+                if (
+                    obj is not None
+                    and obj.ref() is t
+                    and self.aliases.missed(obj.group, key, self._generation.get(key, 0))
+                ):
+                    reads.external.append(t)  # written through an alias the replay cannot know of
+                if self.addresses.moved(key, t):
+                    self.defs.fresh(t, True)
+                    self._bump(t)
+                elif self.defs.outside_write(t):
                     self._bump(t)
                     reads.external.append(t)
                 if name not in overwritten and not self.defs.defined(t):
@@ -297,26 +348,12 @@ class _Reads:
     """The tensors a call reads: their storages, those written outside the trace, whether any is undefined."""
 
     keys: set[int] = field(default_factory=set)
+    tensors: list[torch.Tensor] = field(default_factory=list)
     external: list[torch.Tensor] = field(default_factory=list)
     undefined: bool = False
 
 
 _SCALARS = frozenset(("as_int", "as_float", "as_bool", "as_sym_int", "as_sym_float", "as_sym_bool"))
-
-
-def _unwrap_async(t: torch.Tensor) -> torch.Tensor:
-    """A functional collective's AsyncCollectiveTensor is named as the tensor it wraps (already waited for)."""
-    funcol = sys.modules.get("torch.distributed._functional_collectives")
-    if funcol is not None and isinstance(t, funcol.AsyncCollectiveTensor):
-        return t.elem  # type: ignore[no-any-return]
-    return t
-
-
-def _storage_key(t: torch.Tensor) -> int:
-    try:
-        return int(t.untyped_storage().data_ptr())
-    except (RuntimeError, NotImplementedError):
-        return -id(t)
 
 
 def _tensors_in(v: Any) -> list[torch.Tensor]:

@@ -58,6 +58,8 @@ class CollectiveRecorder:
         if spec is not None and arg.name == spec.group and isinstance(value, str):
             self.group(value, None)
             return m.Argument(as_string=value)
+        if str(arg.type) == "Tensor[][]" and isinstance(value, list | tuple):
+            return _nested(value, name_of)  # a non-root rank's empty scatter list is no int list
         return to_argument(value, arg, target, name_of)
 
     def _object(self, obj: torch.ScriptObject, target: str, where: str) -> m.Argument:
@@ -87,11 +89,15 @@ class CollectiveRecorder:
             if isinstance(v, torch.ScriptObject):
                 args.append(self._object(v, target, "return"))
             elif str(r.type) == "Tensor[][]":
-                rows = [[m.TensorArgument(name=name_of(t)) for t in row] for row in v]
-                args.append(m.Argument(as_nested_tensors=rows))
+                args.append(_nested(v, name_of))
             else:
                 args.append(to_argument(v, r, target, name_of, role="return"))
         return args
+
+
+def _nested(rows: Any, name_of: Callable[[torch.Tensor], str]) -> m.Argument:
+    """A `Tensor[][]` value (lists of tensors, any of them empty) as `as_nested_tensors`."""
+    return m.Argument(as_nested_tensors=[[m.TensorArgument(name=name_of(t)) for t in row] for row in rows])
 
 
 def wait(target: str, out: Any) -> Any:
@@ -147,6 +153,7 @@ def record_call(mode: Any, func: Any, schema: OpSchema, args: Any, kwargs: dict[
         for t in flat_tensors(value):
             mode._bump(t)
     out = wait(target, func(*args, **kwargs))
+    mode._moved_by(reads)
     try:
         outputs = mode.collectives.outputs(schema, out, target, lambda t: mode._name(t, True))
     except EncodeError as exc:
@@ -157,6 +164,7 @@ def record_call(mode: Any, func: Any, schema: OpSchema, args: Any, kwargs: dict[
         metadata[MUTATED] = mutated_metadata(mutated)
     mode._defined(target, reads, out, written, outputs, metadata)
     mode._append(m.CallRecord(target=target, inputs=inputs, outputs=outputs, metadata=metadata))
+    mode._settle(target, reads, out)
     return out
 
 

@@ -1,8 +1,12 @@
-"""DDP as users run it (plain, static_graph, no_sync accumulation; AdamW), 2 gloo ranks: verdicts to trust.
+"""The distributed wrappers users run, 2 gloo ranks, AdamW each: verdicts to trust.
 
-Three recordings (two identical, one with rank 1 perturbed) are made once per module by torchrun. DDP allocates
-its gradient buckets with `empty`, takes views of them, and fills an int64 `empty` through a raw pointer before
-its first collective: none of that may show as a difference, in diff or in replay.
+DDP (plain, static_graph, no_sync accumulation), FSDP2 (`fully_shard`) and a tensor-parallel MLP
+(`parallelize_module`) train in one job; three recordings of it (two identical, one with rank 1 perturbed) are
+made once per module by torchrun. DDP allocates its gradient buckets with `empty`, takes views of them, and
+fills an int64 `empty` through a raw pointer before its first collective; FSDP2 frees and re-allocates its
+unsharded parameters with `untyped_storage().resize_`, outside the dispatcher, and wraps them in parameters the
+recording first meets as inputs; DTensor runs its ops on local shards below the recorder's mode. None of that
+may show as a difference, in diff or in replay.
 """
 
 from __future__ import annotations
@@ -16,12 +20,13 @@ from support.clirun import Cli
 import opwire
 from opwire.recording.distributed.diff_run import diff_runs
 from opwire.recording.distributed.replay_run import replay_run
+from opwire.recording.origin import MAX_CHECKED
 from opwire.recording.trace_diff import CallDifference, OnlyIn
 from opwire.schema import models as m
 
 pytestmark = [pytest.mark.slow, pytest.mark.distributed, pytest.mark.xdist_group("distributed")]
 
-JOB = Path(__file__).with_name("ddp_job.py")
+JOB = Path(__file__).with_name("wrappers_job.py")
 PERTURBED = next(k for k, line in enumerate(JOB.read_text().splitlines(), 1) if line.endswith("# PERTURBED"))
 
 
@@ -36,7 +41,17 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return cwd
 
 
-def test_two_identical_ddp_runs_diff_clean(runs: Path, cli: Cli) -> None:
+def test_dtensor_calls_are_recorded_on_their_local_shards(runs: Path) -> None:
+    trace = opwire.load_trace(runs / "a" / "rank0.trace")
+    targets = [r.target for r in trace.records]
+    # AdamW's update of every parameter in 5 loops of 2 steps (4 parameters each): DTensor ones included
+    assert targets.count("aten::addcdiv_.default") == 5 * 2 * 4
+    for op in ("fsdp::split_with_sizes_copy.default", "c10d::_reduce_scatter_base_.default"):  # FSDP2
+        assert op in targets
+    assert "_c10d_functional::all_reduce.default" in targets  # RowwiseParallel's output
+
+
+def test_two_identical_runs_diff_clean(runs: Path, cli: Cli) -> None:
     result = diff_runs(runs / "a", runs / "b")
     assert result.ok, str(result)
     done = cli("diff", runs / "a", runs / "b")
@@ -56,21 +71,24 @@ def test_the_perturbed_rank_and_line_are_the_headline(runs: Path, cli: Cli) -> N
     assert {d.origin for d in rank0.differences} <= {"inherited", "inherited from rank 1", ""}
     # on rank 1 every call it made in both runs differs only through its inputs; the local ones are the additions
     assert not [d for d in result.ranks[1].differences if d.origin == "local"]
-    assert [o.source for o in result.ranks[1].only_b] == [f"{JOB.name}:{PERTURBED} in train"] * 3
-    # every difference is labelled (the policy admits what DDP's reducer runs), and none falsely local
-    assert all(d.origin.startswith("inherited") for r in result.ranks for d in r.differences)
+    # one addition in each training loop (3 DDP, FSDP2, tensor parallel): each wrapper's origin is named
+    assert [o.source for o in result.ranks[1].only_b] == [f"{JOB.name}:{PERTURBED} in train"] * 5
+    # every difference the labelling checks (the first MAX_CHECKED per rank) is inherited; none falsely local
+    for r in result.ranks:
+        assert all(d.origin.startswith("inherited") for d in r.differences[:MAX_CHECKED])
+        assert all(d.origin != "local" for d in r.differences)
     done = cli("diff", runs / "a", runs / "perturbed", "--json")
     assert done.returncode == 1
     report = opwire.loads(done.stdout.encode(), m.RunDiffOutput, format="json")
     assert [(d.rank, d.origin) for d in report.divergences] == [(1, "local"), (0, "inherited from rank 1")]
 
 
-def test_a_ddp_run_replays_clean_isolated(runs: Path) -> None:
+def test_a_run_replays_clean_isolated(runs: Path) -> None:
     report = replay_run(runs / "a")
     assert report.ok and all(r.replayed for r in report.ranks), str(report)
 
 
-def test_a_ddp_run_replays_clean_with_real_collectives(runs: Path) -> None:
+def test_a_run_replays_clean_with_real_collectives(runs: Path) -> None:
     done = torchrun("replay", "a", "--collectives", "--collective-timeout", "60", "--json", cwd=runs)
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
     report = opwire.loads(done.stdout.encode(), m.RunReplayOutput, format="json")
