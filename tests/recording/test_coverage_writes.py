@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 import torch
@@ -181,3 +182,10 @@ def test_indexed_spans_read_the_index_values() -> None:
     assert indexed_write("aten::add_.Tensor", bound) is None
     assert indexed_write("mylib::index_put_", bound) is None  # not torch's op
     assert indexed_spans("aten::index_put_.default", {**bound, "indices": [torch.tensor([7])]}) is None  # bad index
+
+
+def test_docs_state_the_limits_in_force() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "replay.md").read_text()
+    text = " ".join(doc.split())
+    assert f"at most {coverage_writes.MAX_ELEMENTS >> 20}M elements of a write" in text
+    assert f"at most {coverage_writes.MAX_SPANS >> 10}k separate written spans per storage" in text
