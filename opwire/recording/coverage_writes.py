@@ -90,6 +90,8 @@ def indexed_spans(target: str, bound: Mapping[str, Any]) -> Spans | None:
         return None  # the call's own arguments are wrong: it raises itself, or its positions are not known
     if bool(mask.all()):
         return view_spans(t)
+    if t.is_contiguous():  # the positions in order are the element offsets, less the view's own
+        return _spans(mask.flatten().nonzero().flatten() + int(t.storage_offset()), t.element_size())
     return _spans(torch.unique(_offsets(t)[mask]), t.element_size())
 
 

@@ -189,3 +189,18 @@ def test_docs_state_the_limits_in_force() -> None:
     text = " ".join(doc.split())
     assert f"at most {coverage_writes.MAX_ELEMENTS >> 20}M elements of a write" in text
     assert f"at most {coverage_writes.MAX_SPANS >> 10}k separate written spans per storage" in text
+
+
+def test_indexed_spans_of_a_view_are_offsets_in_its_storage() -> None:
+    tail = torch.zeros(10)[2:]  # contiguous, from element 2
+    assert indexed_spans("aten::index_put_", {"self": tail, "indices": [torch.tensor([0, 1, 5])]}) == [
+        (8, 16),
+        (28, 32),
+    ]
+    columns = torch.zeros(4, 3).t()  # row 0 of the transpose: column 0 of the storage's rows
+    spans = indexed_spans("aten::index_put_", {"self": columns, "indices": [torch.tensor([0])]})
+    assert spans == [(0, 4), (12, 16), (24, 28), (36, 40)]
+    rows = {"self": torch.zeros(2, 3), "dim": 0, "index": torch.tensor([1]), "source": torch.ones(1, 3)}
+    assert indexed_spans("aten::index_copy_", rows) == [(12, 24)]
+    mask = {"self": torch.zeros(2, 2), "mask": torch.tensor([[True, False], [False, True]]), "value": 1.0}
+    assert indexed_spans("aten::masked_fill_.Scalar", mask) == [(0, 4), (12, 16)]
