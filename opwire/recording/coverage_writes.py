@@ -86,7 +86,7 @@ def indexed_spans(target: str, bound: Mapping[str, Any]) -> Spans | None:
     mask = torch.zeros(t.shape, dtype=torch.bool)
     try:
         mark(mask, bound)
-    except (RuntimeError, IndexError, TypeError, ValueError, NotImplementedError):
+    except (RuntimeError, IndexError, KeyError, TypeError, ValueError):
         return None  # the call's own arguments are wrong: it raises itself, or its positions are not known
     if bool(mask.all()):
         return view_spans(t)

@@ -94,6 +94,21 @@ def _masked_and_index_copy() -> object:
     return x + 1
 
 
+def _bool_mask_and_scatter_value() -> object:
+    x = torch.empty(2, 3)
+    x[torch.tensor([True, False])] = 1.0  # row 0 through a boolean index
+    x.masked_scatter_(torch.tensor([[False, False, False], [True, True, False]]), torch.ones(2))
+    x.index_fill_(1, torch.tensor([2]), 0.0)
+    return x + 1
+
+
+def _out_into_a_column() -> object:
+    x = torch.empty(3, 2)
+    torch.add(torch.ones(3), 1, out=x[:, 0])
+    torch.mul(torch.ones(3), 2, out=x[:, 1])
+    return x + 1
+
+
 def _from_undefined_values() -> object:
     x = torch.empty(4)
     x[torch.arange(4)] = torch.empty(4)  # every position written, with undefined values
@@ -112,6 +127,8 @@ def _from_undefined_values() -> object:
         (_accumulate, False),
         (_columns, True),
         (_masked_and_index_copy, True),
+        (_bool_mask_and_scatter_value, True),
+        (_out_into_a_column, True),
         (_from_undefined_values, False),
     ],
 )
@@ -204,3 +221,10 @@ def test_indexed_spans_of_a_view_are_offsets_in_its_storage() -> None:
     assert indexed_spans("aten::index_copy_", rows) == [(12, 24)]
     mask = {"self": torch.zeros(2, 2), "mask": torch.tensor([[True, False], [False, True]]), "value": 1.0}
     assert indexed_spans("aten::masked_fill_.Scalar", mask) == [(0, 4), (12, 16)]
+
+
+def test_indexed_spans_of_arguments_that_do_not_fit_are_unknown() -> None:
+    assert indexed_spans("aten::index_copy_", {"self": torch.zeros(2)}) is None  # no dim, no index
+    assert indexed_spans("aten::scatter_.src", {"self": torch.zeros(2), "dim": "x", "index": torch.zeros(1)}) is None
+    assert indexed_spans("aten::masked_fill_.Scalar", {"self": torch.zeros(2), "mask": torch.ones(3).bool()}) is None
+    assert indexed_spans("aten::add_.Tensor", {"self": torch.zeros(2)}) is None  # not an indexed write
