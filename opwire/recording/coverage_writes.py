@@ -65,9 +65,9 @@ def union(written: Spans, spans: Spans) -> Spans | None:
 def indexed_write(target: str, bound: Mapping[str, Any]) -> str | None:
     """The argument a call writes at positions its index values name, keeping the rest (None: no such call).
 
-    `index_put_` (not accumulating), `index_copy_`, `index_fill_`, `scatter_` (not reducing), `masked_fill_` and
-    `masked_scatter_`: each overwrites the positions it names without reading them, and leaves the others as they
-    were, so its `self` is written there and read nowhere else.
+    `index_put_` and `put_` (not accumulating), `index_copy_`, `index_fill_`, `scatter_` (not reducing),
+    `masked_fill_` and `masked_scatter_`: each overwrites the positions it names without reading them, and leaves
+    the others as they were, so its `self` is written there and read nowhere else.
     """
     mark = _MARKS.get(_name(target))
     if mark is None or not isinstance(bound.get("self"), torch.Tensor):
@@ -121,6 +121,11 @@ def _masked(mask: torch.Tensor, bound: Mapping[str, Any]) -> None:
     mask.masked_fill_(_cpu(bound["mask"]), True)
 
 
+def _put(mask: torch.Tensor, bound: Mapping[str, Any]) -> None:
+    index = _cpu(bound["index"])
+    mask.put_(index, torch.ones(index.shape, dtype=torch.bool))  # positions in `self` read as if flattened
+
+
 _MARKS: dict[str, Callable[[torch.Tensor, Mapping[str, Any]], None]] = {
     "index_put_": _index_put,
     "_index_put_impl_": _index_put,
@@ -129,6 +134,7 @@ _MARKS: dict[str, Callable[[torch.Tensor, Mapping[str, Any]], None]] = {
     "scatter_": _scatter,
     "masked_fill_": _masked,
     "masked_scatter_": _masked,
+    "put_": _put,
 }
 """Indexed writes: how each marks, in a boolean mask shaped like `self`, the positions it writes."""
 

@@ -102,6 +102,18 @@ def _bool_mask_and_scatter_value() -> object:
     return x + 1
 
 
+def _put() -> object:
+    x = torch.empty(2, 2)
+    x.put_(torch.tensor([3, 0, -2, 1]), torch.ones(4))  # flat positions, one from the end
+    return x + 1
+
+
+def _put_accumulate() -> object:
+    x = torch.empty(2, 2)
+    x.put_(torch.tensor([3, 0, 2, 1]), torch.ones(4), accumulate=True)
+    return x + 1
+
+
 def _out_into_a_column() -> object:
     x = torch.empty(3, 2)
     torch.add(torch.ones(3), 1, out=x[:, 0])
@@ -129,6 +141,8 @@ def _from_undefined_values() -> object:
         (_masked_and_index_copy, True),
         (_bool_mask_and_scatter_value, True),
         (_out_into_a_column, True),
+        (_put, True),
+        (_put_accumulate, False),
         (_from_undefined_values, False),
     ],
 )
