@@ -84,6 +84,21 @@ def test_a_sample_of_recorded_model_forward_and_backward_replays_with_no_allow_o
             assert outcome.status == "ok", (case.name, outcome.how, outcome.status, outcome.refused, outcome.detail)
 
 
+@pytest.mark.slow
+def test_a_recorded_moe_forward_and_backward_compares_all_but_its_fresh_buffers() -> None:
+    pytest.importorskip("transformers")
+    import opwire
+    from opwire.recording.definedness import UNDEFINED
+
+    (case,) = [c for c in model_training_cases(("qwen3_moe",)) if c.category.startswith("transformers")]
+    assert case.work is not None
+    with opwire.record() as trace:
+        case.work()
+    uncompared = {r.target for r in trace.records if UNDEFINED in r.metadata}
+    # the routing's inv = empty_like(perm); inv[perm] = arange(n) defines all of inv: only the empty_like itself
+    assert uncompared == {"aten::empty_like.default"}, uncompared
+
+
 def test_without_the_model_libraries_their_corpus_is_empty(monkeypatch: pytest.MonkeyPatch) -> None:
     real = importlib.import_module
 
