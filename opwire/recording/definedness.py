@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from opwire.errors import DecodeError, printable
+from opwire.recording.coverage_writes import Spans, covered, union, view_spans
 from opwire.recording.storages import data_ptr, storage_key
 
 __all__ = [
@@ -105,16 +106,6 @@ class _Storage:
     def covers(self, start: int, end: int) -> bool:
         return start >= end or any(s <= start and end <= e for s, e in self.written)
 
-    def add(self, start: int, end: int) -> None:
-        spans = sorted([*self.written, (start, end)])
-        merged: list[tuple[int, int]] = []
-        for s, e in spans:
-            if merged and s <= merged[-1][1]:
-                merged[-1] = (merged[-1][0], max(merged[-1][1], e))
-            else:
-                merged.append((s, e))
-        self.written = merged
-
     def remove(self, start: int, end: int) -> None:
         out: list[tuple[int, int]] = []
         for s, e in self.written:
@@ -135,9 +126,12 @@ class Definedness:
         self._max_shadow_bytes = max_shadow_bytes
 
     def defined(self, t: torch.Tensor) -> bool:
-        """Whether every byte `t` reads is defined."""
+        """Whether every byte `t` reads is defined (a strided view's own elements, not the gaps between them)."""
         state, start, end = self._at(t)
-        return state is None or state.covers(start, end)
+        if state is None or state.covers(start, end):
+            return True
+        spans = None if _dense(t) else view_spans(t)
+        return spans is not None and covered(state.written, spans)
 
     def blank(self, t: torch.Tensor) -> bool:
         """Whether no byte `t` reads is defined (then a trace keeps its layout and no bytes: it loads as zeros)."""
@@ -155,7 +149,7 @@ class Definedness:
         if now is None or torch.equal(now, state.shadow[start:end]):
             return False
         state.shadow[start:end] = now
-        self._write(t, state, start, end)
+        self._write(t, state, [(start, end)])
         return True
 
     def fresh(self, t: torch.Tensor, undefined: bool) -> None:
@@ -168,8 +162,9 @@ class Definedness:
             storage = t.untyped_storage()
             self._storages[key] = _Storage(storage.nbytes(), self._shadow(storage))
 
-    def written(self, t: torch.Tensor, defined: bool) -> None:
-        """A recorded call wrote `t` (from defined values or not); the shadow takes the bytes it wrote."""
+    def written(self, t: torch.Tensor, defined: bool, spans: Spans | None = None) -> None:
+        """A recorded call wrote `t` (from defined values or not), at the byte `spans` of its storage given (an
+        indexed write's positions) or else at every element of `t`; the shadow takes the bytes it wrote."""
         state, start, end = self._at(t)
         if state is None and defined:
             return
@@ -182,10 +177,12 @@ class Definedness:
         now = _bytes(t, start, end)
         if now is not None and state.shadow is not None:
             state.shadow[start:end] = now
-        if defined and _dense(t):
-            self._write(t, state, start, end)
+        spans = view_spans(t) if spans is None else spans
+        if defined and spans is not None:
+            self._write(t, state, spans)
         elif not defined:
-            state.remove(start, end)
+            for s, e in spans if spans is not None else [(start, end)]:
+                state.remove(s, e)
 
     def _shadow(self, storage: torch.UntypedStorage) -> torch.Tensor | None:
         """A copy of `storage`'s bytes within the budget (the oldest shadows dropped to make room)."""
@@ -208,8 +205,11 @@ class Definedness:
         if state is not None and state.shadow is not None:
             self._shadow_bytes -= state.nbytes
 
-    def _write(self, t: torch.Tensor, state: _Storage, start: int, end: int) -> None:
-        state.add(start, end)
+    def _write(self, t: torch.Tensor, state: _Storage, spans: Spans) -> None:
+        merged = union(state.written, spans)
+        if merged is None:
+            return  # too finely interleaved to keep: those bytes stay undefined
+        state.written = merged
         if state.covers(0, state.nbytes):
             key = _key(t)
             if key is not None:

@@ -26,6 +26,7 @@ from opwire.errors import EncodeError, OpwireWarning
 from opwire.recording.aliases import AliasGroups
 from opwire.recording.arguments import bind_arguments, named_inputs, to_argument
 from opwire.recording.compare import GENERATOR_KEY
+from opwire.recording.coverage_writes import Spans, indexed_spans, indexed_write
 from opwire.recording.definedness import (
     EXTERNAL,
     UNDEFINED,
@@ -277,6 +278,7 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
         storages given new memory where no mode saw (undefined until written, as an `empty`'s)."""
         reads = _Reads()
         self.aliases.start_call()
+        partial = indexed_write(target, bound)  # written where its indices say, kept elsewhere: not read
         for name, value in bound.items():
             for t in flat_tensors(value):
                 t = _unwrap_async(t)
@@ -297,7 +299,10 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
                     self._bump(t)
                     reads.external.append(t)
                 if name not in overwritten and not self.defs.defined(t):
-                    reads.undefined = True
+                    reads.partial_undefined |= name == partial
+                    reads.undefined |= name != partial
+        if partial is not None and (reads.partial_undefined or reads.undefined):  # where it wrote matters
+            reads.partial = (partial, indexed_spans(target, bound))
         return reads
 
     def _track(self, target: str, reads: _Reads, out: Any, written: list[tuple[str, Any]]) -> None:
@@ -306,9 +311,9 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
         for t in (_unwrap_async(t) for t in flat_tensors(out)):
             if _storage_key(t) not in reads.keys:
                 self.defs.fresh(t, fresh_undefined)
-        for _, value in written:
+        for name, value in written:
             for t in flat_tensors(value):
-                self.defs.written(t, not reads.undefined)
+                self.defs.written(t, not reads.undefined, reads.spans(name))
         self._tracked = True
 
     def _defined(
@@ -366,6 +371,15 @@ class _Reads:
     tensors: list[torch.Tensor] = field(default_factory=list)
     external: list[torch.Tensor] = field(default_factory=list)
     undefined: bool = False
+    partial_undefined: bool = False  # an indexed write's memory was undefined before it
+    partial: tuple[str, Spans | None] | None = None  # an indexed write: the argument, the spans it wrote
+
+    def spans(self, argument: str) -> Spans | None:
+        """Where the call wrote `argument` (None: all of it); an indexed write whose positions are not known
+        wrote nothing known from defined values, and may have made all of it undefined."""
+        if self.partial is None or self.partial[0] != argument:
+            return None
+        return self.partial[1] if self.partial[1] is not None or self.undefined else []
 
 
 _SCALARS = frozenset(("as_int", "as_float", "as_bool", "as_sym_int", "as_sym_float", "as_sym_bool"))

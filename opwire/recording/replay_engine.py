@@ -210,19 +210,27 @@ class Replayer:
                 defined = reproducible(rec.target, rec.metadata, n)
                 found += self._check(i, rec, where, got, n, defined)
                 if self.mode == "chained" and compare_values and not defined:
-                    self._adopt(n, got if isinstance(got, torch.Tensor) else None)
+                    found += self._adopted(i, rec, where, n, got if isinstance(got, torch.Tensor) else None)
         for arg_name, new_names in written.items():
             for before, after in zip(by_arg.get(arg_name, []), new_names, strict=False):
                 label = f"argument {arg_name} (written in place)"
                 defined = reproducible(rec.target, rec.metadata, after)
                 found += self._check(i, rec, label, given.get(before), after, defined)
                 if self.mode == "chained" and not defined:
-                    self._adopt(after, given.get(before))
+                    found += self._adopted(i, rec, label, after, given.get(before))
         if self.mode == "chained" and not compare_values:
-            for arg in rec.outputs:
+            for j, arg in enumerate(rec.outputs):
                 for n in tensor_names(arg):
-                    self._adopt(n, None)
+                    found += self._adopted(i, rec, f"output {j}", n, None)
         return found
+
+    def _adopted(self, i: int, rec: m.CallRecord, label: str, name: str, live: torch.Tensor | None) -> list[Mismatch]:
+        """`_adopt`, its failure reported as the call's error (the replay goes on with the replayed value)."""
+        try:
+            self._adopt(name, live, f"call {i} ({rec.target})")
+        except OpwireError as exc:
+            return self._found(i, rec, label, Difference("error", str(exc)))
+        return []
 
     def take_external(self, i: int, rec: m.CallRecord, given: dict[str, Any] | None = None) -> None:
         """Chained replay: inputs written outside the trace (no replay can write them) take the recorded value."""
@@ -231,23 +239,34 @@ class Replayer:
         for n in metadata_names(rec.metadata, EXTERNAL, f"call {i} {rec.target}"):
             live = given.get(n) if given is not None else self._tensor(n, False)
             if isinstance(live, torch.Tensor):
-                self._adopt(n, live)
+                self._adopt(n, live, f"call {i} ({rec.target})")
 
     def check_value(self, i: int, rec: m.CallRecord, label: str, got: Any, name: str) -> list[Mismatch]:
         """Compare one replayed value with the recording under the one rule (`compare.reproducible`)."""
         return self._check(i, rec, label, got, name, reproducible(rec.target, rec.metadata, name))
 
-    def _adopt(self, name: str, live: torch.Tensor | None) -> None:
+    def _adopt(self, name: str, live: torch.Tensor | None, where: str) -> None:
         """Chained replay: continue from the recorded value of a nondeterministic op (random numbers, fresh
-        `empty` memory), which no replay reproduces; in place into `live` so its views see it too."""
+        `empty` memory), which no replay reproduces; in place into `live` so its views see it too.
+
+        A `live` whose elements share memory (an `expand`: stride 0, which torch will not copy into) takes the
+        recorded value once per memory location, its first element along each broadcast dimension. An OpwireError
+        naming `where` (the call) when the value cannot be taken."""
         want = self.src.meta(name)
         if want is None or self.src.undefined(name) or _digest_only(want, self.src.nbytes(name)):
             return  # digest traces and undefined values keep no bytes: the replayed value has to do
         recorded = self._payload(name)
-        if live is None:
-            self.live[object_of(name)] = _copy(recorded)  # `recorded` is cached: the live value needs its own
-        elif live.shape == recorded.shape and live.dtype == recorded.dtype:
-            live.copy_(recorded)
+        try:
+            if live is None:
+                self.live[object_of(name)] = _copy(recorded)  # `recorded` is cached: the live value needs its own
+            elif live.shape == recorded.shape and live.dtype == recorded.dtype:
+                _distinct(live, live).copy_(_distinct(recorded, live))
+        except RuntimeError as exc:
+            raise OpwireError(
+                f"{where}: chained replay could not continue from the recorded value of {name!r} "
+                f"({(str(exc).splitlines() or [''])[0]}); replay the trace isolated "
+                "(mode='isolated'; the CLI without --chained)"
+            ) from None
 
     def _check(self, i: int, rec: m.CallRecord, label: str, got: Any, name: str, values: bool) -> list[Mismatch]:
         want = self.src.meta(name)
@@ -287,3 +306,11 @@ def _copy(t: torch.Tensor) -> torch.Tensor:
     out = torch.empty(0, dtype=t.dtype, device=t.device)
     out.set_(storage.clone(), t.storage_offset(), t.shape, t.stride())  # type: ignore[no-untyped-call]
     return out.requires_grad_(t.requires_grad)
+
+
+def _distinct(t: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """`t` with every dimension that `like` broadcasts (stride 0) narrowed to its first element."""
+    for d, (n, s) in enumerate(zip(like.shape, like.stride(), strict=True)):
+        if s == 0 and n > 1:
+            t = t.narrow(d, 0, 1)
+    return t

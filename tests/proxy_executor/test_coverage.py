@@ -25,7 +25,7 @@ _LOSSES = ("CrossEntropyLoss", "KLDivLoss", "SmoothL1Loss")
 _TRAINING = ("AdamW (foreach)", "Adagrad (single)")
 _TRANSFORMERS = ("llama", "bert", "qwen3_moe")  # rope and SDPA, an encoder, a MoE router (transformers' own op)
 _DIFFUSERS = ("DiTTransformer2DModel",)
-_RECORDED = ("llama", "bert")
+_RECORDED = ("llama", "bert", "qwen3_moe")  # qwen3_moe: an expand adopted in chained replay, index_put_
 
 
 def _built(cases: list[ProgramCase], count: int) -> list[ProgramCase]:
@@ -82,6 +82,21 @@ def test_a_sample_of_recorded_model_forward_and_backward_replays_with_no_allow_o
         assert [o.how for o in outcomes] == ["replay chained", "replay isolated"], (case.name, outcomes)
         for outcome in outcomes:
             assert outcome.status == "ok", (case.name, outcome.how, outcome.status, outcome.refused, outcome.detail)
+
+
+@pytest.mark.slow
+def test_a_recorded_moe_forward_and_backward_compares_all_but_its_fresh_buffers() -> None:
+    pytest.importorskip("transformers")
+    import opwire
+    from opwire.recording.definedness import UNDEFINED
+
+    (case,) = [c for c in model_training_cases(("qwen3_moe",)) if c.category.startswith("transformers")]
+    assert case.work is not None
+    with opwire.record() as trace:
+        case.work()
+    uncompared = {r.target for r in trace.records if UNDEFINED in r.metadata}
+    # the routing's inv = empty_like(perm); inv[perm] = arange(n) defines all of inv: only the empty_like itself
+    assert uncompared == {"aten::empty_like.default"}, uncompared
 
 
 def test_without_the_model_libraries_their_corpus_is_empty(monkeypatch: pytest.MonkeyPatch) -> None:
