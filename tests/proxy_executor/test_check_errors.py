@@ -14,6 +14,7 @@ from support.op_call import call_node
 from opwire.errors import BudgetError, KernelError
 from opwire.proxy_executor import ProxyExecutor
 from opwire.proxy_executor.checks import Checks
+from opwire.proxy_executor.write_check import WriteCheck
 
 pytestmark = pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
 
@@ -104,3 +105,9 @@ def test_a_check_that_raises_refuses_the_call_naming_the_node_and_the_check() ->
 def test_a_kernel_error_is_still_the_kernels() -> None:
     with pytest.raises(KernelError, match=r"the kernel raised RuntimeError: .*check the inputs"):
         _run("aten::mm", self=torch.ones(2, 3), mat2=torch.ones(2, 3))
+
+
+def test_the_write_checks_layout_key_takes_a_sparse_compressed_input() -> None:
+    check = WriteCheck({"x": "subgraph 'g' input 'x'"}, (), ["x", "y"])
+    csr, dense = _compressed("csr"), torch.ones(64, 64)
+    assert check.key({"x": csr, "y": dense}) != check.key({"x": dense, "y": dense})
