@@ -37,17 +37,17 @@ def shape_kinds(arguments: Sequence[Any]) -> tuple[tuple[int, str, int], ...]:
 
 
 def shape_key(kinds: tuple[tuple[int, str, int], ...], pos: list[Any], kw: dict[str, Any]) -> list[Any]:
-    """A key of the arguments' shapes and dtypes (tensors), or the values themselves (lists copied to tuples)."""
+    """A key of the tensors' shapes, dtypes and layouts, or the values themselves (lists copied to tuples)."""
     tensor, n = _tensor_type(), len(pos)
     key: list[Any] = []
     for i, name, kind in kinds:
         v = pos[i] if i < n else kw.get(name, _ABSENT)
         if kind == _VALUE and isinstance(v, tensor):
-            key.append((v.shape, v.dtype))  # what output sizes depend on
+            key.append((v.shape, v.dtype, v.layout))  # what output sizes depend on (sparse: a larger bound)
         elif kind == _LIST and type(v) is list:
             key.append(tuple(v))
         elif isinstance(v, (list, tuple)):
-            key.append(tuple([(e.shape, e.dtype) if isinstance(e, tensor) else e for e in v]))
+            key.append(tuple([(e.shape, e.dtype, e.layout) if isinstance(e, tensor) else e for e in v]))
         else:
             key.append(v)
     return key

@@ -47,6 +47,14 @@ def test_a_sparse_compressed_input_is_estimated_at_its_dense_bound(op: str, valu
     _run(op, **args)  # under the budget: the kernel runs
 
 
+def test_a_dense_estimate_is_not_reused_for_a_sparse_input_of_its_shape() -> None:
+    node, env = call_node("aten::to_dense", self=torch.eye(64).t())  # not contiguous: estimated (its input: 0 bytes)
+    executor = ProxyExecutor(max_memory=10_000)
+    executor.call(node, env)
+    with pytest.raises(BudgetError, match=_OVER):  # a new 16 KiB tensor, not the input returned
+        executor.call(node, {k: _compressed("csr") for k in env})
+
+
 def test_a_sparse_compressed_input_under_the_budget_gives_the_kernels_result() -> None:
     (out,) = _run("aten::mm", self=_compressed("csr"), mat2=torch.arange(4096.0).reshape(64, 64)).values()  # type: ignore[attr-defined]
     assert torch.equal(out, torch.arange(4096.0).reshape(64, 64))
