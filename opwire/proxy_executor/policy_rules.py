@@ -214,6 +214,11 @@ FAMILIES: dict[str, tuple[str, re.Pattern[str]]] = {
             r"|^(reflection|replication)_pad[123]d$|^_?adaptive_avg_pool3d_backward$"
         ),
     ),
+    "strided_only": (
+        "the rules every family shares: strided tensors with data (the functional copy of a sparse CSR or CSC "
+        "self is a SIGSEGV whatever src is; the memory estimate's error hid it until it estimated sparse inputs)",
+        re.compile(r"^copy$"),
+    ),
     "foreach": (
         "the tensor lists have one length and hold strided tensors with data (the functional _foreach_copy "
         "clones a oneDNN or sparse CSR tensor into a SIGSEGV)",
