@@ -8,6 +8,9 @@
 - execution memory: before an allocation-heavy node (a factory, or an op with a size-like argument)
   runs, its outputs are computed on the `meta` device (shapes only, nothing allocated) and their bytes
   checked against `max_memory`;
+- a check that itself raises (arguments it did not foresee) refuses the call with a KernelError naming the node
+  and the check (`Checks.before`), so no check lets a foreign exception out; the kernel's own errors are wrapped
+  where it is called (`plan`);
 - fixed-table symbolic ops: operands are int, float, bool or SymInt, and the result matches the
   output member (`as_sym_int` an int, `as_sym_float` a float, `as_sym_bool` a bool).
 """
