@@ -8,6 +8,9 @@
 - execution memory: before an allocation-heavy node (a factory, or an op with a size-like argument)
   runs, its outputs are computed on the `meta` device (shapes only, nothing allocated) and their bytes
   checked against `max_memory`;
+- a check that itself raises (arguments it did not foresee) refuses the call with a KernelError naming the node
+  and the check (`Checks.before`), so no check lets a foreign exception out; the kernel's own errors are wrapped
+  where it is called (`plan`);
 - fixed-table symbolic ops: operands are int, float, bool or SymInt, and the result matches the
   output member (`as_sym_int` an int, `as_sym_float` a float, `as_sym_bool` a bool).
 """
@@ -19,9 +22,10 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from opwire.errors import BindError, BudgetError, KernelError
+from opwire.errors import BindError, BudgetError, KernelError, OpwireError, describe_exception
 from opwire.proxy_executor.estimate import output_bytes, shape_key, shape_kinds
 from opwire.proxy_executor.preconditions import Precondition, precondition_for, refused_value
+from opwire.proxy_executor.size_rules import SIZE_RULES, SizeRule
 from opwire.proxy_executor.targets import Target
 from opwire.proxy_executor.verdicts import Verdicts
 from opwire.schema import models as m
@@ -52,8 +56,8 @@ class Checks:
     """The byte budget of one node's outputs when the node is allocation-heavy, else None."""
     device_arg: bool = False
     """The op takes a `device` argument (a factory): the estimate passes device=meta."""
-    size_rule: Callable[[list[Any], dict[str, Any]], int | None] | None = None
-    """Output bytes of an op with no meta kernel (data-dependent shapes), from its arguments."""
+    size_rule: SizeRule | None = None
+    """Output bytes of an op with no meta kernel (data-dependent shapes), from its arguments (a str: refused)."""
     light: bool = False
     """Every tensor-returning op is estimated, but a light one (pointwise, or one tensor in and not a grower)
     only when its inputs differ in shape or one is expanded (a zero stride): the case where outputs outgrow them."""
@@ -79,34 +83,52 @@ class Checks:
         self.verdicts = self.verdicts or (Verdicts(self.arg_names) if self.precondition is not None else None)
 
     def before(self, fn: Callable[..., Any], pos: list[Any], kw: dict[str, Any]) -> None:
-        """Raise before the kernel runs when a check fails."""
-        key: Any = None
-        if self.precondition is not None and self.verdicts is not None:
-            key = self.verdicts.key(pos, kw)  # the layout: every argument's geometry, dtype, device or value
-            wrong = self.verdicts.check(self.precondition, pos, kw, key)
-            if wrong is not None:
-                raise KernelError(f"{self.where}: refused before the kernel ran: {wrong}")
-        if self.memory is not None:
-            if self.small is not None and self.small(pos, kw):
-                return  # every output element at 16 bytes fits the budget: nothing can go over it
-            if self.light and _same_size_out(self.tensor_args, pos, kw):
-                return  # one shape in, nothing expanded: the outputs are no larger than the inputs
-            key = key if key is not None else shape_key(self.arg_kinds, pos, kw)
-            if self.seen is not None and self.seen[0] == key:
-                need = self.seen[1]
+        """Raise before the kernel runs when a check fails (a check that itself raises refuses the call)."""
+        check = "precondition"
+        try:
+            key: Any = None
+            if self.precondition is not None and self.verdicts is not None:
+                key = self.verdicts.key(pos, kw)  # the layout: every argument's geometry, dtype, device or value
+                wrong = self.verdicts.check(self.precondition, pos, kw, key)
+                if wrong is not None:
+                    raise KernelError(f"{self.where}: refused before the kernel ran: {wrong}")
+            if self.memory is not None:
+                check = "memory estimate"
+                self._estimate(fn, pos, kw, key)
+        except OpwireError:
+            raise
+        except Exception as exc:  # a check's own failure on arguments it did not foresee: never a foreign error
+            raise KernelError(
+                f"{self.where}: refused before the kernel ran: its {check} could not read the arguments "
+                f"({describe_exception(exc)})"
+            ) from exc
+
+    def _estimate(self, fn: Callable[..., Any], pos: list[Any], kw: dict[str, Any], key: Any) -> None:
+        """Raise BudgetError when the node's outputs would go over the budget (`memory` is set)."""
+        assert self.memory is not None
+        if self.small is not None and self.small(pos, kw):
+            return  # every output element at 16 bytes fits the budget: nothing can go over it
+        if self.light and _same_size_out(self.tensor_args, pos, kw):
+            return  # one shape in, nothing expanded: the outputs are no larger than the inputs
+        key = key if key is not None else shape_key(self.arg_kinds, pos, kw)
+        need: int | str | None
+        if self.seen is not None and self.seen[0] == key:
+            need = self.seen[1]
+        else:
+            need = output_bytes(fn, pos, kw, self.device_arg)
+            if need is not None or self.size_rule is None:
+                self.seen = (key, need)  # by shapes; a size rule reads the data: run again on every call
             else:
-                need = output_bytes(fn, pos, kw, self.device_arg)
-                if need is not None or self.size_rule is None:
-                    self.seen = (key, need)  # by shapes; a size rule reads the data: run again on every call
-                else:
-                    need = self.size_rule(pos, kw)
-            if need is not None and need > self.memory:
-                raise BudgetError(
-                    f"{self.where}: the node's outputs would take {need:,} bytes, over the execution-memory "
-                    f"budget of {self.memory:,} bytes (checked before the kernel ran); raise it with "
-                    "max_memory=BYTES (ProxyExecutor, run_program, ProgramRunner)",
-                    "max_memory",
-                )
+                need = self.size_rule(pos, kw)
+        if isinstance(need, str):
+            raise KernelError(f"{self.where}: refused before the kernel ran: {need}")
+        if need is not None and need > self.memory:
+            raise BudgetError(
+                f"{self.where}: the node's outputs would take {need:,} bytes, over the execution-memory "
+                f"budget of {self.memory:,} bytes (checked before the kernel ran); raise it with "
+                "max_memory=BYTES (ProxyExecutor, run_program, ProgramRunner)",
+                "max_memory",
+            )
 
 
 @cache
@@ -114,6 +136,13 @@ def _tensor_type() -> Any:
     from torch import Tensor
 
     return Tensor
+
+
+@cache
+def _strided() -> Any:
+    from torch import strided
+
+    return strided
 
 
 def node_checks(target: Target, node: m.Node, where: str, max_memory: int) -> Checks | None:
@@ -141,7 +170,7 @@ def node_checks(target: Target, node: m.Node, where: str, max_memory: int) -> Ch
     elif not heavy and tensors_in:
         typed = [a for a in schema.arguments if "Tensor" in a.type]
         one_in = len(typed) == 1 and "[]" not in typed[0].type
-        grows = schema.name.partition("::")[2] in _GROWERS or schema.qualname in _SIZE_RULES
+        grows = schema.name.partition("::")[2] in _GROWERS or schema.qualname in SIZE_RULES
         light = not grows and (one_in or _pointwise(target))
         heavy = True
     if pre is None and not heavy:
@@ -150,7 +179,7 @@ def node_checks(target: Target, node: m.Node, where: str, max_memory: int) -> Ch
     if heavy and not tensors_in and not device_arg:
         heavy = False  # no way to place it on meta: nothing to estimate without running it
     tensor_args = tuple((i, a.name) for i, a in enumerate(schema.arguments) if a.type in ("Tensor", "Tensor?"))
-    rule = _SIZE_RULES.get(schema.qualname)
+    rule = SIZE_RULES.get(schema.qualname)
     small = None
     if (
         (light or schema.qualname in _BOUNDED)
@@ -250,54 +279,13 @@ def _same_size_out(tensor_args: tuple[tuple[int, str], ...], pos: list[Any], kw:
         v = pos[i] if i < len(pos) else kw.get(name)
         if not isinstance(v, tensor):
             continue  # None, or a number the converter kept for a 0-dim tensor
-        if not v.is_contiguous():
+        if v.layout is not _strided() or not v.is_contiguous():  # sparse: no strides, estimated as the dense bound
             return False  # expanded (a zero stride) or strided: estimated, once per shape
         if shape is None:
             shape = v.shape
         elif v.shape != shape:
             return False
     return True
-
-
-def _one_hot_bytes(pos: list[Any], kw: dict[str, Any]) -> int | None:
-    x = pos[0] if pos else kw.get("self")
-    n = pos[1] if len(pos) > 1 else kw.get("num_classes", -1)
-    if x is None or n is None:
-        return None
-    if int(n) < 0:  # num_classes=-1: the data decides (its largest value + 1): read it before allocating
-        n = int(x.max()) + 1 if x.numel() else 0
-    return int(x.numel()) * max(int(n), 0) * 8
-
-
-def _nonzero_bytes(pos: list[Any], kw: dict[str, Any]) -> int | None:
-    x = pos[0] if pos else kw.get("self")
-    return None if x is None else int(x.numel()) * max(x.dim(), 1) * 8  # at most every element, int64 coordinates
-
-
-def _bincount_bytes(pos: list[Any], kw: dict[str, Any]) -> int | None:
-    x = pos[0] if pos else kw.get("self")
-    least = int(pos[2] if len(pos) > 2 else kw.get("minlength", 0) or 0)
-    if x is None:
-        return None
-    top = int(x.max()) + 1 if x.numel() else 0  # the data decides the length: read it before allocating
-    return max(top, least, 0) * 8
-
-
-def _repeat_interleave_bytes(pos: list[Any], kw: dict[str, Any]) -> int | None:
-    repeats = pos[0] if pos else kw.get("repeats")
-    if repeats is None or not hasattr(repeats, "sum"):
-        return None
-    return max(int(repeats.sum()), 0) * 8
-
-
-_SIZE_RULES: dict[str, Callable[[list[Any], dict[str, Any]], int | None]] = {
-    "aten::one_hot": _one_hot_bytes,
-    "aten::nonzero": _nonzero_bytes,
-    "aten::argwhere": _nonzero_bytes,
-    "aten::bincount": _bincount_bytes,
-    "aten::repeat_interleave.Tensor": _repeat_interleave_bytes,
-}
-"""Ops whose output shape depends on data (no meta kernel): their output bytes from the arguments."""
 
 
 def check_sym_operands(target: Target, node: m.Node, where: str) -> None:

@@ -49,15 +49,19 @@ def precondition_for(op: str, names: Sequence[str] = ()) -> Precondition | None:
     if family in _OUT_ONLY and not written:
         return None  # a functional overload of an op whose only precondition is on its out= tensors
 
-    def run(pos: list[Any], kw: dict[str, Any]) -> str | None:
+    def run(pos: list[Any], kw: dict[str, Any], meta_ok: bool = False) -> str | None:
         args = Args(zip(order, pos, strict=False))
         args.update(kw)
         try:
-            wrong = unreadable(args, family) if family not in _SPARSE_INPUTS else None
+            wrong = unreadable(args, family, meta_ok) if family not in _SPARSE_INPUTS else None
             return wrong or overlapping_output(args, written) or check(args)
         except _UNREADABLE as exc:  # a value the check cannot read is no value the kernel may trust
             return f"the arguments do not fit the {family} family's precondition ({first_line(exc)})"
 
+    def on_meta(pos: list[Any], kw: dict[str, Any]) -> str | None:
+        return run(pos, kw, True)
+
+    run.on_meta = on_meta  # type: ignore[attr-defined]  # verdicts' re-run on meta copies of passing arguments
     return run
 
 
@@ -70,15 +74,17 @@ _METADATA_WRITERS = frozenset({"as_strided", "resize_as"})
 _UNREADABLE = (RuntimeError, TypeError, ValueError, NotImplementedError, IndexError, OverflowError)
 
 
-def unreadable(args: Args, family: str) -> str | None:
+def unreadable(args: Args, family: str, meta_ok: bool = False) -> str | None:
     """Why a tensor argument of a trusting kernel is not a strided tensor with data (sparse, oneDNN, meta), or None.
 
     The kernels the families guard read their tensors' memory as dense buffers, and their checks read values;
-    a file can make sparse (`to_sparse`), oneDNN (`to_mkldnn`) and meta (`empty(device=meta)`) tensors."""
+    a file can make sparse (`to_sparse`), oneDNN (`to_mkldnn`) and meta (`empty(device=meta)`) tensors.
+    `meta_ok`: the `verdicts` re-run on meta copies of arguments that passed with data (their device is in the
+    layout key), where a meta tensor is the copy and not the file's."""
     tensor, strided = _torch_types()
     for name, v in args.items():  # one pass, no call per element: optimizers' foreach lists hold every parameter
         for t in v if isinstance(v, (list, tuple)) else (v,):
-            if isinstance(t, tensor) and (t.layout is not strided or t.is_meta):
+            if isinstance(t, tensor) and (t.layout is not strided or (t.is_meta and not meta_ok)):
                 kind = "meta" if t.layout is strided else str(t.layout).removeprefix("torch.")
                 return f"{name} is a {kind} tensor; the {family} family's kernels read strided tensors with data"
     return None

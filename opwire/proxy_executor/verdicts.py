@@ -76,7 +76,8 @@ class Verdicts:
 
     def _passes_on_meta(self, pre: Check, pos: list[Any], kw: dict[str, Any]) -> bool:
         try:
-            return pre([_meta(v) for v in pos], {k: _meta(v) for k, v in kw.items()}) is None
+            meta_run = getattr(pre, "on_meta", pre)  # a family check's shared rules would refuse the copies
+            return meta_run([_meta(v) for v in pos], {k: _meta(v) for k, v in kw.items()}) is None
         except Exception:  # a data read (or anything the meta device cannot answer): checked on every call
             self.reads_data = True
             return False

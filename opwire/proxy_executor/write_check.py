@@ -60,11 +60,11 @@ class WriteCheck:
     def key(self, env: Mapping[str, Any]) -> tuple[Any, ...]:
         """The layout of the inputs in `env`: what a passed checking pass holds for."""
         key: list[Any] = [id(env.get(n)) for n in self.fixed]
-        tensor = _torch().Tensor
+        tensor, strided = _torch().Tensor, _torch().strided
         for n in self.shaped:
             v = env.get(n)
-            if isinstance(v, tensor):
-                key.append((v.shape, v.stride(), v.dtype, v.device))
+            if isinstance(v, tensor):  # a sparse tensor (a subgraph's input made by to_sparse_csr) has no strides
+                key.append((v.shape, v.stride() if v.layout is strided else v.layout, v.dtype, v.device))
             else:
                 key.append(v if isinstance(v, _SCALARS) else (type(v), id(v)))
         return tuple(key)

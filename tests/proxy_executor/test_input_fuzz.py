@@ -109,6 +109,17 @@ FOUND: dict[str, tuple[str, str]] = {
         " out=torch.zeros(16).as_strided((1, 2, 6, 6), (1, 1, 1, 1)))",
         "out is written as a dense buffer",
     ),
+    "adaptive_avg_pool3d_backward.grad_input into a zero-stride grad_input (a write past its storage: "
+    "MemoryError, then SIGSEGV, in later cases)": (
+        "x = torch.randn(2, 3, 4, 4, 4)\n"
+        "run('aten::adaptive_avg_pool3d_backward.grad_input', grad_output=torch.randn(2, 3, 2, 2, 2), self=x,"
+        " grad_input=torch.zeros(1).expand(x.shape))",
+        "grad_input is written as a dense buffer: it must be contiguous (or channels-last), got (0, 0, 0, 0, 0)",
+    ),
+    "the functional copy of a sparse CSR self (SIGSEGV; the memory estimate's own error hid it)": (
+        "run('aten::copy', self=torch.eye(3).to_sparse_csr(), src=torch.randn(3, 3))",
+        "self is a sparse_csr tensor; the strided_only family's kernels read strided tensors with data",
+    ),
     "to_sparse_csr with a dense dimension, whose sum with a strided tensor is a SIGSEGV": (
         "run('aten::to_sparse_csr', self=torch.randn(2, 3, 5), dense_dim=1)",
         "dense_dim must be None or 0",

@@ -190,6 +190,7 @@ def _real_work() -> None:
     torch.softmax(x4.detach(), 1, out=out), torch.log_softmax(x4.detach(), 1, out=out)  # _softmax.out's family
     torch.nn.functional.logsigmoid(x4).sum().backward()
     torch.nn.functional.pad(x4, (1, 1, 1, 1), mode="replicate", value=None).sum().backward()
+    torch.ops.aten.copy(torch.empty(2, 3), torch.randn(2, 3))  # what a functionalized graph makes of copy_
     dense = torch.randn(4, 6)
     dense.to_sparse().to_sparse_csr(), dense.to_sparse_csc(), dense.to_sparse_bsr((2, 2)), dense.to_sparse(2)
     params = [torch.randn(3, requires_grad=True), torch.randn(2, 2, requires_grad=True)]

@@ -185,6 +185,7 @@ CHECKS: dict[str, Builder] = {
     "weight_norm": static(_weight_norm),
     "linalg": static(common_rules_only),
     "dense_out": static(common_rules_only),
+    "strided_only": static(common_rules_only),
     "conv_double_backward": static(_conv_double_backward),
 }
 """Family -> its builder."""
