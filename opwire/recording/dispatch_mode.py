@@ -227,6 +227,7 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
             from opwire.recording.distributed.capture import record_call
 
             return record_call(self, func, schema, args, kwargs, target)
+        written: list[tuple[str, Any]] = []
         try:
             bound = bind_arguments(schema, args, kwargs)
             generators = [k for k, v in bound.items() if isinstance(v, torch.Generator)]
@@ -235,7 +236,11 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
             # A generator's state is not part of the trace: the call is recorded as drawing from the default
             # generator and marked, so replay and diff compare its outputs' metadata, not values.
             inputs = self._inputs(schema, {**bound, **dict.fromkeys(generators)}, target)
-        except EncodeError as exc:
+        except EncodeError as exc:  # a skipped call's writes happen outside the trace: what reads them next is
+            for _, value in written:  # a new value, kept whole (a sparse update of a dense weight, SparseAdam's)
+                for t in _tensors_in(value):
+                    if t.layout == torch.strided:
+                        self._bump(t)
             return self._skip(target, str(exc), func(*args, **kwargs))
         for _, value in written:
             for t in _tensors_in(value):
