@@ -164,7 +164,10 @@ class TraceWriter:
             self.tensors += 1
 
         fresh = payload is not None and payload.fresh
-        self._submit(run, payload.nbytes if payload is not None and fresh else 0, _storage_ptr(t) if fresh else None)
+        if fresh and payload is not None and payload.nbytes <= SNAPSHOT_BYTES:
+            payload.take()  # the bytes as they are now: the program may free or reuse the memory outside the dispatcher
+        pending = _storage_ptr(t) if fresh and payload is not None and payload.data is None else None
+        self._submit(run, payload.nbytes if payload is not None and fresh else 0, pending)
         if payload is not None:
             payload.fresh = False
 
@@ -210,7 +213,7 @@ class TraceWriter:
             return
         self.tensor(name, tensors.to_tensor(tv, "cpu", f"tensors[{name!r}]"), True)
 
-    def _store(self, buffer: memoryview) -> str:
+    def _store(self, buffer: memoryview | bytes) -> str:
         """Writer thread: snapshot a payload, hash and write that snapshot unless the file holds those bytes already.
 
         The bytes hashed are the bytes written: memory the program writes meanwhile (another thread, a C++ hook
@@ -218,14 +221,14 @@ class TraceWriter:
         `SNAPSHOT_BYTES` is copied a chunk at a time, each chunk hashed and written, its digest filled in after.
         """
         if len(buffer) <= SNAPSHOT_BYTES:
-            data = bytes(buffer)
+            data = buffer if isinstance(buffer, bytes) else bytes(buffer)
             digest = hashlib.sha256(data).digest()
             if digest not in self._written:
                 self._written.add(digest)
                 self._write(PAYLOAD, digest, zlib.crc32(digest), memoryview(data))
                 self._count_payload(len(data))
             return digest.hex()
-        return self._store_chunked(buffer)
+        return self._store_chunked(memoryview(buffer))
 
     def _store_chunked(self, buffer: memoryview) -> str:
         assert self._f is not None
@@ -282,20 +285,32 @@ class _Job:
 class _Payload:
     """A storage span until the writer thread has hashed and written it, then its digest."""
 
-    __slots__ = ("digest", "fresh", "nbytes", "span")
+    __slots__ = ("data", "digest", "fresh", "nbytes", "span")
 
     def __init__(self, span: Span) -> None:
         self.span: Span | None = span
         self.nbytes = span.nbytes
         self.digest: str | None = None
+        self.data: bytes | None = None  # the snapshot taken on the recording thread (`take`), if any
         self.fresh = True  # not yet counted against the writer's buffer
+
+    def take(self) -> None:
+        """Snapshot the bytes now, on the recording thread, and let the storage go: FSDP2 frees parameter memory
+        with `untyped_storage().resize_(0)` and DDP's reducer writes buckets, both outside the dispatcher, so
+        memory read later by the writer thread could hold other bytes, or none."""
+        assert self.span is not None
+        self.data = bytes(self.span.buffer)
+        self.span = None
 
     def resolve(self, writer: TraceWriter) -> str:
         """The digest (hashing and writing the bytes on first use, then letting the storage go)."""
         if self.digest is None:
-            assert self.span is not None
-            self.digest = writer._store(self.span.buffer)
-            self.span = None
+            if self.data is not None:
+                self.digest, self.data = writer._store(self.data), None
+            else:
+                assert self.span is not None
+                self.digest = writer._store(self.span.buffer)
+                self.span = None
         return self.digest
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -147,3 +148,19 @@ def test_alias_groups_see_the_writes_made_through_their_own_members_only() -> No
     assert not groups.missed(base, 7, 1) and groups.missed(other, 7, 1)
     groups.leave(other)
     assert not groups.missed(other, 7, 2)  # a group forgotten with its last member
+
+
+def test_a_payload_is_the_bytes_at_the_call_even_when_the_memory_is_freed_right_after(tmp_path: Path) -> None:
+    """The writer thread is kept busy (a large payload queued first) while the program frees the memory of a
+    small result outside the dispatcher, as FSDP2's reshard does: the trace still holds the result's bytes,
+    taken on the recording thread (they once read back as whatever the freed memory held, e.g. 2.3e38)."""
+    path = tmp_path / "freed.trace"
+    with opwire.record(path=path) as trace:
+        big = torch.rand(16 << 20) + 1  # 64 MiB to hash and write before the writer reaches `small`
+        small = torch.arange(4096.0) * 3
+        small.untyped_storage().resize_(0)  # freed outside the dispatcher
+        junk = [torch.full((1024,), 7.0) for _ in range(64)]  # new allocations take the freed memory
+        del big, junk
+    (rec,) = [r for r in trace.records if r.target == "aten::mul.Tensor"]
+    (name,) = tensor_names(rec.outputs[0])
+    assert torch.equal(trace.source.load(name, "cpu"), torch.arange(4096.0) * 3)  # not 7s
