@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 import weakref
 from typing import Any
 
@@ -17,6 +18,11 @@ import torch
 __all__ = ["Locator"]
 
 _SKIP = (os.path.dirname(torch.__file__) + os.sep, os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep)
+# modules whose frames only wrap a call: `@deprecated` (typing_extensions, and warnings from Python 3.13), which
+# torch puts on `dist.all_gather_into_tensor` and friends; the caller is the line to show
+_WRAPPERS = frozenset(
+    os.path.abspath(m.__file__) for m in (sys.modules.get("typing_extensions"), warnings) if m and m.__file__
+)
 
 
 class Locator:
@@ -73,7 +79,7 @@ class Locator:
             hit = internal.get(code)
             if hit is None:
                 name = code.co_filename
-                hit = internal[code] = name.startswith(_SKIP) or name.startswith("<")
+                hit = internal[code] = name.startswith(_SKIP) or name.startswith("<") or name in _WRAPPERS
             if not hit:
                 name = code.co_filename
                 shown = name[len(self._cwd) :] if name.startswith(self._cwd) else name
