@@ -36,7 +36,10 @@ from opwire.recording.source import TraceSource
 from opwire.schema import models as m
 from opwire.schema.refs import tensor_names
 
-__all__ = ["ANOTHER_RANK", "INHERITED", "LOCAL", "MAX_CHECKED", "Verdict", "origins", "values_differ"]
+__all__ = [
+    "ANOTHER_RANK", "INHERITED", "LOCAL", "MAX_CHECKED", "Verdict", "any_undefined", "flat_names", "origins",
+    "values_differ",
+]  # fmt: skip
 
 LOCAL = "local"
 INHERITED = "inherited"
@@ -179,7 +182,7 @@ def values_differ(
 ) -> bool:  # fmt: skip
     """Whether recorded tensors (names, nested lists of names) differ between two traces: in number, layout or
     value. An unreadable payload is an OpwireError."""
-    flat_a, flat_b = _flat(names_a), _flat(names_b)
+    flat_a, flat_b = flat_names(names_a), flat_names(names_b)
     if len(flat_a) != len(flat_b):
         return True
     for nx, ny in zip(flat_a, flat_b, strict=True):
@@ -196,5 +199,11 @@ def values_differ(
     return False
 
 
-def _flat(names: list[Any]) -> list[str]:
-    return [n for x in names for n in (_flat(x) if isinstance(x, list) else [x])]
+def flat_names(names: Any) -> list[str]:
+    """The tensor names of a recorded argument list (names, nested lists of names), in order."""
+    return [n for x in names for n in (flat_names(x) if isinstance(x, list) else [str(x)])]
+
+
+def any_undefined(src: TraceSource, names: Any) -> bool:
+    """Whether some of these recorded tensors hold no defined byte in `src` (a marker: they may differ unseen)."""
+    return any(src.undefined(n) for n in flat_names(names))

@@ -25,7 +25,7 @@ from opwire.errors import DecodeError
 from opwire.recording.distributed.run import Run
 from opwire.recording.distributed.sequence import CollectiveCall, collective_calls
 from opwire.recording.distributed.share import Share
-from opwire.recording.origin import ANOTHER_RANK, INHERITED, LOCAL, values_differ
+from opwire.recording.origin import ANOTHER_RANK, INHERITED, LOCAL, any_undefined, values_differ
 from opwire.recording.recorder import Trace
 from opwire.recording.source import TraceSource
 from opwire.recording.trace_diff import CallDifference, OnlyIn, OpDiff, TraceDiff, diff_traces, relabel, set_origins
@@ -216,13 +216,6 @@ def _culprit(
             continue
         if values_differ(src_a[q], src_b[q], ca.inputs, cb.inputs, rtol, atol):
             return q
-        if _undefined(src_a[q], ca.inputs) or _undefined(src_b[q], cb.inputs):
+        if any_undefined(src_a[q], ca.inputs) or any_undefined(src_b[q], cb.inputs):
             unknown.append(q)
     return None if not unknown else unknown[0] if len(unknown) == 1 else -1
-
-
-def _undefined(src: TraceSource, names: Any) -> bool:
-    """Whether some of these recorded tensors (names, nested lists of names) hold no defined byte (a marker)."""
-    if isinstance(names, list):
-        return any(_undefined(src, x) for x in names)
-    return src.undefined(str(names))

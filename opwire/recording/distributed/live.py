@@ -49,6 +49,7 @@ from opwire.recording.distributed.ranks import check_ranks
 from opwire.recording.distributed.replay_run import RunReplay
 from opwire.recording.distributed.run import Run
 from opwire.recording.distributed.sequence import collective_calls
+from opwire.recording.origin import flat_names
 from opwire.recording.replay_worker import report_from_dict, worker_report
 from opwire.recording.report import Mismatch, OpStats, ReplayReport
 from opwire.recording.source import TraceSource
@@ -334,7 +335,7 @@ def _collective(
     runner.take_external(i, rec)
     got = run_collective(call, groups, ranks, lambda n: runner._tensor(n, False), src.meta)
     found: list[Mismatch] = []
-    for k, (name, t) in enumerate(zip(_flat(call.outputs), got, strict=False)):
+    for k, (name, t) in enumerate(zip(flat_names(call.outputs), got, strict=False)):
         runner.live[object_of(name)] = t
         found += runner.check_value(i, rec, f"output [{k}]", t, name)
     return found
@@ -344,7 +345,3 @@ def _names(arg: m.Argument) -> list[str]:
     from opwire.schema.refs import tensor_names
 
     return tensor_names(arg)
-
-
-def _flat(names: Any) -> list[str]:
-    return [x for n in names for x in (_flat(n) if isinstance(n, list) else [n])]

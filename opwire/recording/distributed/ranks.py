@@ -24,6 +24,7 @@ from opwire.recording.distributed.run import Run
 from opwire.recording.distributed.scan import RankTensors, calls_of, groups_of, summarize
 from opwire.recording.distributed.sequence import CollectiveCall
 from opwire.recording.distributed.share import Share
+from opwire.recording.origin import any_undefined, flat_names
 from opwire.schema import models as m
 from opwire.serde import json
 
@@ -151,14 +152,14 @@ def _numeric(check: _Check, tensors: RankTensors) -> m.RanksFinding | None:
         a, b, tag = check.p2p
         sc, rc = check.calls
         assert sc is not None and rc is not None
-        tensors.prefetch({sc.rank: _flat(sc.inputs), rc.rank: _flat(rc.outputs)})
+        tensors.prefetch({sc.rank: flat_names(sc.inputs), rc.rank: flat_names(rc.outputs)})
         bad = check_p2p(sc, rc, tensors.load)
         if bad is None:
             return None
         detail = f"rank {b} {bad.what} from rank {a} (tag {tag}): {bad.detail}"
         return _finding("numeric", check.group, check.seq, rc, [b], check.indexes, detail)
     present = [c for c in check.calls if c is not None]
-    tensors.prefetch({c.rank: _flat(c.inputs) for c in present})
+    tensors.prefetch({c.rank: flat_names(c.inputs) for c in present})
     found = check_collective(present, tensors.load, tensors.key)
     if not found:
         return None
@@ -168,11 +169,7 @@ def _numeric(check: _Check, tensors: RankTensors) -> m.RanksFinding | None:
 
 def _undefined_input(check: _Check, tensors: RankTensors) -> bool:
     """Whether some rank's recorded input to this collective holds no defined byte (written outside the trace)."""
-    return any(tensors.source(c.rank).undefined(n) for c in check.calls if c is not None for n in _flat(c.inputs))
-
-
-def _flat(names: Any) -> list[str]:
-    return [x for n in names for x in (_flat(n) if isinstance(n, list) else [str(n)])]
+    return any(any_undefined(tensors.source(c.rank), c.inputs) for c in check.calls if c is not None)
 
 
 def _disagreeing(
