@@ -168,6 +168,13 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
 
         return freed
 
+    def _bump_written(self, written: list[tuple[str, Any]]) -> None:
+        """The next call writes these arguments: `_bump` each strided tensor (a sparse one has no storage)."""
+        for _, value in written:
+            for t in _tensors_in(value):
+                if t.layout == torch.strided:
+                    self._bump(t)
+
     def _bump(self, t: torch.Tensor) -> None:
         """The next call writes to `t`'s storage: later reads of every value on it get new names."""
         key = _storage_key(t)
@@ -237,14 +244,9 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
             # generator and marked, so replay and diff compare its outputs' metadata, not values.
             inputs = self._inputs(schema, {**bound, **dict.fromkeys(generators)}, target)
         except EncodeError as exc:  # a skipped call's writes happen outside the trace: what reads them next is
-            for _, value in written:  # a new value, kept whole (a sparse update of a dense weight, SparseAdam's)
-                for t in _tensors_in(value):
-                    if t.layout == torch.strided:
-                        self._bump(t)
+            self._bump_written(written)  # a new value, kept whole (a sparse update of a dense weight, SparseAdam's)
             return self._skip(target, str(exc), func(*args, **kwargs))
-        for _, value in written:
-            for t in _tensors_in(value):
-                self._bump(t)
+        self._bump_written(written)
         out = func(*args, **kwargs)
         self._moved_by(reads)
         self._track(target, reads, out, written)
