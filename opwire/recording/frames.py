@@ -12,7 +12,6 @@ go through a reused buffer into SHA-256, never into a tensor. `ScanSource` is th
 from __future__ import annotations
 
 import hashlib
-import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +19,7 @@ from opwire.errors import DecodeError
 from opwire.recording.source import StreamSource, TraceSource
 from opwire.recording.stream import TraceReader, is_stream
 from opwire.schema import models as m
-from opwire.serde import budgets, tensors, thrift
+from opwire.serde import budgets, tensors
 
 if TYPE_CHECKING:
     import torch
@@ -80,10 +79,8 @@ class FrameReader(TraceReader):
         if kind not in (b"T", b"F") or idx.header is None or size > _LIGHT:
             super()._take(idx, kind, body, size, check, pos)
             return
-        data = self._f.read(size)
         member = "tensor" if kind == b"T" else "freed"
-        if zlib.crc32(data) != check:
-            raise DecodeError(f"{self.source}: corrupt {member} frame at byte {pos} (CRC-32 check failed)")
+        data = self._crc_checked(self._f.read(size), check, member, pos)
         self._read_bytes += size
         if self._read_bytes > self.max_bytes:
             what = f"{self.source}: bytes of the frames decoded on open"
@@ -110,23 +107,16 @@ class FrameReader(TraceReader):
     ) -> m.TraceFrame:
         if self._memo is None or member not in ("record", "tensor"):
             return super()._decode(body, size, check, member, pos, budget)
-        self._f.seek(body)
-        data = self._f.read(size)
-        if zlib.crc32(data) != check:
-            raise DecodeError(f"{self.source}: corrupt {member} frame at byte {pos} (CRC-32 check failed)")
+        data = self._frame_bytes(body, size, check, member, pos)
         frame = self._memo.pop(data, None)  # the other reader's, decoded from these bytes (each used once)
         if frame is None:
-            where = f"{self.source}@{pos}"
-            frame = thrift.decode(data, m.TraceFrame, "compact", framed=False, source=where, max_elements=budget)
-            self._memo[data] = frame
-        if getattr(frame, member) is None:
-            raise DecodeError(f"{self.source}: the {member} frame at byte {pos} holds a {frame.type}")
-        return frame
+            frame = self._memo[data] = self._parse(data, pos, budget)
+        return self._member(frame, member, pos)
 
     def _record_target(self, body: int, size: int, check: int, pos: int) -> str | None:
         data = self._f.read(size) if size <= _HEAD_BYTES else b""
-        if data and zlib.crc32(data) != check:
-            raise DecodeError(f"{self.source}: corrupt record frame at byte {pos} (CRC-32 check failed)")
+        if data:
+            self._crc_checked(data, check, "record", pos)
         if not data:
             self._f.seek(body)
             data = self._f.read(_HEAD_BYTES)

@@ -157,12 +157,25 @@ class TraceReader:
     def _decode(
         self, body: int, size: int, check: int, member: str, pos: int, budget: budgets.Budget | int
     ) -> m.TraceFrame:
+        data = self._frame_bytes(body, size, check, member, pos)
+        return self._member(self._parse(data, pos, budget), member, pos)
+
+    def _frame_bytes(self, body: int, size: int, check: int, member: str, pos: int) -> bytes:
+        """The body of the frame at byte `pos`, its CRC-32 checked."""
         self._f.seek(body)
-        data = self._f.read(size)
+        return self._crc_checked(self._f.read(size), check, member, pos)
+
+    def _crc_checked(self, data: bytes, check: int, member: str, pos: int) -> bytes:
         if zlib.crc32(data) != check:
             raise DecodeError(f"{self.source}: corrupt {member} frame at byte {pos} (CRC-32 check failed)")
+        return data
+
+    def _parse(self, data: bytes, pos: int, budget: budgets.Budget | int) -> m.TraceFrame:
         where = f"{self.source}@{pos}"
-        frame = thrift.decode(data, m.TraceFrame, "compact", framed=False, source=where, max_elements=budget)
+        return thrift.decode(data, m.TraceFrame, "compact", framed=False, source=where, max_elements=budget)
+
+    def _member(self, frame: m.TraceFrame, member: str, pos: int) -> m.TraceFrame:
+        """`frame`, refused when it is not the kind of frame its index entry says."""
         if getattr(frame, member) is None:
             raise DecodeError(f"{self.source}: the {member} frame at byte {pos} holds a {frame.type}")
         return frame
