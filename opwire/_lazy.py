@@ -42,10 +42,3 @@ def lazy_getattr(package: str, path: Iterable[str], names: Mapping[str, str]) ->
 
     return __getattr__
 
-
-def moved_module(old: str, new: str) -> None:
-    """Make module `old` an alias of `new` (a renamed module), warning once that the old path is deprecated."""
-    import warnings
-
-    warnings.warn(f"{old} moved to {new}; import it from there", DeprecationWarning, stacklevel=3)
-    sys.modules[old] = importlib.import_module(new)

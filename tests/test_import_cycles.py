@@ -120,43 +120,43 @@ def test_the_checker_sees_a_cycle_hidden_in_a_function() -> None:
 
 
 def test_no_two_modules_share_a_name() -> None:
-    """A module's name says its one job: no two opwire modules are called the same (deprecated aliases aside)."""
+    """A module's name says its one job: no two opwire modules are called the same."""
     seen: dict[str, list[str]] = {}
     for path in ROOT.rglob("*.py"):
-        if path.name in ("__init__.py", "__main__.py") or "moved_module(__name__" in path.read_text(encoding="utf-8"):
+        if path.name in ("__init__.py", "__main__.py"):
             continue
         seen.setdefault(path.stem, []).append(str(path.relative_to(ROOT)))
     assert {k: v for k, v in seen.items() if len(v) > 1} == {}
 
 
-def test_renamed_modules_still_import_with_a_warning() -> None:
-    import importlib
-    import json
-    import subprocess
-    import sys
+def _is_shim(tree: ast.Module) -> bool:
+    """A module whose body is only imports (and `__all__`, a docstring, an `if`): a re-export of other modules."""
+    body = [n for n in tree.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+    for node in body:
+        if isinstance(node, ast.Import | ast.ImportFrom | ast.If):
+            continue
+        if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            continue
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):  # a call such as `alias(__name__, ...)`
+            continue
+        return False
+    return bool(body)
 
-    shims = {}
-    for old in ROOT.rglob("*.py"):
-        text = old.read_text(encoding="utf-8")
-        if "moved_module(__name__" in text:
-            shims[_module_name(old)] = text.split('moved_module(__name__, "')[1].split('"')[0]
-    assert shims
-    # one fresh process imports every old name once (none is loaded yet there) and reports what each warned
-    code = (
-        "import importlib, json, sys, warnings\n"
-        "said = {}\n"
-        "for name in sys.argv[1:]:\n"
-        "    with warnings.catch_warnings(record=True) as caught:\n"
-        "        warnings.simplefilter('always')\n"
-        "        importlib.import_module(name)\n"
-        "    said[name] = [str(w.message) for w in caught if issubclass(w.category, DeprecationWarning)]\n"
-        "print(json.dumps(said))\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code, *sorted(shims)], capture_output=True, text=True, check=True)
-    said = json.loads(done.stdout)
-    for old_name, new_name in shims.items():
-        assert any(f"moved to {new_name}" in message for message in said[old_name]), (old_name, said[old_name])
-        assert importlib.util.find_spec(new_name) is not None, new_name
+
+def test_no_rename_shims() -> None:
+    """No shims at 0.x: a renamed module is imported from its new home everywhere (CHANGELOG.md says where)."""
+    shims = [
+        str(p.relative_to(ROOT.parent))
+        for p in sorted(ROOT.rglob("*.py"))
+        if p.name not in ("__init__.py", "__main__.py") and _is_shim(ast.parse(p.read_text(encoding="utf-8")))
+    ]
+    assert shims == [], f"modules that only re-export others (import from the real module and delete these): {shims}"
+
+
+def test_the_shim_check_sees_a_re_export() -> None:
+    assert _is_shim(ast.parse('"""Moved."""\nfrom a import b\n__all__ = ["b"]\n'))
+    assert _is_shim(ast.parse("from x import moved\nmoved(__name__, 'y')\n"))
+    assert not _is_shim(ast.parse("from a import b\n\ndef f() -> int:\n    return b\n"))
 
 
 # DESIGN.md's own spelling for the IDL models (`m.Node`, `m.Graph`), used by users, docs and tests alike

@@ -142,7 +142,7 @@ def _verify(obj: Any, path: Path) -> str:
         obj.pt2.verify()
         return "every blob's CRC-32 matches" if hasattr(obj.pt2, "table") else "every entry's CRC-32 matches"
     if isinstance(obj, StreamedTrace):
-        from opwire.recording.stream import TraceReader
+        from opwire.recording.stream_reader import TraceReader
 
         with TraceReader(path) as reader:
             payloads, records = reader.verify()
@@ -164,7 +164,7 @@ def _verify(obj: Any, path: Path) -> str:
 
 def _summarize_stream(path: Path) -> dict[str, Any]:
     """Summarize a streamed trace from its frame index (records are decoded, payloads are not read)."""
-    from opwire.recording.stream import TraceReader  # the reader alone: `opwire.load_trace` imports torch
+    from opwire.recording.stream_reader import TraceReader  # the reader alone: `opwire.load_trace` imports torch
 
     with TraceReader(path) as trace:
         h = trace.header

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from opwire.errors import DecodeError
 from opwire.recording.source import StreamSource, TraceSource
-from opwire.recording.stream import TraceReader, is_stream
+from opwire.recording.stream_frames import is_stream
+from opwire.recording.stream_reader import TraceReader
 from opwire.schema import models as m
 from opwire.serde import budgets, tensors
 

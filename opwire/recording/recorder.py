@@ -26,7 +26,8 @@ from opwire.recording.locate import Locator
 from opwire.recording.progress import Progress
 from opwire.recording.sinks import MemorySink
 from opwire.recording.source import ModelSource, StreamSource, TraceSource
-from opwire.recording.stream import TraceWriter, is_stream
+from opwire.recording.stream_frames import is_stream
+from opwire.recording.stream_writer import TraceWriter
 from opwire.schema import models as m
 from opwire.schema.models import SCHEMA_VERSION
 from opwire.serde.outfiles import write_output

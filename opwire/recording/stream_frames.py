@@ -1,7 +1,17 @@
 """Framing of streamed traces: the frame kinds, the frame header, and sniffing a file's first bytes.
 
-Each frame is `kind u8 | body length u64 BE | check u32 BE | body` (docs/wire-format.md, "Streamed traces");
-`stream_writer` writes them, `stream_reader` indexes and reads them.
+File layout (docs/wire-format.md, "Streamed traces"): opwire's header (codec compact, root type
+`TraceFrame`), then frames until the end of the file. Each frame is
+
+    kind u8 | body length u64 BE | check u32 BE | body
+
+`P` frames hold a payload: its SHA-256 (32 bytes) and the bytes (check: CRC-32 of the digest; the digest
+checks the bytes). Every other kind holds one `TraceFrame` in compact Thrift (check: CRC-32 of the body):
+`H` header, `S` op schema, `T` tensor, `R` record, `F` freed objects, `E` end, `g` a process group (records
+1.2; lowercase so older readers skip it). A frame that a record names comes before the record. A file
+without its `E` frame was cut (a crash, a full disk): the reader reads every whole frame before the cut and
+says where the trace ends. Unknown kinds in lowercase are skipped (room for optional additions); any other
+unknown kind is refused. `stream_writer` writes the frames, `stream_reader` indexes and reads them.
 """
 
 from __future__ import annotations

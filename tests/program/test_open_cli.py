@@ -57,5 +57,4 @@ def test_serde_never_reaches_the_opener_or_the_executor() -> None:
     graph = grimp.build_graph("opwire")
     for upper in ("opwire.program", "opwire.proxy_executor"):
         chains = graph.find_shortest_chains(importer="opwire.serde", imported=upper, as_packages=True)
-        # the one deprecated alias (opwire.serde.signature) is the only way up, and it is not imported by serde
-        assert chains <= {("opwire.serde.signature", "opwire.program.signature")}
+        assert chains == set(), chains

@@ -86,15 +86,3 @@ def test_unregistered_pytree_types_are_named() -> None:
     )
     assert unregistered_pytree_types(spec) == ["my.pkg.Output"]
     assert unregistered_pytree_types("not json") == []
-
-
-def test_the_old_module_path_still_imports_with_a_deprecation_warning() -> None:
-    import importlib
-    import sys
-
-    sys.modules.pop("opwire.serde.signature", None)
-    with pytest.warns(DeprecationWarning, match=r"opwire\.serde\.signature moved to opwire\.program\.signature"):
-        old = importlib.import_module("opwire.serde.signature")
-    from opwire.program.signature import program_signature
-
-    assert old.program_signature is program_signature

@@ -12,7 +12,7 @@ import opwire
 from opwire.errors import DecodeError
 from opwire.recording.frames import FrameReader, ScanSource, first_string, open_source
 from opwire.recording.source import StreamSource
-from opwire.recording.stream import TraceReader
+from opwire.recording.stream_reader import TraceReader
 from opwire.recording.trace_diff import diff_traces
 
 _FRAME = struct.Struct(">cQI")

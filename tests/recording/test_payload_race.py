@@ -20,8 +20,8 @@ import torch
 import opwire
 from opwire.cli import main
 from opwire.errors import DecodeError
-from opwire.recording import stream, stream_writer
-from opwire.recording.stream import TraceReader
+from opwire.recording import stream_writer
+from opwire.recording.stream_reader import TraceReader
 
 
 class _RacingHashlib:
@@ -68,11 +68,11 @@ def _record_racing(path: Path, monkeypatch: pytest.MonkeyPatch, numel: int) -> t
             bucket.sum()
     assert racing.raced
     hashed = (torch.arange(numel, dtype=torch.float32) + 1).view(torch.uint8)
-    hashed[stream.SNAPSHOT_BYTES :] = 0  # a chunked payload: the chunks after the first were hashed zeroed
+    hashed[stream_writer.SNAPSHOT_BYTES :] = 0  # a chunked payload: the chunks after the first were hashed zeroed
     return hashed.view(torch.float32)
 
 
-@pytest.mark.parametrize("numel", [64, (stream.SNAPSHOT_BYTES // 4) + 3], ids=["snapshot", "chunked"])
+@pytest.mark.parametrize("numel", [64, (stream_writer.SNAPSHOT_BYTES // 4) + 3], ids=["snapshot", "chunked"])
 def test_a_payload_written_while_it_is_hashed_is_stored_as_hashed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, numel: int
 ) -> None:

@@ -12,7 +12,7 @@ import torch
 
 import opwire
 from opwire.errors import DecodeError, OpwireWarning
-from opwire.recording.stream import TraceReader
+from opwire.recording.stream_reader import TraceReader
 from opwire.schema import models as m
 
 _LAYOUTS = {

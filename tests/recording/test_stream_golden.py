@@ -7,7 +7,8 @@ from pathlib import Path
 import torch
 from support.golden_bytes import check_golden
 
-from opwire.recording.stream import TraceReader, TraceWriter
+from opwire.recording.stream_reader import TraceReader
+from opwire.recording.stream_writer import TraceWriter
 from opwire.schema import models as m
 
 

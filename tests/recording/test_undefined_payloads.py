@@ -19,7 +19,8 @@ import opwire
 from opwire.cli import main
 from opwire.errors import DecodeError
 from opwire.recording.definedness import UNDEFINED
-from opwire.recording.stream import TraceReader, TraceWriter
+from opwire.recording.stream_reader import TraceReader
+from opwire.recording.stream_writer import TraceWriter
 from opwire.schema import models as m
 
 BUCKET = 1 << 16  # float32 elements: 256 KiB of `empty` memory

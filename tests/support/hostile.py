@@ -515,7 +515,7 @@ def _escaped_quotes(work: Work) -> Path:
 def tensor_frames_trace(work: Work, n: int = 300_000) -> Path:
     """Issue 16: a streamed trace of `n` tensor frames (47 bytes each: 14 MB for 300k) that cost +1 GB at
     open when each frame had a fresh budget. Built from one encoded frame with the name's digits replaced."""
-    from opwire.recording.stream import ROOT
+    from opwire.recording.stream_frames import ROOT
     from opwire.schema import models as m
     from opwire.serde import framing, thrift
 

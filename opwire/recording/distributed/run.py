@@ -81,7 +81,7 @@ class Run:
         self._groups: list[m.TraceProcessGroup] | None = None
 
     def _header(self, rank: int) -> m.TraceDistributed:
-        from opwire.recording.stream import read_stream_header
+        from opwire.recording.stream_frames import read_stream_header
 
         where = rank_file(self.path, rank)
         header = read_stream_header(where)  # the header frame alone: a run is validated without scanning it
