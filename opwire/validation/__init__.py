@@ -9,7 +9,8 @@ data), `bccheck` (two snapshots compared).
 from __future__ import annotations
 
 from opwire.validation.bccheck import BcChange, BcReport, bc_check
-from opwire.validation.findings import CODES, Finding, Severity
+from opwire.validation.catalog import CODES
+from opwire.validation.findings import Finding, Severity
 from opwire.validation.snapshot import load_snapshot, snapshot_ops
 from opwire.validation.validate import OpReport, validate_op
 

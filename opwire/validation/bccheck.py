@@ -20,7 +20,8 @@ from opwire.proxy_executor.default_policy import DefaultPolicy
 from opwire.schema import models as m
 from opwire.schema import ops
 from opwire.serde.json import to_jsonable
-from opwire.validation.findings import CODES, EFFECT_ORDER, EFFECT_SEVERITY, Effect, Severity
+from opwire.validation.catalog import CODES
+from opwire.validation.findings import EFFECT_ORDER, EFFECT_SEVERITY, Effect, Severity
 from opwire.validation.snapshot import load_snapshot, snapshot_ops
 
 __all__ = ["BcChange", "BcReport", "Effect", "TorchVerdict", "bc_check"]

@@ -20,7 +20,8 @@ from typing import Any
 import torch
 
 from opwire.errors import OpValidationError, describe_exception
-from opwire.validation.findings import Finding, finding, samples_text
+from opwire.validation.catalog import finding
+from opwire.validation.findings import Finding, samples_text
 
 __all__ = ["SampleInputs", "fix_for", "load_sample_inputs", "opcheck_findings"]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from opwire.recording.report import Mismatch, ReplayReport
 from opwire.schema import models as m
-from opwire.validation.findings import finding
+from opwire.validation.catalog import finding
 
 __all__ = ["replay_findings"]
 

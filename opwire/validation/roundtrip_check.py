@@ -15,8 +15,9 @@ from typing import Any
 
 from opwire.errors import OpwireError, OpwireWarning, describe_exception
 from opwire.proxy_executor.default_policy import DefaultPolicy
-from opwire.validation.findings import CODES as CATALOG
-from opwire.validation.findings import Finding, finding, samples_text
+from opwire.validation.catalog import CODES as CATALOG
+from opwire.validation.catalog import finding
+from opwire.validation.findings import Finding, samples_text
 
 __all__ = ["CODES", "roundtrip_findings"]
 

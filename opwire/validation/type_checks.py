@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from opwire.schema import ops
 from opwire.schema.ops import OpArg, OpSchema, SchemaType
-from opwire.validation.findings import Finding, finding
+from opwire.validation.catalog import finding
+from opwire.validation.findings import Finding
 
 __all__ = ["aoti_findings", "generator_findings", "serializability_findings"]
 

@@ -18,7 +18,8 @@ from opwire.schema import models as m
 from opwire.schema.ops import OpSchema, op_schema
 from opwire.serde.json import to_jsonable
 from opwire.validation import dispatch_keys
-from opwire.validation.findings import Finding, Severity, finding
+from opwire.validation.catalog import finding
+from opwire.validation.findings import Finding, Severity
 from opwire.validation.opcheck import SampleInputs, opcheck_findings
 from opwire.validation.roundtrip_check import roundtrip_findings
 from opwire.validation.type_checks import aoti_findings, generator_findings, serializability_findings

@@ -20,7 +20,7 @@ from opwire.recording.compare import Difference, compare_scalar, compare_tensor
 from opwire.schema import models as m
 from opwire.schema.refs import value_names
 from opwire.serde import dumps, objects
-from opwire.validation.findings import node_finding
+from opwire.validation.catalog import node_finding
 from opwire.view.model import node_names
 from opwire.view.overlays import findings_document
 

@@ -15,7 +15,8 @@ import torch
 import opwire
 from opwire.errors import OpValidationError
 from opwire.schema import models as m
-from opwire.validation.findings import CODES, Severity, finding, node_finding
+from opwire.validation.catalog import CODES, finding, node_finding
+from opwire.validation.findings import Severity
 from opwire.validation.validate import OpReport, validate_op
 
 ROOT = Path(__file__).resolve().parents[2]
