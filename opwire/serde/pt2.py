@@ -22,6 +22,7 @@ from opwire.errors import DecodeError
 from opwire.schema import models as m
 from opwire.serde import _pt2_payload, budgets
 from opwire.serde._mapping import MAPPABLE, Buffer, MappedFile, view_tensor
+from opwire.serde._pt2_layout import Pt2Layout, read_layout
 from opwire.serde._pt2_write import write
 from opwire.serde.archive import ZipArchive
 
@@ -30,9 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Pt2Archive", "open", "read", "read_program", "write"]
 
-_LEGACY_PROGRAM = "serialized_exported_program.json"
 _ALIGN = 64  # torch's zip writer aligns every entry's data to 64 bytes; others are copied, not mapped
-_LEGACY_PICKLES = {"weights": "serialized_state_dict.pt", "constants": "serialized_constants.pt"}
 
 
 class Pt2Archive:
@@ -64,54 +63,12 @@ class Pt2Archive:
         #: entries stored pickled, as (kind, name, entry) - reported, loaded only with allow_pickle
         self.pickled: list[tuple[str, str, str]] = []
         try:
-            self.layout, self._root = self._detect_layout()
-            self.model = self._pick_model(model)
+            self._where: Pt2Layout = read_layout(self._infos, self._bytes, self._src, model)
         except BaseException:
             self._zip.close()
             raise
-
-    # -- layout -----------------------------------------------------------------------------
-    def _detect_layout(self) -> tuple[str, str]:
-        if _LEGACY_PROGRAM in self._infos:
-            return "legacy", ""
-        roots = {n.split("/", 1)[0] for n in self._infos if "/" in n}
-        for root in sorted(roots):
-            if f"{root}/archive_format" in self._infos:
-                fmt = self._bytes(f"{root}/archive_format").strip()
-                if fmt != b"pt2":
-                    raise DecodeError(f"{self._src}: archive_format is {fmt[:20]!r}, expected b'pt2'")
-                self._check_version(root)
-                return "pt2", root + "/"
-        raise DecodeError(
-            f"{self._src}: a zip archive but not one torch.export.save wrote (no archive_format and no "
-            f"{_LEGACY_PROGRAM}); expected a .pt2 export archive"
-        )
-
-    def _check_version(self, root: str) -> None:
-        name = f"{root}/archive_version"
-        version = self._bytes(name).strip() if name in self._infos else b"0"
-        if version != b"0":
-            raise DecodeError(
-                f"{self._src}: archive_version is {version[:20]!r}; this opwire reads pt2 archive version 0 "
-                f"(torch 2.8 to 2.13). Re-save it with torch.export.save from a matching torch",
-                name,
-            )
-
-    def _pick_model(self, model: str | None) -> str:
-        if self.layout == "legacy":
-            return model or "model"
-        prefix = f"{self._root}models/"
-        names = sorted(n[len(prefix) : -5] for n in self._infos if n.startswith(prefix) and n.endswith(".json"))
-        if model is None and names:
-            model = "model" if "model" in names else names[0] if len(names) == 1 else None
-            if model is None:
-                raise DecodeError(f"{self._src}: holds several programs ({', '.join(names)}); name one with model=")
-        if model not in names:
-            what = f"no program `{model}`" if model else "no exported program (models/*.json)"
-            aoti = any(n.startswith(f"{self._root}data/aotinductor/") for n in self._infos)
-            hint = " - it holds only AOTInductor artifacts" if aoti and not names else ""
-            raise DecodeError(f"{self._src}: {what}{hint}; programs: {', '.join(names) or 'none'}")
-        return model
+        self.layout = self._where.layout  # "pt2" (torch's current layout) or "legacy"
+        self.model = self._where.model  # the program read (the name of its `models/<model>.json`)
 
     # -- entries ----------------------------------------------------------------------------
     def _bytes(self, name: str) -> bytes:
@@ -127,8 +84,7 @@ class Pt2Archive:
     @cached_property
     def program_json(self) -> bytes:
         """The program's JSON bytes, exactly as stored (torch's `models/<model>.json`)."""
-        name = _LEGACY_PROGRAM if self.layout == "legacy" else f"{self._root}models/{self.model}.json"
-        return self._bytes(name)
+        return self._bytes(self._where.program)
 
     @cached_property
     def program(self) -> m.ExportedProgram:
@@ -140,9 +96,9 @@ class Pt2Archive:
     def _config(self, kind: str) -> dict[str, m.PayloadMeta]:
         from opwire.serde import json
 
-        name = f"{self._root}data/{kind}/{self.model}_{kind}_config.json"
+        name = self._where.config(kind)
         if name not in self._infos:
-            if self._single_file(kind) in self._infos:
+            if self._where.single_file(kind) in self._infos:
                 return {}
             raise DecodeError(f"{self._src}: missing entry `{name}` (the {kind} index)", name)
         return json.decode(self._bytes(name), m.PayloadConfig, source=f"{self._src}:{name}").config
@@ -162,7 +118,7 @@ class Pt2Archive:
         meta = entries.get(name)
         if meta is None:
             raise DecodeError(f"{self._src}: no {kind[:-1]} named {name!r}; known: {', '.join(entries)}", name)
-        entry = f"{self._root}data/{kind}/{meta.path_name}"
+        entry = self._where.tensor(kind, meta.path_name)
         where = f"{kind}[{name!r}]"
         if meta.use_pickle:
             return self._pickled_tensor(entry, where)
@@ -227,7 +183,7 @@ class Pt2Archive:
         meta = entries.get(name)
         if meta is None:
             raise DecodeError(f"{self._src}: no {kind[:-1]} named {name!r}; known: {', '.join(entries)}", name)
-        entry = f"{self._root}data/{kind}/{meta.path_name}"
+        entry = self._where.tensor(kind, meta.path_name)
         where = f"{kind}[{name!r}]"
         if meta.use_pickle or not MAPPABLE:
             return tensors.to_tensor(self._tensor(kind, name), device, where)
@@ -248,7 +204,7 @@ class Pt2Archive:
             self._mapped.check()
         out: list[dict[str, torch.Tensor]] = []
         for kind in ("weights", "constants"):
-            single = self._single_file(kind)
+            single = self._where.single_file(kind)
             if self.layout == "legacy" or single in self._infos:
                 table = self._pickled_table(kind, single)
                 out.append({k: tensors.to_tensor(v, device, f"{kind}[{k!r}]") for k, v in table.items()})
@@ -309,14 +265,8 @@ class Pt2Archive:
             opwire_version=__version__,
         )
 
-    def _single_file(self, kind: str) -> str:
-        """Entry holding all weights/constants as one torch.save pickle (legacy layouts)."""
-        if self.layout == "legacy":
-            return _LEGACY_PICKLES[kind]
-        return f"{self._root}data/{kind}/{self.model}.pt"
-
     def _tensors(self, kind: str) -> dict[str, m.TensorValue]:
-        entry = self._single_file(kind)
+        entry = self._where.single_file(kind)
         if self.layout == "legacy" or entry in self._infos:
             return self._pickled_table(kind, entry)
         read = self.weight if kind == "weights" else self.constant
@@ -336,10 +286,7 @@ class Pt2Archive:
         return {str(k): _to_value(v, self._src, entry, f"{kind}[{k!r}]") for k, v in table.items()}
 
     def _example_inputs(self) -> tuple[list[m.Value] | None, dict[str, m.Value] | None]:
-        if self.layout == "legacy":
-            entry = "serialized_example_inputs.pt"
-        else:
-            entry = f"{self._root}data/sample_inputs/{self.model}.pt"
+        entry = self._where.example_inputs
         if entry not in self._infos or self._infos[entry].file_size == 0:
             return None, None
         if not self.allow_pickle:
