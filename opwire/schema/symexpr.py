@@ -7,7 +7,8 @@ module accepts only what torch's export writes: both the `srepr` form torch 2.13
 (`s0 + 1`, `Max(2, s1)`, `FloorDiv(s0, 2)`): symbols, numbers, `+ - * / // % **`, comparisons, `& | ~`,
 calls of the functions in `FUNCTIONS` (derived from torch: see symexpr_gen.py),
 sympy assumption keywords, and quoted strings only as the name of a `Symbol` or the digits of a `Float`.
-Constant subexpressions are folded here with a bound on their size, so sympy never meets a huge power.
+Constant subexpressions are folded here (by the rules of symexpr_fold.py) with a bound on their size, so
+sympy never meets a huge power.
 `check_expr` raises ValueError with the position of the first problem; the models run it on every
 `SymExpr.expr_str`, so decoding turns it into a DecodeError with the path.
 """
@@ -20,13 +21,13 @@ import re
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 
+from opwire.schema.symexpr_fold import MAX_CONST_BITS, Val, fold_add, fold_mul, fold_pow, fold_shrink, symbolic
 from opwire.schema.symexpr_names import PRINTED_FUNCTIONS, TORCH_FUNCTIONS
 
 __all__ = [
     "CONSTANTS",
     "FUNCTIONS",
     "KEYWORDS",
-    "MAX_CONST_BITS",
     "MAX_EXPR_CHARS",
     "MAX_EXPR_DEPTH",
     "MAX_FLOAT_PRECISION",
@@ -39,9 +40,6 @@ MAX_EXPR_CHARS = 100_000
 MAX_EXPR_DEPTH = 30
 """Deepest nesting of parentheses, calls, unary operators and powers accepted (sympy's parser and this one
 recurse on it; torch's expressions nest a handful of levels)."""
-
-MAX_CONST_BITS = 1024
-"""Largest constant (in bits) a constant subexpression may fold to; a SymInt is 64 bits."""
 
 MAX_FLOAT_PRECISION = MAX_CONST_BITS
 """Largest `Float(..., precision=)` accepted, in bits (torch writes 53; sympy's arithmetic grows with it)."""
@@ -97,10 +95,6 @@ def _tokens(text: str) -> Iterator[_Tok]:
     yield _Tok("end", "", end)
 
 
-# A parsed value: None when symbolic, else an int or float constant (folded with a size bound).
-_Val = int | float | None
-
-
 class _Parser:
     def __init__(self, text: str) -> None:
         self._gen = _tokens(text)  # lazily: the first problem in reading order is the one reported
@@ -138,7 +132,7 @@ class _Parser:
         if self.depth > MAX_EXPR_DEPTH:
             raise self.fail(f"nesting deeper than {MAX_EXPR_DEPTH}")
 
-    def chain(self, ops: Collection[str], operand: Callable[[], _Val], fold: Callable[[str, _Val, _Val], _Val]) -> _Val:
+    def chain(self, ops: Collection[str], operand: Callable[[], Val], fold: Callable[[str, Val, Val], Val]) -> Val:
         """`operand (op operand)*` for the binary operators `ops` of one precedence level, folded left to right."""
         v = operand()
         while self.tok.kind == "op" and self.tok.text in ops:
@@ -147,13 +141,13 @@ class _Parser:
         return v
 
     # precedence, lowest first: | & ~ comparisons + - * / // % unary ** atoms
-    def expr(self) -> _Val:
-        return self.chain(("|",), self.and_, _symbolic)
+    def expr(self) -> Val:
+        return self.chain(("|",), self.and_, symbolic)
 
-    def and_(self) -> _Val:
-        return self.chain(("&",), self.not_, _symbolic)
+    def and_(self) -> Val:
+        return self.chain(("&",), self.not_, symbolic)
 
-    def not_(self) -> _Val:
+    def not_(self) -> Val:
         if self.tok.text == "~" and self.tok.kind == "op":
             self.take()
             self.enter()
@@ -162,18 +156,18 @@ class _Parser:
             return None
         return self.compare()
 
-    def compare(self) -> _Val:
-        return self.chain(_COMPARE, self.sum_, _symbolic)
+    def compare(self) -> Val:
+        return self.chain(_COMPARE, self.sum_, symbolic)
 
-    def sum_(self) -> _Val:
-        return self.chain(("+", "-"), self.product, lambda _op, a, b: _fold_add(a, b))
+    def sum_(self) -> Val:
+        return self.chain(("+", "-"), self.product, lambda _op, a, b: fold_add(a, b))
 
-    def product(self) -> _Val:
+    def product(self) -> Val:
         return self.chain(
-            ("*", "/", "//", "%"), self.unary, lambda op, a, b: _fold_mul(a, b) if op == "*" else _fold_shrink(a, b)
+            ("*", "/", "//", "%"), self.unary, lambda op, a, b: fold_mul(a, b) if op == "*" else fold_shrink(a, b)
         )
 
-    def unary(self) -> _Val:
+    def unary(self) -> Val:
         if self.tok.kind == "op" and self.tok.text in ("-", "+"):
             neg = self.take().text == "-"
             self.enter()
@@ -182,17 +176,17 @@ class _Parser:
             return -v if neg and v is not None else v
         return self.power()
 
-    def power(self) -> _Val:
+    def power(self) -> Val:
         base = self.atom()
         if self.tok.kind == "op" and self.tok.text == "**":
             t = self.take()
             self.enter()
             exp = self.unary()  # right-associative, binds tighter than unary minus on its left
             self.depth -= 1
-            return _fold_pow(base, exp, t.pos)
+            return fold_pow(base, exp, t.pos)
         return base
 
-    def atom(self) -> _Val:
+    def atom(self) -> Val:
         t = self.tok
         if t.kind == "num":
             self.take()
@@ -211,7 +205,7 @@ class _Parser:
             return _bare_name(t)
         raise self.fail("expected a number, a symbol, a call or '('")
 
-    def call(self, name: _Tok) -> _Val:
+    def call(self, name: _Tok) -> Val:
         if name.text not in FUNCTIONS:
             raise ValueError(
                 f"{name.text!r} at position {name.pos} is not a function torch's export writes "
@@ -227,8 +221,8 @@ class _Parser:
         self.expect(")")
         return v
 
-    def function_args(self, name: _Tok) -> _Val:
-        values: list[_Val] = []
+    def function_args(self, name: _Tok) -> Val:
+        values: list[Val] = []
         while not (self.tok.kind == "op" and self.tok.text == ")"):
             if self.keyword_arg():
                 pass
@@ -239,18 +233,18 @@ class _Parser:
             elif not (self.tok.kind == "op" and self.tok.text == ")"):
                 raise self.fail("expected ',' or ')'")
         if name.text in ("Pow", "PowByNatural", "FloatPow") and len(values) == 2:
-            return _fold_pow(values[0], values[1], name.pos)
+            return fold_pow(values[0], values[1], name.pos)
         if name.text == "LShift" and len(values) == 2:  # a * 2**b
-            return _fold_mul(values[0], _fold_pow(2, values[1], name.pos))
+            return fold_mul(values[0], fold_pow(2, values[1], name.pos))
         if name.text == "Mul" and values and all(v is not None for v in values):
-            acc: _Val = 1
+            acc: Val = 1
             for v in values:
-                acc = _fold_mul(acc, v)
+                acc = fold_mul(acc, v)
             return acc
         if name.text == "Add" and values and all(v is not None for v in values):
             acc = 0
             for v in values:
-                acc = _fold_add(acc, v)
+                acc = fold_add(acc, v)
             return acc
         return None
 
@@ -277,7 +271,7 @@ class _Parser:
             )
         return True
 
-    def literal_call(self, name: _Tok) -> _Val:
+    def literal_call(self, name: _Tok) -> Val:
         """Symbol('s0', ...), Integer(5), Float('1.5', precision=53), Rational(1, 2): atoms of srepr."""
         if name.text == "Symbol":
             s = self.take()
@@ -292,7 +286,7 @@ class _Parser:
                 inner = s.text[1:-1]
                 if not re.fullmatch(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?inf|nan", inner):
                     raise ValueError(f"expected digits in Float at position {s.pos}, got {s.text!r}")
-                value: _Val = 1.0
+                value: Val = 1.0
             else:
                 value = self.signed_number()
             self.rest_keywords()
@@ -304,7 +298,7 @@ class _Parser:
             return 1.0  # a bounded fraction
         return first
 
-    def signed_number(self) -> _Val:
+    def signed_number(self) -> Val:
         neg = self.tok.kind == "op" and self.tok.text == "-"
         if neg:
             self.take()
@@ -321,7 +315,7 @@ class _Parser:
                 raise self.fail("expected an assumption keyword (name=True)")
 
 
-def _number(t: _Tok) -> _Val:
+def _number(t: _Tok) -> Val:
     if re.fullmatch(r"\d+", t.text):
         if len(t.text) > MAX_CONST_BITS // 3:
             raise ValueError(f"integer literal of {len(t.text)} digits at position {t.pos}")
@@ -329,75 +323,12 @@ def _number(t: _Tok) -> _Val:
     return float(t.text)
 
 
-def _bare_name(t: _Tok) -> _Val:
+def _bare_name(t: _Tok) -> Val:
     if t.text in CONSTANTS:
         return None
     if t.text in FUNCTIONS or t.text in _RESERVED or t.text.startswith("_") or not _SYMBOL.match(t.text):
         raise ValueError(f"{t.text!r} at position {t.pos} is not a symbol name torch's export writes")
     return None
-
-
-def _symbolic(_op: str, _a: _Val, _b: _Val) -> _Val:
-    """Comparisons and logic: a truth value, never a large constant."""
-    return None
-
-
-def _bits(v: _Val) -> int:
-    if v is None:
-        return 0
-    if isinstance(v, float):
-        return 64
-    return abs(v).bit_length()
-
-
-def _bounded(v: int, pos: int | None = None) -> int:
-    if v.bit_length() > MAX_CONST_BITS:
-        raise ValueError(f"a constant of more than {MAX_CONST_BITS} bits" + (f" at position {pos}" if pos else ""))
-    return v
-
-
-def _fold_add(a: _Val, b: _Val) -> _Val:
-    if a is None or b is None:
-        return None
-    if isinstance(a, float) or isinstance(b, float):
-        return 1.0
-    return _bounded(a + b)
-
-
-def _fold_mul(a: _Val, b: _Val) -> _Val:
-    if a is None or b is None:
-        return None
-    if isinstance(a, float) or isinstance(b, float):
-        return 1.0
-    if _bits(a) + _bits(b) > MAX_CONST_BITS + 1:
-        raise ValueError(f"a constant product of more than {MAX_CONST_BITS} bits")
-    return _bounded(a * b)
-
-
-def _fold_shrink(a: _Val, b: _Val) -> _Val:
-    """Division and modulo: the result is no larger than the left operand."""
-    if a is None or b is None:
-        return None
-    return a if isinstance(a, int) else 1.0
-
-
-def _fold_pow(base: _Val, exp: _Val, pos: int) -> _Val:
-    """`base ** exp`: symbolic when either side is; a constant only within MAX_CONST_BITS."""
-    if exp is None:
-        return None
-    if isinstance(exp, float):
-        if abs(exp) > MAX_CONST_BITS:
-            raise ValueError(f"an exponent of {exp} at position {pos} (at most {MAX_CONST_BITS})")
-        return None if base is None else 1.0
-    if abs(exp) > MAX_CONST_BITS:
-        raise ValueError(f"an exponent of {exp} at position {pos} (at most {MAX_CONST_BITS})")
-    if base is None or isinstance(base, float):
-        return None if base is None else 1.0
-    if exp < 0:
-        return 1.0
-    if _bits(base) * exp > MAX_CONST_BITS + 1:
-        raise ValueError(f"a power of more than {MAX_CONST_BITS} bits at position {pos}")
-    return _bounded(base**exp, pos)
 
 
 def check_expr(text: str) -> str:

@@ -9,7 +9,8 @@ import pytest
 
 import opwire
 from opwire.schema import models as m
-from opwire.schema.symexpr import MAX_CONST_BITS, MAX_EXPR_DEPTH, check_expr
+from opwire.schema.symexpr import MAX_EXPR_DEPTH, check_expr
+from opwire.schema.symexpr_fold import MAX_CONST_BITS
 from opwire.serde import DecodeError
 
 ACCEPTED = [
