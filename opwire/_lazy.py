@@ -41,4 +41,3 @@ def lazy_getattr(package: str, path: Iterable[str], names: Mapping[str, str]) ->
         return value
 
     return __getattr__
-

@@ -1,12 +1,9 @@
-"""The dispatch mode behind `opwire.record`: one `CallRecord` per dispatcher call, tensors named by identity.
+"""The dispatch mode behind `opwire.record`: one `CallRecord` per dispatcher call it is asked to record.
 
-A tensor's trace name is `t<N>` for the N-th tensor object seen, `t<N>.<k>` for its k-th later value
-(after a recorded call wrote to its storage: an in-place op, or a write through a view), so a name says
-both which object and which value: chained replay
-maps `t<N>` to one live tensor (views and in-place writes keep their aliasing), isolated replay
-rebuilds each value from its own payload. A value goes to the sink when it is first seen (the stream sink
-writes it to disk then), so nothing is kept alive for the trace; a tensor object that the program frees
-is reported to the sink, so a chained replay can let go of it too.
+Each call's arguments and results are named by `tensor_names.TensorNames` (`t<N>` per tensor object, `t<N>.<k>`
+per later value); before and after the call the mode works out what it reads and leaves defined (memory
+allocated uninitialised, written where no mode saw, moved by `resize_`), so the record says which of its
+values a replay can rebuild.
 """
 
 from __future__ import annotations
@@ -14,7 +11,6 @@ from __future__ import annotations
 import fnmatch
 import sys
 import warnings
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,33 +40,20 @@ from opwire.recording.storages import Addresses
 from opwire.recording.storages import storage_key as _storage_key
 from opwire.recording.subclasses import in_fake_mode, wraps_any
 from opwire.recording.subclasses import unwrap_async as _unwrap_async
+from opwire.recording.tensor_names import TensorNames
 from opwire.schema import models as m
 from opwire.schema.ops import OpSchema, op_schema
 
-__all__ = ["DEFAULT_EXCLUDE", "RecorderMode", "object_of", "target_name"]
+__all__ = ["DEFAULT_EXCLUDE", "RecorderMode", "target_name"]
 
 DEFAULT_EXCLUDE: tuple[str, ...] = ("profiler::*",)
 """Ops never recorded: profiler markers pass opaque objects and do no work."""
-
-
-def object_of(name: str) -> str:
-    """The tensor-object part of a trace tensor name (`t3.2` -> `t3`)."""
-    return name.partition(".")[0]
 
 
 def target_name(func: Any) -> str:
     """ "namespace::name.overload" of an OpOverload (the default overload spelled `default`)."""
     schema = func._schema
     return f"{schema.name}.{schema.overload_name or 'default'}"
-
-
-@dataclass
-class _Obj:
-    ref: weakref.ref[torch.Tensor]
-    number: int
-    storage: int
-    group: int
-    versions: dict[int, str] = field(default_factory=dict)
 
 
 class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
@@ -95,18 +78,13 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
         self.progress = progress
         self.locator = locator
         self.calls = 0
-        self._full: dict[str, bool] = {}  # name -> whether its bytes were kept (else a digest)
-        self._objs: dict[int, _Obj] = {}
-        self._count = 0
         self._schemas: dict[Any, OpSchema] = {}
         self._wanted: dict[Any, bool] = {}
-        # storage -> how many recorded calls wrote to it (torch's _version is bumped above the dispatch mode)
-        self._generation: dict[int, int] = {}
-        self._dead: list[str] = []  # objects freed since the last record
         self._warned: set[str] = set()  # ops already warned about as skipped
         self.defs = Definedness()
         self.addresses = Addresses()
         self.aliases = AliasGroups()
+        self.names = TensorNames(sink, digest, self.defs, self.addresses, self.aliases)
         self._tracked = False  # the current call's results are in `defs` (set by `_track`, reset by `_defined`)
         from opwire.recording.distributed.capture import CollectiveRecorder
 
@@ -125,48 +103,8 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
 
     # ----------------------------------------------------------------------------------- naming
     def _name(self, t: torch.Tensor, produced: bool) -> str:
-        """The trace name of `t`'s current value; a new value is handed to the sink now (bytes or digest)."""
-        t = _unwrap_async(t)
-        obj = self._objs.get(id(t))
-        key = _storage_key(t)
-        if obj is None or obj.ref() is not t:
-            self._count += 1
-            group = self.aliases.join(self._count, key, produced)
-            obj = _Obj(weakref.ref(t, self._freed_callback(id(t), self._count, key, group)), self._count, key, group)
-            self._objs[id(t)] = obj
-            self.addresses.hold(key, t)
-        version = self._generation.get(key, 0)
-        self.aliases.named(obj.group, key, version, produced)
-        name = obj.versions.get(version)
-        if name is None:
-            k = len(obj.versions)
-            name = f"t{obj.number}" if k == 0 else f"t{obj.number}.{k}"
-            # an input is named before its call, a result after `_track` (then `defs` says what the call left)
-            if (self._tracked or not produced) and self.defs.blank(t):
-                self.sink.undefined(name, t)  # no defined byte: nothing to keep (a partly defined value is kept)
-                full = True
-            else:
-                full = not (produced and self.digest)
-                self.sink.tensor(name, t, full, (key, version))
-            obj.versions[version] = name
-            self._full[name] = full
-        elif not produced and not self._full[name]:
-            self.sink.tensor(name, t, True, (key, version))  # a value read again must be rebuildable
-            self._full[name] = True
-        return name
-
-    def _freed_callback(self, ident: int, number: int, storage: int, group: int) -> Any:
-        dead, objs, addresses, aliases = self._dead, self._objs, self.addresses, self.aliases
-
-        def freed(ref: weakref.ref[torch.Tensor]) -> None:
-            dead.append(f"t{number}")
-            addresses.release(storage)
-            aliases.leave(group)
-            obj = objs.get(ident)
-            if obj is not None and obj.ref is ref:
-                del objs[ident]
-
-        return freed
+        """The trace name of `t`'s current value (see `TensorNames.name`)."""
+        return self.names.name(t, produced, self._tracked)
 
     def _bump_written(self, written: list[tuple[str, Any]]) -> None:
         """The next call writes these arguments: `_bump` each strided tensor (a sparse one has no storage)."""
@@ -177,14 +115,10 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
 
     def _bump(self, t: torch.Tensor) -> None:
         """The next call writes to `t`'s storage: later reads of every value on it get new names."""
-        key = _storage_key(t)
-        self._generation[key] = self._generation.get(key, 0) + 1
-        self.sink.before_write(t)
+        self.names.bump(t)
 
     def _append(self, rec: m.CallRecord) -> None:
-        if self._dead:
-            dead, self._dead[:] = list(self._dead), []
-            self.sink.freed(dead)
+        self.finish()
         if self.locator is not None:
             where, module = self.locator.source(), self.locator.module()
             if where:
@@ -197,9 +131,9 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
             self.progress.update()
 
     def finish(self) -> None:
-        """Hand the last freed objects to the sink."""
-        if self._dead:
-            dead, self._dead[:] = list(self._dead), []
+        """Hand the objects freed since the last record to the sink."""
+        dead = self.names.take_freed()
+        if dead:
             self.sink.freed(dead)
 
     # --------------------------------------------------------------------------------- dispatch
@@ -292,12 +226,7 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
                 key = _storage_key(t)
                 reads.keys.add(key)
                 reads.tensors.append(t)
-                obj = self._objs.get(id(t))
-                if (
-                    obj is not None
-                    and obj.ref() is t
-                    and self.aliases.missed(obj.group, key, self._generation.get(key, 0))
-                ):
+                if self.names.missed(t, key):
                     reads.external.append(t)  # written through an alias the replay cannot know of
                 if self.addresses.moved(key, t):
                     self.defs.fresh(t, True)

@@ -19,12 +19,12 @@ from opwire.proxy_executor.run_budgets import check_time, time_limit
 from opwire.proxy_executor.targets import resolve
 from opwire.recording.compare import Difference, Errors, compare_scalar, compare_tensor, reproducible
 from opwire.recording.definedness import EXTERNAL, metadata_names
-from opwire.recording.dispatch_mode import object_of
 from opwire.recording.mutations import written_arguments
 from opwire.recording.progress import Progress
 from opwire.recording.replay_nodes import NodeShapes
 from opwire.recording.report import Mismatch, OpStats, ReplayReport
 from opwire.recording.source import TraceSource
+from opwire.recording.tensor_names import object_of
 from opwire.schema import models as m
 from opwire.schema.refs import tensor_names
 

@@ -14,9 +14,9 @@ from typing import Any
 import torch
 
 from opwire.errors import DecodeError
-from opwire.recording.dispatch_mode import object_of
 from opwire.recording.payloads import span_of, tensor_value
 from opwire.recording.stream_reader import TraceReader
+from opwire.recording.tensor_names import object_of
 from opwire.schema import models as m
 from opwire.schema.refs import tensor_names
 from opwire.serde import tensors

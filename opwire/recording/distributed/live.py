@@ -40,7 +40,6 @@ from opwire.proxy_executor.executor import ProxyExecutor
 from opwire.proxy_executor.isolate import Child, in_process, run_in_child
 from opwire.proxy_executor.sandbox import Limits, default_max_memory
 from opwire.recording.compare import Errors
-from opwire.recording.dispatch_mode import object_of
 from opwire.recording.distributed.collectives import is_distributed_op
 from opwire.recording.distributed.execute import run_collective
 from opwire.recording.distributed.launch import launch_info
@@ -53,6 +52,7 @@ from opwire.recording.origin import flat_names
 from opwire.recording.replay_worker import report_from_dict, worker_report
 from opwire.recording.report import Mismatch, OpStats, ReplayReport
 from opwire.recording.source import TraceSource
+from opwire.recording.tensor_names import object_of
 from opwire.schema import models as m
 from opwire.serde import json
 from opwire.serde.json import to_jsonable
