@@ -2,6 +2,22 @@
 
 The codecs load eagerly (they need only pydantic); executor-level names load on first use, so
 `import opwire.schema` never imports the executor.
+
+Modules:
+    __main__: `python -m opwire` (what `torchrun -m opwire record ...` runs in every rank)
+    _generated: the drift check and the write shared by the generators of committed, torch-derived tables
+    _lazy: lazy faces: a package's names and public modules load on first attribute access
+    _version: `__version__` (every layer may read it; nothing imports the face for it)
+    cli: the `opwire` command, one module per subcommand
+    demo: `make demo`: two built-in models exported, put on the wire and brought back
+    errors: the exception hierarchy and `OpwireWarning`, importable by every layer
+    program: the one opener: a path, bytes, a model or a torch program becomes an opened, typed object
+    proxy_executor: serialized calls bound to op schemas and run through torch's dispatcher; `run_program`
+    recording: recording operator calls, the trace formats, replay, comparison and trace diff
+    schema: the Thrift IDL and what is derived from it: the generated models, the op-schema table
+    serde: codecs (JSON, Thrift binary/compact), the .pt2 and .opw archives, tensors, the torch bridge
+    validation: `validate_op`, the findings catalog, op-library snapshots, bc-check
+    view: `opwire view`: a program as one self-contained interactive HTML page
 """
 
 from __future__ import annotations

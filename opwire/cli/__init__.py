@@ -6,6 +6,25 @@ Each command module defines `add_parser(subparsers)` and sets `func` to a functi
 The parser is built from `COMMANDS`, a table of each subcommand's module and one-line summary: `main` imports
 only the module of the command chosen on the command line (none for `opwire --help` or `--version`), and every
 other command is listed from its summary, so a command pays for its own imports and nobody else's.
+
+Modules:
+    __main__: `python -m opwire.cli`
+    convert_cmd: `opwire convert`: programs and archives between JSON, Thrift, .pt2 and .opw
+    diff_cmd: `opwire diff`: two traces, or two run directories, compared call by call
+    exec_cmd: `opwire exec`: every node of an extern-node file run in order
+    exec_flags: the execution-policy flags `exec`, `run` and `replay` share (`--allow-op`, `--timeout`, ...)
+    inspect_cmd: `opwire inspect`: a summary of a program, extern-node file, trace or archive
+    ops_cmd: `opwire ops validate|snapshot|bc-check|policy`: op validation and the op policy's verdicts
+    options: options every command shares: the user's op libraries (`--import`, `--load-library`), `--device`
+    output: how every `--json` prints: an IDL record through opwire's JSON codec
+    ranks_cmd: `opwire ranks`: the ranks of a distributed run against each other
+    record_cmd: `opwire record`: every operator call a script makes, recorded
+    replay_cmd: `opwire replay`: a trace replayed through the proxy executor, and what differs
+    run_cmd: `opwire run`: a serialized program run node by node
+    schema_cmd: `opwire schema diff`: IDL changes and the version bump each needs
+    values: the inputs files of `run` and `exec`, and values as JSON
+    view_cmd: `opwire view`: a program or extern-node file as an interactive HTML page
+    wording: errors in command-line words instead of the library's Python advice
 """
 
 from __future__ import annotations

@@ -2,7 +2,15 @@
 
 `open(source, expect=...)` judges a file by its first bytes and what it holds, within the decoding
 budgets, and returns an `OpenedProgram` (programs and archives, opened lazily) or the file's own kind
-(extern nodes, traces, snapshots, Values, findings). `signature` says what a program takes and returns.
+(extern nodes, traces, snapshots, Values, findings).
+
+Modules:
+    containers: the containers recognised by a file's first bytes (a zip, Thrift with opwire's header, JSON)
+    kinds: what `open` can return: the kinds of file opwire reads, by name, and the handles of two of them
+    opened: `OpenedProgram`: a program or archive opened lazily, owner of everything derived from it
+    opener: `open`: paths, bytes, models and torch programs to a typed, opened object
+    signature: what a program takes and returns, read from its graph signature alone
+    specs: the pytree specs of a program's top-level call, read by opwire's own parser
 """
 
 from __future__ import annotations

@@ -1,13 +1,42 @@
 """Bind serialized operator calls to op schemas and invoke kernels through torch's dispatcher.
 
-`executor` (ProxyExecutor), `targets` (what a file may name), `plan` (one node bound once), `context`
-(operators and subgraphs an argument names), `convert` (Argument -> Python value), `outputs` (results ->
-serialized outputs), `policy` (who fills omitted defaults), `flat` (AOTInductor's flattened convention),
-`graph` (run_program: a whole program node by node), `safety` (the execution policy: refused ops),
-`budgets` (while_loop iterations, wall time, i64 symbolic arithmetic).
-
 The names that need torch load on first use, so `opwire.proxy_executor.default_policy` (which the CLI's
 parsers read) imports no torch.
+
+Modules:
+    allowlist: the op policy a file's ops are checked against: `allowlist.txt`, derived by `opset_source`
+    aoti: AOTInductor's flattened calling convention for one bound node (`call_function`)
+    bound: a graph bound once into node plans, kept honest about in-place edits
+    checks: what a bound node checks in its run: argument values, preconditions, output memory
+    child_stderr: the isolated child's stderr (warnings, a crash's last words), printed by the parent
+    context: what an argument names beyond values: dispatcher ops (`as_operator`), subgraphs (`as_graph`)
+    convert: serialized `Argument` members to Python values, one converter per member
+    default_policy: `DefaultPolicy`: who fills an argument a serialized call leaves out
+    estimate: a node's output bytes computed on the `meta` device, and the shape key they are kept by
+    exec_policy: `ExecPolicy`: which ops a file may call, and the execution budgets
+    executor: `ProxyExecutor`: serialized operator calls run through torch's dispatcher
+    graphchecks: whole-graph checks made when a graph is bound, before any node runs
+    guard: `RunGuard`: what a run may not leave behind (RNG state, grad mode, torch modes)
+    isolate: a file's work run in a sandboxed child process, its results brought back as bytes
+    isolate_program: `ProgramRunner`/`run_program` with `isolate=True`: the program runs in a sandboxed child
+    landlock: Landlock for the isolated child: read-only access to what it needs
+    opset_source: the op policy derived from torch's registry by rule (`--check` compares it with the committed one)
+    outputs: kernel results to serialized outputs: tensors and symbolic values by name, constants checked
+    persistent: the persistent isolated runner: one sandboxed child serving every call of a `ProgramRunner`
+    plan: one serialized node bound to its target once: a reusable plan of converters
+    policy_report: what the op policy says of one op, and why
+    policy_rules: the reviewed rules that place every ATen op in one class of the op policy
+    precondition_families: one checked precondition per family of kernels that trust indices, offsets, companions
+    preconditions: the checks admitted kernels need before they run, and argument values refused for every op
+    run_budgets: execution budgets: `while_loop` iterations, wall time, i64 symbolic arithmetic
+    runner: `run_program` and `ProgramRunner`: a serialized ExportedProgram run node by node
+    sandbox: the isolated child's confinement: descriptors, terminal, Landlock, rlimits, seccomp
+    shared_values: values in shared memory between the persistent child and its parent
+    size_rules: output sizes of ops whose data decides their outputs' shapes
+    syscalls: the isolated child's seccomp allowlist: syscall -> why it is allowed
+    targets: which callables a node may name: dispatcher ops through `torch.ops`, plus one fixed table
+    verdicts: precondition verdicts remembered by argument layout (for checks that read no tensor data)
+    write_check: undeclared writes into protected inputs, found by storage and bytes
 """
 
 from __future__ import annotations

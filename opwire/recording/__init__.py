@@ -1,12 +1,40 @@
 """Record the operator calls of eager code, replay them through the proxy executor, compare the results.
 
-`recorder` (record, Trace, load_trace), `mode` (the dispatch mode that sees each call), `arguments`
-(Python values -> serialized arguments), `payloads` (tensor bytes and digests of a trace), `replayer`
-(replay), `report` (ReplayReport and its text), `compare` (tensor and scalar comparison), `replay_nodes`
-(trace records as nodes), `stream` (the streamed trace format), `source` (one read interface over both
-trace forms), `sinks` (where the recorder writes), `locate` (source lines and module names), `diff`
-(trace against trace), `progress` (the terminal progress bar), `replay_worker` (a parallel replay process),
-`distributed` (runs under torchrun: one trace per rank, `opwire ranks`, replay and diff of run directories).
+The names that need torch load on first use; reading a streamed trace (`stream_reader.TraceReader`, what
+`opwire inspect` does) needs none.
+
+Modules:
+    aliases: which recorded tensor objects a chained replay holds as views of one another
+    align: two call sequences aligned as a diff tool does (prefix, suffix, anchors, minimal edit script)
+    arguments: Python values of a live dispatcher call to `Argument`s, the member picked from the schema/ops.py table
+    compare: a replayed value against what the trace recorded: dtype, shape, strides, then values or digests
+    coverage_writes: which bytes of a storage a write covers (a strided view's elements, an indexed write's positions)
+    definedness: which recorded values have defined content, and which were written where no dispatch mode sees
+    dispatch_mode: `RecorderMode`, the dispatch mode behind `record`: one `CallRecord` per dispatcher call
+    distributed: runs under torch.distributed: one trace per rank, `opwire ranks`, replay and diff of run directories
+    frames: a streamed trace read without a model per frame (what `opwire ranks` and `opwire diff` use)
+    locate: where a recorded call comes from: the first Python frame outside torch and opwire, and its `nn.Module`
+    mutations: the `mutated` metadata of a recorded call: which arguments its kernel wrote in place
+    origin: local or inherited: does a call that differs between two runs disagree itself, or only its inputs?
+    pair_compare: one aligned pair of calls of two traces compared, arguments by value, outputs by payload
+    payloads: tensor payloads of a trace: full TensorValues, digests, the storage spans of streamed traces
+    progress: a one-line progress bar on stderr, drawn only on a terminal
+    recorder: `record`, `Trace` and `load_trace`
+    replay_engine: one range of a trace's calls replayed into a report (shared by every way of replaying)
+    replay_isolated: `replay(..., isolate=True)`: the replay runs in a sandboxed child
+    replay_nodes: records as executor nodes, shared between records of one shape so each binds once
+    replay_worker: one process of `replay(..., workers=N)`
+    replayer: `replay` and `ReplayReport`: a trace run through the proxy executor, every difference reported
+    report: what a replay found, and the text `opwire replay` prints
+    sinks: where the recorder puts what it sees: in memory (a `CallTrace`) or a streamed file
+    source: one read interface over both trace forms: records, tensor metadata, tensors on demand
+    storages: storage identity, and storages whose memory was replaced where no dispatch mode sees
+    stream_frames: the streamed trace format: frame kinds, the frame header, sniffing a file's first bytes
+    stream_reader: `TraceReader`: a streamed trace indexed on open, records and payloads read on demand
+    stream_writer: `TraceWriter`: frames written as the calls happen, payloads hashed by a writer thread
+    subclasses: tensor subclasses recorded through: wrappers run their ops on plain tensors, fakes have no values
+    tensor_names: how a recording names tensor values (`t<N>`, `t<N>.<k>`) and the objects the program frees
+    trace_diff: `diff_traces`: two recordings of the same code aligned call by call, and what differs
 """
 
 from __future__ import annotations
@@ -16,7 +44,7 @@ from typing import TYPE_CHECKING
 from opwire._lazy import lazy_getattr
 
 # public name -> module that defines it, imported on first use: each imports torch, and reading a streamed
-# trace (`stream.TraceReader`, what `opwire inspect` does) needs none
+# trace (`stream_reader.TraceReader`, what `opwire inspect` does) needs none
 _LAZY = {
     "Trace": "opwire.recording.recorder",
     "load_trace": "opwire.recording.recorder",

@@ -2,6 +2,13 @@
 
 The program is read with opwire's own decoders (never `torch.export.load`), so a page can be made for a
 program whose custom ops are not importable here, or that another torch of the same major wrote.
+
+Modules:
+    describe: arguments, tensor metadata and node metadata as the short text the page shows
+    model: a program or extern-node file as the page's data: graphs, module groups, metadata, sources
+    overlays: findings files for `--findings`: read, checked and keyed for the page
+    page: the self-contained HTML page: the data as JSON, the stylesheet and scripts (`static/`) inline
+    runs: node-by-node comparison of two runs of one program (`run --save-nodes` / `--compare-nodes`)
 """
 
 from __future__ import annotations

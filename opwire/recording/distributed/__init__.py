@@ -1,10 +1,20 @@
 """Distributed runs under torch.distributed: one streamed trace per rank, checked and replayed rank by rank.
 
-`launch` (rank, world size and run id from the launcher's environment), `collectives` (what each c10d op
-does with its arguments), `capture` (recording a c10d call), `run` (a run directory: one trace per rank,
-checked to belong together), `sequence` (each rank's collectives per group, streamed), `numerics` (what a
-collective must produce from every rank's inputs), `ranks` (`opwire ranks`), `replay_run` (`opwire replay
-RUN`), `live` (replay with real collectives under torchrun), `diff_run` (`opwire diff RUN_A RUN_B`).
+Modules:
+    capture: recording one c10d call: process groups and reductions as references, results read when done
+    collectives: the collectives opwire records, replays and checks across ranks: one row per op
+    diff_run: `opwire diff RUN_A RUN_B`: two runs rank by rank, the first local divergence first
+    execute: one recorded collective run for real on live tensors, in a replay under torchrun
+    launch: a rank's place in a distributed run, read from the launcher's environment
+    live: `opwire replay RUN --collectives` under torchrun: every rank replays chained, collectives for real
+    live_exchange: how the ranks of a `--collectives` replay hand their outcome to rank 0 (through the store)
+    numerics: what a collective must produce on every rank from all ranks' inputs, and where a rank differs
+    ranks: `opwire ranks RUN`: collective order per group, then every collective's numbers
+    replay_run: `opwire replay RUN`: every rank replayed in a sandboxed child, collectives checked across ranks
+    run: a run directory: one trace per rank, checked to belong together
+    scan: one pass over a rank's trace for `opwire ranks`: its process groups and collectives, summarized
+    sequence: each rank's collectives, read one record at a time
+    share: work on a run split over the processes torchrun launched, and JSON gathered over gloo
 """
 
 from __future__ import annotations
