@@ -5,13 +5,19 @@ time of the same eager code (`record` = the `with opwire.record()` block, payloa
 replay with comparison reaches at least 1/3 of the throughput of calling the same ops directly;
 `run_program` on a transformer layer stays within 1.5x of `ep.module()(*inputs)`.
 
+Collectives (issue 27): a 2-rank gloo DDP job (an MLP, AdamW, a few steps) run plain under torchrun, then
+recorded (`-m opwire record`), then replayed with `-m opwire replay RUN --collectives`. Each rank times its own
+training loop (plain) and its replay loop (the report's seconds), so replay/job is the cost per rank; the wall
+time of each whole torchrun command (start-up, group creation, the sandboxed fork included) is printed beside it.
+Target: the replay within 3x the job per rank.
+
 Model scale (issue 11), each phase in its own child process (peak RSS growth = VmHWM during the phase
 minus VmRSS before it): forward + backward of an 8-block MLP (1024 -> 4096 -> 1024, batch 64, 270 MB of
 weights) eager, streamed to disk by `opwire.record(path=...)`, replayed isolated (1 and 2 workers) and
 chained. Targets: record <= 5x eager time and <= 2x eager's peak RSS growth; isolated replay <= 2x
 eager's peak RSS growth; no mismatch.
 
-    python benchmarks/bench_replay.py [--repeat N] [--steps S] [--only small|model]
+    python benchmarks/bench_replay.py [--repeat N] [--steps S] [--only small|model|collectives]
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -187,20 +194,119 @@ def model_scale(where: str) -> None:
         )
 
 
+DDP_JOB = """
+import sys, time
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+torch.manual_seed(0)
+net = torch.nn.Sequential(
+    torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10)
+)
+model = DistributedDataParallel(net)
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+torch.manual_seed(1 + rank)
+data = [(torch.randn(32, 64), torch.randint(0, 10, (32,))) for _ in range(int(sys.argv[1]))]
+dist.barrier()
+start = time.perf_counter()
+for x, y in data:
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+print(f"JOBTIME {rank} {time.perf_counter() - start:.6f}", flush=True)
+dist.destroy_process_group()
+"""
+
+
+def _torchrun(args: list[str], cwd: str) -> tuple[str, float, float]:
+    """`torchrun --standalone --nproc-per-node 2 ARGS` in `cwd` (this checkout's opwire first): stdout, wall time,
+    and the CPU time (user + system) of torchrun and every process under it."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    root = str(Path(__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", *args]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=1800, check=False)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise SystemExit(f"torchrun {' '.join(args)} failed:\n{done.stderr[-3000:]}")
+    return done.stdout, wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+
+
+def _decode_all(path: Path) -> None:
+    """Open a rank's streamed trace and decode every record, tensor and freed frame once (what a replay reads)."""
+    from opwire.recording.frames import open_source
+
+    src = open_source(path)
+    for i in range(len(src)):
+        src.record(i)
+        src.freed_after(i)
+    for name in src.names():
+        src.meta(name)
+
+
+def collectives(steps: int, repeat: int) -> None:
+    """The issue-27 case: a 2-rank DDP job, plain and replayed with `--collectives`, per rank and per command; the
+    job and the replay take turns, so a change in the machine's load falls on both."""
+    inf = float("inf")
+    with tempfile.TemporaryDirectory(prefix="opwire-bench-") as folder:
+        Path(folder, "job.py").write_text(DDP_JOB)
+        _torchrun(["-m", "opwire", "record", "--out", "run", "--", "job.py", str(steps)], folder)
+        job: dict[int, float] = {}
+        replay: dict[int, float] = {}
+        wall, cpu = {"job": inf, "replay": inf}, {"job": inf, "replay": inf}
+        for _ in range(repeat):
+            out, w, c = _torchrun(["job.py", str(steps)], folder)
+            wall["job"], cpu["job"] = min(wall["job"], w), min(cpu["job"], c)
+            for r, t in re.findall(r"JOBTIME (\d+) ([0-9.]+)", out):
+                job[int(r)] = min(job.get(int(r), inf), float(t))
+            out, w, c = _torchrun(["-m", "opwire", "replay", "run", "--collectives", "--json"], folder)
+            wall["replay"], cpu["replay"] = min(wall["replay"], w), min(cpu["replay"], c)
+            data = json.loads(out[out.index("{") :])
+            assert data["ok"], out
+            for r, rank in enumerate(data["ranks"]):
+                replay[r] = min(replay.get(r, inf), float(rank["seconds"]))
+        calls = int(data["ranks"][0]["calls"])
+        decode = best_of(lambda: _decode_all(Path(folder, "run", "rank0.trace")), repeat)
+    ratios = ", ".join(
+        f"rank {r} {replay[r] * 1e3:.0f} ms / {job[r] * 1e3:.0f} ms = {replay[r] / job[r]:.1f}x" for r in job
+    )
+    print(f"replay --collectives: 2-rank DDP MLP with AdamW, {steps} steps, {calls} calls per rank (best of {repeat})")
+    print(f"  replay loop / training loop, per rank (wall): {ratios} (target <= 3x)")
+    print(
+        f"  whole torchrun command: job {wall['job']:.2f} s, replay {wall['replay']:.2f} s -> "
+        f"{wall['replay'] / wall['job']:.2f}x wall; CPU time of every process {cpu['job']:.2f} s vs "
+        f"{cpu['replay']:.2f} s -> {cpu['replay'] / cpu['job']:.2f}x (start-up, groups, the sandboxed fork included)"
+    )
+    print(
+        f"  decoding rank 0's trace once (every record, tensor and freed frame; no replay): {decode * 1e3:.0f} ms = "
+        f"{decode / job[0]:.1f}x rank 0's training loop"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--only", choices=("small", "model"), default=None)
+    parser.add_argument("--only", choices=("small", "model", "collectives"), default=None)
+    parser.add_argument("--ddp-steps", type=int, default=5, help="training steps of the --collectives case")
     parser.add_argument("--dir", default=".", help="where the model-scale trace (~550 MB) is written (default: .)")
     parser.add_argument("--child", nargs=2, metavar=("PHASE", "DIR"), help=argparse.SUPPRESS)
     ns = parser.parse_args()
     if ns.child:
         _child(*ns.child)
         return
-    if ns.only != "small":
+    if ns.only in (None, "collectives"):
+        collectives(ns.ddp_steps, 3)
+    if ns.only in (None, "model"):
         model_scale(ns.dir)
-    if ns.only == "model":
+    if ns.only in ("model", "collectives"):
         return
     torch.set_num_threads(1)  # 2 shared cores: OpenMP spin-waits would swamp every figure; all sides single-threaded
     torch.manual_seed(0)

@@ -180,6 +180,11 @@ class FrameReader(TraceReader):
         self.entry(name)
         return super().load(name, device)
 
+    def same_bytes(self, name: str, t: Any) -> bool:
+        """Whether `t` holds the stored payload of `name` byte for byte (its tensor frame decoded on first use)."""
+        self.entry(name)
+        return super().same_bytes(name, t)
+
     def verify(self) -> tuple[int, int]:
         """Check every payload's SHA-256 and every record frame's CRC-32; (payloads, records)."""
         for name in list(self._lazy):

@@ -28,6 +28,7 @@ __all__ = [
     "layout_of",
     "rebuild_span",
     "rebuild_undefined",
+    "span_bytes",
     "span_of",
     "tensor_value",
 ]
@@ -168,6 +169,23 @@ def rebuild_span(
         fill(memoryview((ctypes.c_char * payload_bytes).from_address(ptr)).cast("B"))
     out = base.as_strided(list(meta.sizes), list(meta.strides), offset)
     return tensors.place(out, target, bool(meta.requires_grad), where)
+
+
+def span_bytes(t: Any, meta: m.TensorValue, size: int) -> bytes | None:
+    """The `size` bytes of `t`'s storage a payload of layout `meta` holds (copied out), or None when `t` is not a
+    plain CPU tensor of exactly that dtype, layout and payload size: what `rebuild_span(meta, size, ...)` fills."""
+    if type(t) is not torch.Tensor or t.device.type != "cpu" or t.layout is not torch.strided:
+        return None
+    known = meta.dtype in m.ScalarType._value2member_map_
+    if t.is_conj() or t.is_neg() or not known or t.dtype is not tensors.TORCH_DTYPES.get(m.ScalarType(meta.dtype)):
+        return None
+    sizes, strides, offset = list(meta.sizes), list(meta.strides), meta.storage_offset
+    if list(t.shape) != sizes or list(t.stride()) != strides or t.storage_offset() != offset:
+        return None
+    count, item = max(tensors.storage_extent(sizes, strides, offset) - offset, 0), t.element_size()
+    if not count or count * item != size or t.untyped_storage().nbytes() < (offset + count) * item:
+        return None
+    return ctypes.string_at(t.data_ptr(), size)
 
 
 def rebuild_undefined(meta: m.TensorValue, max_bytes: int, device: Any, where: str) -> torch.Tensor:

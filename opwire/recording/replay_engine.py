@@ -274,7 +274,8 @@ class Replayer:
             return self._found(i, rec, label, Difference("missing", f"the trace has no payload for {name!r}"))
         values = values and not self.src.undefined(name)  # no bytes kept: as `reproducible` says of its call
         try:
-            diff = compare_tensor(got, want, self.rtol, self.atol, values, lambda: self._payload(name), self.errors)
+            load, same = (lambda: self._payload(name)), (lambda t: self.src.same_bytes(name, t))
+            diff = compare_tensor(got, want, self.rtol, self.atol, values, load, self.errors, same)
         except OpwireError as exc:
             diff = Difference("missing", f"the recorded payload is unreadable: {exc}")
         return self._found(i, rec, label, diff)

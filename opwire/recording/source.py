@@ -55,6 +55,11 @@ class TraceSource:
         """The SHA-256 (hex) of `name`'s stored bytes, checked against them; None where the source keeps none."""
         return None
 
+    def same_bytes(self, name: str, t: torch.Tensor) -> bool:
+        """Whether `t` holds the recorded payload of `name` byte for byte in its recorded layout (False: cannot
+        tell without rebuilding it; a reader that can compare in place overrides this)."""
+        return False
+
     def names(self) -> list[str]:
         """Every tensor name."""
         raise NotImplementedError
@@ -159,6 +164,9 @@ class StreamSource(TraceSource):
 
     def names(self) -> list[str]:
         return self.reader.names()
+
+    def same_bytes(self, name: str, t: torch.Tensor) -> bool:
+        return name not in self._replaced and self.reader.same_bytes(name, t)
 
     def meta(self, name: str) -> m.TensorValue | None:
         t = self._replaced.get(name)

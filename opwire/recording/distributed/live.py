@@ -21,6 +21,7 @@ prints the report the fork sends back, or one line naming the call a crash stopp
 from __future__ import annotations
 
 import gc
+import importlib
 import json as _stdlib_json
 import os
 import re
@@ -200,6 +201,24 @@ def _replay_here(
     allow_ops: Iterable[str],
 ) -> dict[str, bytes]:  # fmt: skip
     """Connect the group, enter the sandbox (`child.ready()`), replay this rank; its report (and rank 0's check)."""
+    # torch's Python meta kernels (the memory estimate runs matmuls and losses on `meta`) import torch._dynamo on
+    # their first call (`torch._disable_dynamo`): seconds that would land on the first replayed call; the recorded
+    # job paid it while setting up (its optimizer imports it), so the replay pays it here, before the clock starts
+    importlib.import_module("torch._dynamo")
+    # the ~300k objects of torch and dynamo are left out of collections while this rank replays (a full one costs
+    # ~0.5 s, and the replay's own objects trigger several); this is opwire's own process (the CLI, or its fork)
+    gc.freeze()
+    try:
+        return _connected(child, run, rank, rtol, atol, timeout, allow_ops)
+    finally:
+        gc.unfreeze()
+
+
+def _connected(
+    child: Child, run: Run, rank: int, rtol: float | None, atol: float | None, timeout: float,
+    allow_ops: Iterable[str],
+) -> dict[str, bytes]:  # fmt: skip
+    """`_replay_here` once torch is ready: the group, the sandbox, the replay and a synchronized teardown."""
     import torch.distributed as dist
 
     dist.init_process_group("gloo", timeout=timedelta(seconds=timeout))
@@ -283,10 +302,10 @@ def _replay_rank(
     """Replay rank `rank` chained, collectives for real; `progress` holds the report and the call being replayed."""
     from opwire.recording.replay_engine import Replayer, ReplayOptions, check_policy
 
-    with run.open(rank) as src:
-        ops = {rec.target for rec in src.records() if is_distributed_op(rec.target)}
+    with run.open(rank, _Memo(_MEMO_BYTES)) as src:
+        ops = {t for t in map(src.target, range(len(src))) if is_distributed_op(t)}  # no record decoded
         policy = ExecPolicy([*allow_ops, *ops])  # collectives admitted in this mode only
-        check_policy(src, policy)
+        check_policy(src, policy)  # its decoded records wait in the memo for the loop below (each decoded once)
         opts = ReplayOptions(DefaultPolicy.FROM_SCHEMA, "chained", rtol, atol, None, policy)
         runner = Replayer(src, ProxyExecutor(policy=DefaultPolicy.FROM_SCHEMA, exec_policy=policy), opts)
         report = progress["report"] = ReplayReport("chained", len(src), recorded_torch=src.header.torch_version)
@@ -315,6 +334,22 @@ def _replay_rank(
                 runner.free(i)
         report.seconds = time.perf_counter() - start
         return report
+
+
+_MEMO_BYTES = 32 << 20  # record frames the policy check decodes and the replay loop takes from the memo
+
+
+class _Memo(dict[bytes, m.TraceFrame]):
+    """A frame memo (`frames.open_source`) that stops keeping frames once `limit` bytes of them were kept."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.left = limit
+
+    def __setitem__(self, key: bytes, value: m.TraceFrame) -> None:
+        if len(key) <= self.left:
+            self.left -= len(key)
+            super().__setitem__(key, value)
 
 
 def _collective(
