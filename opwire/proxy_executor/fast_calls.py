@@ -17,11 +17,12 @@ default handler on file descriptor 2 (`torch.ops` installs no handler):
   as a guarded run says them) at the host's frame, where the host's filters decide.
 
 The binding: `torch._C._disabled_torch_function_impl(fn, (), args, kwargs)` (~0.2 us) for a torch op when no
-argument has a `__torch_function__` and no torch function mode is active (`torch._C._has_torch_function`,
-~0.02 us): it turns subclass handling off for the call, which then has no subclass to skip. Otherwise (a
-subclass argument or a mode, whose `__torch_function__` must run as it would; a library op, whose Python
-implementation keeps the caller's torch-function state) `Tensor.apply_` on the guard's one-element carrier
-(~0.5 us), which changes no state (a mode does not see the carrier's own call). The entry is kept first in
+argument has a `__torch_function__`, no torch function mode is active (`torch._C._has_torch_function`, ~0.02
+us) and no dispatch mode is: it turns subclass handling off for the call, which then has no subclass to skip
+and no Python code (torch's C++ kernels run) to see it. Otherwise (a subclass argument or a mode, whose
+`__torch_function__` must run as it would; a dispatch mode or a library op, whose Python code keeps the
+caller's torch-function state) `Tensor.apply_` on the guard's one-element carrier (~0.5 us), which changes no
+state (a mode does not see the carrier's own call). The entry is kept first in
 `warnings.filters` (put back in front when the host inserts filters before it: one identity test per call), so
 a host's catch-all filter decides on the re-issued `OpwireWarning`, not on the kernel's raw text.
 """
@@ -56,6 +57,7 @@ _LAST = threading.local()  # .text: the text of the warning the filters are look
 _FILED: list[tuple[int, str]] = []  # (thread, text) of the kernel warnings not yet re-issued
 _HAS_FN = torch._C._has_torch_function
 _NO_SUBCLASS = torch._C._disabled_torch_function_impl
+_MODES = torch._C._len_torch_dispatch_stack  # a dispatch mode's Python code keeps the caller's torch-function state
 
 
 class _Text:
@@ -106,7 +108,7 @@ class Light:
         filters = warnings.filters
         if not filters or filters[0] is not _ENTRY:
             _put_first()
-        if self.torch_op and not _HAS_FN(args) and not (kwargs and _HAS_FN(tuple(kwargs.values()))):
+        if self.torch_op and not _HAS_FN(args) and not (kwargs and _HAS_FN(tuple(kwargs.values()))) and not _MODES():
             out = _NO_SUBCLASS(self.fn, (), args, kwargs)
         else:
             out = _carried(self.fn, args, kwargs)
@@ -181,7 +183,7 @@ def prepare(p: NodePlan, view: bool) -> Callable[[Mapping[str, Any]], dict[str, 
                 filters = module.filters
                 if not filters or filters[0] is not entry:
                     _put_first()
-                if torch_op and not _HAS_FN(args) and not (kwargs and _HAS_FN(tuple(kwargs.values()))):
+                if torch_op and not _HAS_FN(args) and not (kwargs and _HAS_FN(tuple(kwargs.values()))) and not _MODES():
                     r = _NO_SUBCLASS(raw, (), args, kwargs)
                 else:
                     r = _carried(raw, args, kwargs)
@@ -243,7 +245,7 @@ def flat(fp: FlatPlan) -> Callable[[Sequence[int], MutableSequence[Any]], list[A
                 filters = module.filters
                 if not filters or filters[0] is not entry:
                     _put_first()
-                if torch_op and not _HAS_FN(args) and not (kwargs and _HAS_FN(tuple(kwargs.values()))):
+                if torch_op and not _HAS_FN(args) and not (kwargs and _HAS_FN(tuple(kwargs.values()))) and not _MODES():
                     r = _NO_SUBCLASS(raw, (), args, kwargs)
                 else:
                     r = _carried(raw, args, kwargs)

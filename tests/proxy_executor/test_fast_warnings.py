@@ -211,3 +211,27 @@ def test_each_thread_gets_its_own_nodes_warnings_and_the_host_thread_keeps_its_o
     assert sorted(s for s in said if s.startswith("host ")) == sorted(f"host {i}" for i in range(50))
     assert len(said) == 150
     assert "degrees of freedom" not in capfd.readouterr().err
+
+
+def test_a_dispatch_mode_runs_with_the_torch_function_state_a_direct_call_gives_it() -> None:
+    """Under a dispatch mode the op takes the carrier (its Python code sees subclass handling on, as under
+    `torch.ops`), and the kernel's warning is still collected."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    states: list[tuple[str, bool]] = []
+
+    class Watch(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            states.append((str(func), torch._C._is_torch_function_enabled()))
+            return func(*args, **(kwargs or {}))
+
+    ex = _var()
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with Watch():
+            torch.ops.aten.var.default(torch.ones(2))
+            ex.call(0, {"x": torch.ones(1)})
+            ex.call_function(0, [], [torch.ones(1), None])
+    var_states = [s for s in states if s[0].startswith("aten.var")]  # var.default decomposes to var.correction
+    assert var_states == [("aten.var.correction", True)] * 3
+    assert len(_opwire_said(seen)) == 2
