@@ -1,5 +1,8 @@
 """What a run may not leave behind: every executor entry point runs its work inside a `RunGuard`.
 
+(The executor's calls of allowlisted, unseeded torch ops and of library ops, which change none of what a guard
+puts back, run under the light guard of `fast_calls` instead: their kernel warnings are collected all the same.)
+
 On exit the guard puts back what it found: grad mode, the deterministic-algorithms flags, the torch
 dispatch and function mode stacks (modes a run pushed are popped), and, when the work can draw random
 numbers, the CPU generator's state (and every initialized CUDA device's). Kernel warnings (torch's

@@ -53,8 +53,9 @@ class NodePlan:
     seeded: bool = False
     """The call may draw from a random generator (its entry point restores the generator's state)."""
     guarded: bool = True
-    """`ProxyExecutor.call` runs it inside a RunGuard: everything but allowlisted, unseeded torch ops, which
-    cannot change grad mode, modes, flags or the generator, and whose guard would cost more than the kernel."""
+    """`ProxyExecutor.call` runs it inside a RunGuard: everything but allowlisted, unseeded torch ops and library
+    ops, which cannot change grad mode, modes, flags or the generator, and whose guard would cost more than the
+    kernel (the executor runs those under the light guard, `fast_calls.Light`, which collects kernel warnings)."""
     views: frozenset[int] | None = field(default=None, repr=False)
     """The returns whose span `store` checks (`_view_returns`), worked out on the first store: it reads only the
     schema and the allowlist file, and took a sixth of an LSTM step's checks when worked out per call."""
