@@ -35,6 +35,7 @@ import threading
 import warnings
 from collections.abc import Callable, Mapping, MutableSequence, Sequence
 from dataclasses import replace
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import torch
@@ -162,13 +163,16 @@ def prepare(p: NodePlan, view: bool) -> Callable[[Mapping[str, Any]], dict[str, 
         return None
     spec = tuple((c.name, c.const) for c in p.pos)
     kwspec = tuple((k, c.name, c.const) for k, c in p.kw.items())
+    names = [n for n, _ in spec]
+    # two or more named values and nothing else: one C call picks them (a comprehension costs a frame)
+    pick = itemgetter(*names) if len(names) > 1 and None not in names and not kwspec else None
     out_name, fn, tensor = outs[0].as_tensor.name, p.fn, torch.Tensor
     lit = fn if isinstance(fn, Light) else None
     raw, torch_op, module, entry, filed = getattr(lit, "fn", fn), bool(lit and lit.torch_op), warnings, _ENTRY, _FILED
 
     def call(values: Mapping[str, Any]) -> dict[str, Any]:
         try:
-            args = [c if n is None else values[n] for n, c in spec]
+            args = list(pick(values)) if pick is not None else [c if n is None else values[n] for n, c in spec]
             kwargs = {k: c if n is None else values[n] for k, n, c in kwspec} if kwspec else {}
         except KeyError:
             p.args(values.__getitem__, None)  # raises the BindError naming the missing value
@@ -260,11 +264,12 @@ def flat(fp: FlatPlan) -> Callable[[Sequence[int], MutableSequence[Any]], list[A
 
     if not kw and all(src == 0 for src, _, _ in pos):  # tensors only, all positional: aten.add, mm, relu...
         idx = tuple(x for _, x, _ in pos)
+        take = itemgetter(*idx) if len(idx) > 1 else lambda slots: (slots[idx[0]],)  # as `pick` above
 
         def tensors_only(int_args: Sequence[int], tensor_args: MutableSequence[Any]) -> list[Any] | None:
             if len(int_args) != n_ints or len(tensor_args) != n_tensors:
                 return None
-            args = [tensor_args[i] for i in idx]
+            args = list(take(tensor_args))
             for v in args:
                 if not isinstance(v, tensor):
                     return None
