@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 __all__ = ["Light", "flat", "light", "prepare"]
 
 _HERE = __name__
+_GLOBALS = globals()
 _PACKAGE = __name__.rpartition(".")[0] + "."
 _MAX_FILED = 1024  # filed and not yet re-issued, all threads (a warning in a loop is bounded)
 _LAST = threading.local()  # .text: the text of the warning the filters are looking at on this thread
@@ -81,6 +82,11 @@ class _FromHere:
         """Whether `module` is this one; if so the text just matched is filed for the calling thread."""
         if module != _HERE:
             return False
+        # Python keeps a registry of shown warnings in the issuing module's globals, made on the first one. None may
+        # stay here: when a kernel warns and then raises, torch hands its warnings over with the error pending, and
+        # a registry would take Python into these matchers with it (SystemError in place of the kernel's error);
+        # with none, the warning is dropped there and the kernel's own error stands.
+        _GLOBALS.pop("__warningregistry__", None)
         if len(_FILED) < _MAX_FILED:
             _FILED.append((threading.get_ident(), getattr(_LAST, "text", "")))
         return True
@@ -109,13 +115,14 @@ class Light:
         filters = warnings.filters
         if not filters or filters[0] is not _ENTRY:
             _put_first()
-        if self.torch_op and not _HAS_FN(args) and not (kwargs and _HAS_FN(tuple(kwargs.values()))) and not _MODES():
-            out = _NO_SUBCLASS(self.fn, (), args, kwargs)
-        else:
-            out = _carried(self.fn, args, kwargs)
-        if _FILED:
-            _reissue(self.where)
-        return out
+        try:
+            plain = not _HAS_FN(args) and not (kwargs and _HAS_FN(tuple(kwargs.values()))) and not _MODES()
+            if self.torch_op and plain:
+                return _NO_SUBCLASS(self.fn, (), args, kwargs)
+            return _carried(self.fn, args, kwargs)
+        finally:
+            if _FILED:  # also when the kernel raised: its warnings are said before its error
+                _reissue(self.where)
 
 
 def light(p: NodePlan) -> NodePlan:
@@ -195,8 +202,9 @@ def prepare(p: NodePlan, view: bool) -> Callable[[Mapping[str, Any]], dict[str, 
             raise  # as `invoke`: a budget of the run or a check is not the kernel's failure
         except Exception as exc:
             raise p.kernel_error(exc) from exc
-        if filed:  # a light call's warnings, or a Python kernel's warning pointing at this frame
-            _reissue(p.where)
+        finally:
+            if filed:  # a light call's warnings (said before its error), or a Python kernel's warning from here
+                _reissue(p.where)
         if not isinstance(r, tensor):
             store_output(outs[0], r, f"{p.where} output 0", {})
         elif view:
@@ -255,8 +263,9 @@ def flat(fp: FlatPlan) -> Callable[[Sequence[int], MutableSequence[Any]], list[A
                     r = _carried(raw, args, kwargs)
         except Exception as exc:
             raise plan.kernel_error(exc) from exc
-        if filed:
-            _reissue(plan.where)
+        finally:
+            if filed:
+                _reissue(plan.where)
         if not isinstance(r, tensor):
             _not_a_tensor(plan.where, r)
         tensor_args[out_slot] = r

@@ -11,7 +11,7 @@ import sys
 import threading
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 import torch
@@ -123,7 +123,7 @@ def test_an_aoti_extern_node_file_run_by_call_function_in_a_fresh_process(tmp_pa
 class _Logged(torch.Tensor):
     """A subclass whose `__torch_function__` logs what it sees (and runs it as torch would)."""
 
-    seen: list[str] = []
+    seen: ClassVar[list[str]] = []
 
     @classmethod
     def __torch_function__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
@@ -195,7 +195,7 @@ def test_each_thread_gets_its_own_nodes_warnings_and_the_host_thread_keeps_its_o
     def host() -> None:
         start.wait()
         for i in range(50):
-            warnings.warn(f"host {i}", UserWarning)
+            warnings.warn(f"host {i}", UserWarning, stacklevel=1)
 
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
@@ -235,3 +235,23 @@ def test_a_dispatch_mode_runs_with_the_torch_function_state_a_direct_call_gives_
     var_states = [s for s in states if s[0].startswith("aten.var")]  # var.default decomposes to var.correction
     assert var_states == [("aten.var.correction", True)] * 3
     assert len(_opwire_said(seen)) == 2
+
+
+def test_a_kernel_that_warns_then_raises_keeps_its_own_error(capfd: pytest.CaptureFixture[str]) -> None:
+    """torch hands the warnings of a failed call over with the error pending: the KernelError names the kernel's
+    IndexError (not a SystemError from the warnings machinery), and nothing reaches fd 2. Through the carrier (a
+    subclass input) the warning is said first; through the cheap binding it is dropped (SECURITY.md's limits)."""
+    from opwire.errors import KernelError
+
+    ex = _executor(("idx", node("aten::index.Tensor", {"self": t("x"), "indices": _opt_tensors("i")}, "y")))
+    x, short = torch.arange(3.0), torch.tensor([1, 0], dtype=torch.uint8)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        ex.call(0, {"x": x, "i": torch.tensor([1, 0, 1], dtype=torch.uint8)})  # warns: Python's registry is made
+        for inputs in ({"x": x, "i": short}, {"x": x.as_subclass(_Logged), "i": short}):
+            with pytest.raises(KernelError, match=r"the kernel raised IndexError: The shape of the mask \[2\]") as err:
+                ex.call(0, inputs)
+            assert type(err.value.__cause__) is IndexError
+    said = _opwire_said(seen)
+    assert len(said) == 2 and all(UINT8 in s for s in said)  # the first call's, and the carrier's failed call's
+    assert "uint8" not in capfd.readouterr().err
