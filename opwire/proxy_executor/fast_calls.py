@@ -54,11 +54,12 @@ __all__ = ["Light", "flat", "light", "prepare"]
 _HERE = __name__
 _GLOBALS = globals()
 _PACKAGE = __name__.rpartition(".")[0] + "."
-_MAX_FILED = 1024  # filed and not yet re-issued, all threads (a warning in a loop is bounded)
+_MAX_FILED = 1024  # kept per thread until re-issued (past it only counted: a warning in a loop is bounded)
 _LAST = threading.local()  # .text: the text of the warning the filters are looking at on this thread
-_FILED: list[tuple[int, str]] = []  # (thread, text) of the kernel warnings not yet re-issued
+_FILED: dict[int, list[str]] = {}  # thread -> the texts of its kernel warnings not yet re-issued
+_DROPPED: dict[int, int] = {}  # thread -> how many more it had past _MAX_FILED
 _HAS_FN = torch._C._has_torch_function
-_NO_SUBCLASS = torch._C._disabled_torch_function_impl
+_NO_SUBCLASS: Callable[..., Any] = torch._C._disabled_torch_function_impl
 _MODES = torch._C._len_torch_dispatch_stack  # a dispatch mode's Python code keeps the caller's torch-function state
 
 
@@ -87,19 +88,20 @@ class _FromHere:
         # a registry would take Python into these matchers with it (SystemError in place of the kernel's error);
         # with none, the warning is dropped there and the kernel's own error stands.
         _GLOBALS.pop("__warningregistry__", None)
-        if len(_FILED) < _MAX_FILED:
-            _FILED.append((threading.get_ident(), getattr(_LAST, "text", "")))
+        _file(getattr(_LAST, "text", ""))
         return True
 
 
-_ENTRY = ("ignore", _Text(), Warning, _FromHere(), 0)
+_ENTRY: Any = ("ignore", _Text(), Warning, _FromHere(), 0)  # matchers where typeshed says regexes
 
 
 def _put_first() -> None:
     """Make the entry the first of `warnings.filters` (the host's filters keep their order behind it)."""
-    filters = warnings.filters
+    filters: list[Any] = warnings.filters  # type: ignore[assignment]  # a list (typeshed says Sequence)
     filters[:] = [_ENTRY, *(f for f in filters if f is not _ENTRY)]
-    warnings._filters_mutated()  # type: ignore[attr-defined]  # what filterwarnings calls: registries start over
+    mutated = getattr(warnings, "_filters_mutated", None)  # what filterwarnings calls: registries start over
+    if mutated is not None:  # (a private name: a Python without it keeps its registries)
+        mutated()
 
 
 class Light:
@@ -142,20 +144,29 @@ def _carried(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]
     except Warning as exc:  # a filter put before the entry by another thread just now made it an error
         if not box.done:
             raise
-        _FILED.append((threading.get_ident(), str(exc)))
+        _file(str(exc))
     return box.out
+
+
+def _file(text: str) -> None:
+    """Keep `text` for this thread's re-issue (one dict operation: atomic between threads)."""
+    me = threading.get_ident()
+    texts = _FILED.setdefault(me, [])
+    if len(texts) < _MAX_FILED:
+        texts.append(text)
+    else:
+        _DROPPED[me] = _DROPPED.get(me, 0) + 1
 
 
 def _reissue(where: str) -> None:
     """Re-issue this thread's filed warnings (its work is done) at the first frame outside the executor."""
     me = threading.get_ident()
-    mine = [(where, text) for thread, text in _FILED if thread == me]
-    _FILED[:] = [(thread, text) for thread, text in _FILED if thread != me]
-    if mine:
+    texts, dropped = _FILED.pop(me, None), _DROPPED.pop(me, 0)
+    if texts:
         frame, level = sys._getframe(1), 3  # warn's stacklevel 1 is reissue, 2 this function, 3 its caller
         while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith(_PACKAGE):
             frame, level = frame.f_back, level + 1
-        reissue(where, mine, 0, level)
+        reissue(where, [(where, text) for text in texts], dropped, level)
 
 
 def prepare(p: NodePlan, view: bool) -> Callable[[Mapping[str, Any]], dict[str, Any]] | None:
