@@ -11,12 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable, MutableSequence, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, NoReturn
+from typing import Any
 
 from opwire.errors import BindError, KernelError
 from opwire.proxy_executor.context import BindContext
 from opwire.proxy_executor.convert import convert
 from opwire.proxy_executor.default_policy import DefaultPolicy
+from opwire.proxy_executor.fast_calls import flat
 from opwire.proxy_executor.outputs import check_const
 from opwire.proxy_executor.plan import NodePlan
 from opwire.schema import models as m
@@ -140,94 +141,7 @@ class FlatPlan:
 
     @cached_property
     def _fast(self) -> Callable[[Sequence[int], MutableSequence[Any]], list[Any] | None] | None:
-        """A precomputed call for the common shape (tensor/int/constant inputs, one tensor out), or None.
-
-        It returns None (and the general path then runs and reports) whenever an array has the wrong
-        length or an entry the wrong type, so every check of the general path still applies.
-        """
-        import torch
-
-        if self.plan.target.kind != "op" or [e.kind for e in self.outputs] != ["tensor"]:
-            return None
-        if any(e.kind not in ("tensor", "int", "ints", "static") for e in self.inputs):
-            return None
-        n_ints, n_tensors = sum(self.n_ints), sum(self.n_tensors)
-        ii = ti = 0
-        pos: list[tuple[int, Any, int]] = []  # (0 tensor | 1 int | 2 int list | 3 constant, index or value, end)
-        kw: list[tuple[str, int, Any, int]] = []
-        for e in self.inputs:
-            if e.kind == "tensor":
-                src, x, end, ti = 0, ti, 0, ti + 1
-            elif e.kind == "int":
-                src, x, end, ii = 1, ii, 0, ii + 1
-            elif e.kind == "ints":
-                src, x, end, ii = 2, ii, ii + e.count, ii + e.count
-            else:
-                src, x, end = 3, e.static, 0
-            if e.positional:
-                pos.append((src, x, end))
-            else:
-                kw.append((e.name, src, x, end))
-        out_slot, fn, tensor, plan = ti, self.plan.fn, torch.Tensor, self.plan
-        checks = plan.checks  # a precondition or the memory estimate, run before the kernel as on the general path
-        tensors_in = tuple(range(ti))  # every int slot is an input (the one output is a tensor)
-
-        def finish(args: list[Any], kwargs: dict[str, Any], tensor_args: MutableSequence[Any]) -> list[Any]:
-            if checks is not None and (checks.enough is None or not checks.enough(args, kwargs)):
-                checks.before(fn, args, kwargs)
-            try:
-                r = fn(*args, **kwargs)
-            except Exception as exc:
-                raise plan.kernel_error(exc) from exc
-            if not isinstance(r, tensor):
-                _not_a_tensor(plan.where, r)
-            tensor_args[out_slot] = r
-            return [r]
-
-        if not kw and all(src == 0 for src, _, _ in pos):  # tensors only, all positional: aten.add, mm, relu...
-            idx = tuple(x for _, x, _ in pos)
-
-            def tensors_only(int_args: Sequence[int], tensor_args: MutableSequence[Any]) -> list[Any] | None:
-                if len(int_args) != n_ints or len(tensor_args) != n_tensors:
-                    return None
-                args = [tensor_args[i] for i in idx]
-                for v in args:
-                    if not isinstance(v, tensor):
-                        return None
-                return finish(args, {}, tensor_args)
-
-            return tensors_only
-
-        def call(int_args: Sequence[int], tensor_args: MutableSequence[Any]) -> list[Any] | None:
-            if len(int_args) != n_ints or len(tensor_args) != n_tensors:
-                return None
-            for v in int_args:  # every entry is an input int (or an element of an int list): checked once here
-                if type(v) is not int:
-                    return None
-            for i in tensors_in:
-                if not isinstance(tensor_args[i], tensor):
-                    return None
-            args = [
-                tensor_args[x] if src == 0 else int_args[x] if src == 1 else list(int_args[x:end]) if src == 2 else x
-                for src, x, end in pos
-            ]
-            kwargs = (
-                {
-                    k: tensor_args[x]
-                    if src == 0
-                    else int_args[x]
-                    if src == 1
-                    else list(int_args[x:end])
-                    if src == 2
-                    else x
-                    for k, src, x, end in kw
-                }
-                if kw
-                else {}
-            )
-            return finish(args, kwargs, tensor_args)
-
-        return call
+        return flat(self)
 
     def call(self, int_args: Sequence[int], tensor_args: MutableSequence[Any]) -> list[Any]:
         """Run the node on the flattened arrays; output slots of `tensor_args` receive the results."""
@@ -301,10 +215,6 @@ class FlatPlan:
             elif e.kind == "const":
                 check_const(convert(e.static, label, BindContext()).const, r, label)
         return outs
-
-
-def _not_a_tensor(where: str, r: Any) -> NoReturn:
-    raise KernelError(f"{where} output 0: expected a tensor, the kernel returned {type(r).__name__}")
 
 
 def build_flat(p: NodePlan) -> FlatPlan:

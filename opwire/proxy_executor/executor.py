@@ -17,6 +17,7 @@ from opwire.proxy_executor.bound import run_plan
 from opwire.proxy_executor.context import BindContext
 from opwire.proxy_executor.default_policy import DefaultPolicy
 from opwire.proxy_executor.exec_policy import ExecPolicy, refusals_collected
+from opwire.proxy_executor.fast_calls import light
 from opwire.proxy_executor.guard import RunGuard
 from opwire.proxy_executor.plan import NodePlan, bind_node
 from opwire.proxy_executor.run_budgets import MAX_MEMORY
@@ -40,15 +41,21 @@ def load_extern_nodes(path: str | Path, *, max_elements: int | None = None) -> m
     return nodes
 
 
+def _bind(node: m.Node, where: str, policy: DefaultPolicy, ctx: BindContext) -> NodePlan:
+    """`bind_node`, with an unguarded plan's op wrapped so its kernel warnings are collected (`fast_calls.light`)."""
+    p = bind_node(node, where, policy, ctx)
+    return p if p.guarded else light(p)
+
+
 class ProxyExecutor:
     """Runs serialized calls; plans (resolved op, converters) are built once under a lock and reused.
 
     Ops outside the allowlist (`opwire.proxy_executor.exec_policy`) are BindErrors when a node is bound (the
     extern nodes of `nodes` at construction); `allow_ops=["aten::from_file", ...]` allows them. Each
-    `call`/`call_function` of a seeded op, an op allowed by name or a library op runs inside a
+    `call`/`call_function` of a seeded op, an `out=` variant or a torch op allowed by name runs inside a
     `guard.RunGuard` (grad mode, modes, flags and the RNG state put back; kernel warnings re-issued as
-    OpwireWarning); allowlisted, unseeded torch ops change none of that and run unguarded (a guard costs
-    more than a small kernel), so their C++ warnings print as torch prints them.
+    OpwireWarning); allowlisted, unseeded torch ops and library ops change none of that and run under the light
+    guard (`fast_calls`: a RunGuard costs more than a small kernel), which re-issues their kernel warnings too.
     """
 
     def __init__(
@@ -79,7 +86,7 @@ class ProxyExecutor:
         with refusals_collected():  # one BindError naming every refused op of the file
             for i, ek in enumerate(self.nodes.nodes):
                 track(ek)
-                self._extern.append(bind_node(ek.node, f"extern node {i} {ek.name!r}", self.policy, self._ctx))
+                self._extern.append(_bind(ek.node, f"extern node {i} {ek.name!r}", self.policy, self._ctx))
                 self._extern_snapshots.append(snapshot(ek))
         self._flat: list[FlatPlan | None] = [None] * len(self._extern)
         # per extern node, the unguarded fast calls (None: take the general path): one list index per call
@@ -106,7 +113,7 @@ class ProxyExecutor:
                 return entry[1]
             label = f"node {node.name!r}" if node.name else "node"
             track(node)
-            built = bind_node(node, label, self.policy, self._ctx)
+            built = _bind(node, label, self.policy, self._ctx)
             self._plans.pop(id(node), None)
             if len(self._plans) >= _AD_HOC_PLANS:
                 del self._plans[next(iter(self._plans))]  # the oldest: a bounded table, never a wholesale clear
@@ -168,7 +175,7 @@ class ProxyExecutor:
                 for i, ek in enumerate(self.nodes.nodes[: len(self._extern)]):
                     if not unchanged(self._extern_snapshots[i], ek):
                         track(ek)
-                        self._extern[i] = bind_node(ek.node, f"extern node {i} {ek.name!r}", self.policy, self._ctx)
+                        self._extern[i] = _bind(ek.node, f"extern node {i} {ek.name!r}", self.policy, self._ctx)
                         self._extern_snapshots[i] = snapshot(ek)
                         self._flat[i] = self._flat_quick[i] = None
                         self._quick[i] = self._extern[i].prepared() if not self._extern[i].guarded else None

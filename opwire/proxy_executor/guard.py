@@ -1,5 +1,8 @@
 """What a run may not leave behind: every executor entry point runs its work inside a `RunGuard`.
 
+(The executor's calls of allowlisted, unseeded torch ops and of library ops, which change none of what a guard
+puts back, run under the light guard of `fast_calls` instead: their kernel warnings are collected all the same.)
+
 On exit the guard puts back what it found: grad mode, the deterministic-algorithms flags, the torch
 dispatch and function mode stacks (modes a run pushed are popped), and, when the work can draw random
 numbers, the CPU generator's state (and every initialized CUDA device's). Kernel warnings (torch's
@@ -31,13 +34,14 @@ from torch.utils._python_dispatch import _pop_mode
 
 from opwire.errors import OpwireWarning
 
-__all__ = ["RunGuard", "active_guard"]
+__all__ = ["SKIP_NEXT", "CarriedCall", "RunGuard", "active_guard", "carrier", "reissue"]
 
 _MAX_WARNINGS = 8  # re-issued per run; the rest are counted in the last one
 _MAX_TEXT = 300
 _MAX_KEPT = 1024  # warnings kept per run (past it only the count grows): a warning in a loop is bounded
 _HERE = globals()
-_SKIP_NEXT: Callable[[bool], None] | None = getattr(torch._C, "_set_skip_next_torch_function", None)
+SKIP_NEXT: Callable[[bool], None] | None = getattr(torch._C, "_set_skip_next_torch_function", None)
+"""Hides the next torch call from the active torch function modes (None on a torch without it)."""
 _T = TypeVar("_T")
 
 
@@ -85,14 +89,14 @@ class RunGuard:
 
     def call(self, where: str, fn: Callable[..., _T], *args: Any) -> _T:
         """`fn(*args)` under torch's Python warning handler; the kernel warnings it raises are labelled `where`."""
-        box = _Call(fn, args)
+        box = CarriedCall(fn, args)
         outer, self.at = self.at, where
         try:
             if torch._C._is_torch_function_mode_enabled():
-                if _SKIP_NEXT is None:  # a torch without the flag: run as is (its warnings print as torch prints them)
+                if SKIP_NEXT is None:  # a torch without the flag: run as is (its warnings print as torch prints them)
                     return fn(*args)
-                _SKIP_NEXT(True)  # the carrier's apply_ is no call a torch function mode should see
-            _carrier().apply_(box)
+                SKIP_NEXT(True)  # the carrier's apply_ is no call a torch function mode should see
+            carrier().apply_(box)
         except Warning as exc:  # an "error" filter raised a kernel warning after the work returned
             if not box.done:
                 raise
@@ -105,13 +109,13 @@ class RunGuard:
 
     def run_nodes(self, wheres: Sequence[Any], runs: Sequence[Callable[[Any], Any]], env: dict[str, Any]) -> None:
         """`env.update(run(env))` for each node in order, as `call` runs one (labelled with its plan's `where`)."""
-        carrier, step, skip = _carrier(), _Call(None, ()), None
+        holder, step, skip = carrier(), CarriedCall(None, ()), None
         if torch._C._is_torch_function_mode_enabled():
-            if _SKIP_NEXT is None:
+            if SKIP_NEXT is None:
                 for run in runs:
                     env.update(run(env))
                 return
-            skip = _SKIP_NEXT
+            skip = SKIP_NEXT
         outer = self.at
         step.args = (env,)
         try:
@@ -121,7 +125,7 @@ class RunGuard:
                 if skip is not None:
                     skip(True)
                 try:
-                    carrier.apply_(step)
+                    holder.apply_(step)
                 except Warning as exc:  # an "error" filter raised a kernel warning after the node returned
                     if not step.done:
                         raise
@@ -166,25 +170,30 @@ class RunGuard:
             self._reissue()
 
     def _reissue(self) -> None:
-        seen: dict[tuple[str, str], int] = {}
-        for where, text in self.warned:
-            one_line = " ".join(text.split())
-            key = (where, one_line[:_MAX_TEXT] + ("..." if len(one_line) > _MAX_TEXT else ""))
-            seen[key] = seen.get(key, 0) + 1
-        more = len(seen) - _MAX_WARNINGS + self.dropped
-        for i, ((where, text), n) in enumerate(seen.items()):
-            if i == _MAX_WARNINGS:
-                break
-            times = f" ({n} times)" if n > 1 else ""
-            said = f"{where}: the kernel warned{times}: {text}" if where else text + times
-            warnings.warn(said, OpwireWarning, stacklevel=3)
-        if more > 0:
-            warnings.warn(f"{self.where}: {more} more kernel warnings", OpwireWarning, stacklevel=3)
+        reissue(self.where, self.warned, self.dropped, 4)  # 4: the frame holding the `with RunGuard(...)`
         self.warned = []
         self.dropped = 0
 
 
-class _Call:
+def reissue(where: str, warned: list[tuple[str, str]], dropped: int, stacklevel: int) -> None:
+    """Each distinct (where, text) of `warned` as one OpwireWarning (with its count); past 8, the rest counted."""
+    seen: dict[tuple[str, str], int] = {}
+    for at, text in warned:
+        one_line = " ".join(text.split())
+        key = (at, one_line[:_MAX_TEXT] + ("..." if len(one_line) > _MAX_TEXT else ""))
+        seen[key] = seen.get(key, 0) + 1
+    more = len(seen) - _MAX_WARNINGS + dropped
+    for i, ((at, text), n) in enumerate(seen.items()):
+        if i == _MAX_WARNINGS:
+            break
+        times = f" ({n} times)" if n > 1 else ""
+        said = f"{at}: the kernel warned{times}: {text}" if at else text + times
+        warnings.warn(said, OpwireWarning, stacklevel=stacklevel)
+    if more > 0:
+        warnings.warn(f"{where}: {more} more kernel warnings", OpwireWarning, stacklevel=stacklevel)
+
+
+class CarriedCall:
     """`fn(*args)` called back by `Tensor.apply_` (once: the carrier has one element)."""
 
     __slots__ = ("args", "done", "fn", "out")
@@ -211,7 +220,8 @@ def active_guard() -> RunGuard | None:
     return getattr(_ACTIVE, "guard", None)
 
 
-def _carrier() -> torch.Tensor:
+def carrier() -> torch.Tensor:
+    """This thread's one-element CPU tensor whose `apply_(call)` runs `call` inside a torch binding."""
     tensor = getattr(_CARRIERS, "tensor", None)
     if tensor is None:  # made once per thread, unseen by the modes and contexts active now
         with torch._C.DisableTorchFunction(), torch._C._DisableTorchDispatch(), torch.inference_mode(False):

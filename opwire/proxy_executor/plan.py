@@ -20,6 +20,7 @@ from opwire.proxy_executor.context import BindContext
 from opwire.proxy_executor.convert import Converted, Lookup, convert
 from opwire.proxy_executor.default_policy import DefaultPolicy
 from opwire.proxy_executor.exec_policy import TORCH_NAMESPACES
+from opwire.proxy_executor.fast_calls import prepare
 from opwire.proxy_executor.outputs import check_span, describe, store_output
 from opwire.proxy_executor.preconditions import family_of
 from opwire.proxy_executor.run_budgets import while_loop_with_budget
@@ -52,8 +53,9 @@ class NodePlan:
     seeded: bool = False
     """The call may draw from a random generator (its entry point restores the generator's state)."""
     guarded: bool = True
-    """`ProxyExecutor.call` runs it inside a RunGuard: everything but allowlisted, unseeded torch ops, which
-    cannot change grad mode, modes, flags or the generator, and whose guard would cost more than the kernel."""
+    """`ProxyExecutor.call` runs it inside a RunGuard: everything but allowlisted, unseeded torch ops and library
+    ops, which cannot change grad mode, modes, flags or the generator, and whose guard would cost more than the
+    kernel (the executor runs those under the light guard, `fast_calls.Light`, which collects kernel warnings)."""
     views: frozenset[int] | None = field(default=None, repr=False)
     """The returns whose span `store` checks (`_view_returns`), worked out on the first store: it reads only the
     schema and the allowlist file, and took a sixth of an LSTM step's checks when worked out per call."""
@@ -63,7 +65,9 @@ class NodePlan:
         if self.fast is False:
             return None
         if self.fast is None:
-            self.fast = _prepare(self) or False
+            if self.views is None:
+                self.views = _view_returns(self)
+            self.fast = prepare(self, bool(self.views)) or False
         return self.fast or None
 
     def args(self, look: Lookup, defaults: Mapping[str, Any] | None) -> tuple[list[Any], dict[str, Any]]:
@@ -142,46 +146,6 @@ def _view_returns(p: NodePlan) -> frozenset[int]:
     if family_of(schema.qualname) != "as_strided" and schema.qualname in allowlist():
         return frozenset()
     return frozenset(i for i, r in enumerate(p.returns) if r is not None and r.alias and not r.alias.endswith("!"))
-
-
-def _prepare(p: NodePlan) -> Callable[[Mapping[str, Any]], dict[str, Any]] | None:
-    """Precompute the common case: every input named or constant, one `as_tensor` output, no caller defaults."""
-    import torch
-
-    convs = [*p.pos, *p.kw.values()]
-    outs = p.node.outputs
-    if p.caller or p.target.kind != "op" or len(p.returns) != 1 or len(outs) != 1 or outs[0].as_tensor is None:
-        return None
-    if any(c.get is not None and c.name is None for c in convs):
-        return None
-    spec = tuple((c.name, c.const) for c in p.pos)
-    kwspec = tuple((k, c.name, c.const) for k, c in p.kw.items())
-    out_name, fn, tensor = outs[0].as_tensor.name, p.fn, torch.Tensor
-    view = bool(_view_returns(p))
-
-    def call(values: Mapping[str, Any]) -> dict[str, Any]:
-        try:
-            args = [c if n is None else values[n] for n, c in spec]
-            kwargs = {k: c if n is None else values[n] for k, n, c in kwspec} if kwspec else {}
-        except KeyError:
-            p.args(values.__getitem__, None)  # raises the BindError naming the missing value
-            raise
-        checks = p.checks
-        if checks is not None and (checks.enough is None or not checks.enough(args, kwargs)):
-            checks.before(fn, args, kwargs)
-        try:
-            r = fn(*args, **kwargs)
-        except OpwireError:
-            raise  # as `invoke`: a budget of the run or a check is not the kernel's failure
-        except Exception as exc:
-            raise p.kernel_error(exc) from exc
-        if not isinstance(r, tensor):
-            store_output(outs[0], r, f"{p.where} output 0", {})
-        elif view:
-            check_span(r, f"{p.where} output 0")  # every view's span lies inside its storage
-        return {out_name: r}
-
-    return call
 
 
 def is_seeded(op: Any) -> bool:

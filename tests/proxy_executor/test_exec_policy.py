@@ -273,6 +273,7 @@ def test_a_write_through_an_undeclared_alias_is_refused_by_storage(alias: str) -
         ("aten::mul.Tensor", {"self": torch.ones(2**17, 1), "other": torch.ones(1, 2**17)}),  # a broadcast
         ("aten::add.Tensor", {"self": torch.ones(1).expand(2**34), "other": torch.ones(1)}),
         ("aten::one_hot", {"self": torch.tensor([2**40]), "num_classes": -1}),
+        ("aten::nonzero", {"self": torch.ones(1).expand(2**34)}),  # its bound: every element non-zero, 128 GiB
         ("aten::bincount", {"self": torch.tensor([2**40])}),
         ("aten::repeat_interleave.Tensor", {"repeats": torch.tensor([2**40])}),
         ("aten::outer", {"self": torch.ones(2**17), "vec2": torch.ones(2**17)}),
