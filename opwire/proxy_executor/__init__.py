@@ -15,6 +15,7 @@ Modules:
     estimate: a node's output bytes computed on the `meta` device, and the shape key they are kept by
     exec_policy: `ExecPolicy`: which ops a file may call, and the execution budgets
     executor: `ProxyExecutor`: serialized operator calls run through torch's dispatcher
+    fast_calls: the executor's unguarded calls, each in a torch binding whose kernel warnings come back as OpwireWarning
     graphchecks: whole-graph checks made when a graph is bound, before any node runs
     guard: `RunGuard`: what a run may not leave behind (RNG state, grad mode, torch modes)
     isolate: a file's work run in a sandboxed child process, its results brought back as bytes
