@@ -15,11 +15,12 @@ import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from opwire.errors import DecodeError
+from opwire.errors import DecodeError, OpwireError
 from opwire.recording.source import StreamSource, TraceSource
 from opwire.recording.stream import TraceReader, is_stream
+from opwire.recording.stream_frames import FRAME
 from opwire.schema import models as m
-from opwire.serde import budgets, tensors
+from opwire.serde import budgets, tensors, thrift
 
 if TYPE_CHECKING:
     import torch
@@ -65,10 +66,12 @@ class FrameReader(TraceReader):
     ) -> None:  # fmt: skip
         self._memo = memo  # shared with another reader: a record or tensor frame of the same bytes decoded once
         self._lazy: dict[str, tuple[int, int, int, int]] = {}  # name -> (body, size, check, frame position)
+        self._where: dict[str, tuple[int, int, int, int]] = {}  # the same, kept once the frame is decoded
         self._order: dict[str, None] = {}  # every tensor name, in the order a dict of the frames would keep
         self._targets: list[str | None] = []  # each record's op, None where the light read could not tell
         self._freed_at: dict[int, list[tuple[int, int, int, int]]] = {}  # record index -> freed frames after it
-        self._buffer = memoryview(bytearray(_CHUNK))
+        self._chunk = bytearray(_CHUNK)
+        self._buffer = memoryview(self._chunk)
         super().__init__(path, max_elements=max_elements, max_bytes=max_bytes)
 
     def _take(self, idx: Any, kind: bytes, body: int, size: int, check: int, pos: int) -> None:
@@ -95,11 +98,12 @@ class FrameReader(TraceReader):
             assert entry is not None
             idx.tensors[entry.name] = self._checked(entry, pos)
             self._lazy.pop(entry.name, None)
+            self._where.pop(entry.name, None)
             self._order[entry.name] = None
             return
         self._budget.spend(1, f"{self.source}: frames indexed and values decoded on open", f"byte {pos}")
         idx.tensors.pop(name, None)
-        self._lazy[name] = (body, size, check, pos)
+        self._lazy[name] = self._where[name] = (body, size, check, pos)
         self._order[name] = None
 
     def _decode(
@@ -188,6 +192,30 @@ class FrameReader(TraceReader):
     def payload_digest(self, name: str) -> str | None:
         """The SHA-256 (hex) of `name`'s payload, its bytes checked against it, where `load(name)` would rebuild
         a CPU tensor from them: the same checks, the same errors (None for no payload, or another device)."""
+        span = self._span(name)
+        if span is None:
+            return None
+        digest, offset, left = span
+        if digest in self._verified:
+            return digest
+        h = hashlib.sha256()
+        self._f.seek(offset)
+        while left:
+            n = self._f.readinto(self._buffer[: min(left, _CHUNK)])
+            if not n:
+                raise DecodeError(f"{self.source}: tensors[{name!r}]: the payload is cut short")
+            h.update(self._buffer[:n])  # hashlib reads the buffer in place and releases the GIL
+            left -= n
+        if h.hexdigest() != digest:
+            raise DecodeError(
+                f"{self.source}: tensors[{name!r}]: the payload's bytes do not match its SHA-256; the file is corrupt"
+            )
+        self._verified.add(digest)
+        return digest
+
+    def _span(self, name: str) -> tuple[str, int, int] | None:
+        """(digest, offset, length) of `name`'s payload where `load` would rebuild a CPU tensor from it, checked as
+        `load` checks it (None for no payload, or another device)."""
         from opwire.recording.payloads import check_span  # deferred: torch; indexing a trace needs none
 
         entry = self.entry(name)
@@ -204,20 +232,86 @@ class FrameReader(TraceReader):
             meta.requires_grad and not (dtype.is_floating_point or dtype.is_complex)
         ):
             return None  # what load would do there (move it, or refuse it) is left to load
-        if digest in self._verified:
-            return digest
-        h = hashlib.sha256()
-        self._f.seek(offset)
-        while left:
-            n = self._f.readinto(self._buffer[: min(left, _CHUNK)])
-            if not n:
-                raise DecodeError(f"{where}: the payload is cut short")
-            h.update(self._buffer[:n])  # hashlib reads the buffer in place and releases the GIL
-            left -= n
-        if h.hexdigest() != digest:
-            raise DecodeError(f"{where}: the payload's bytes do not match its SHA-256; the file is corrupt")
+        return digest, offset, left
+
+    # --------------------------------------------------------------------- frames of two traces
+    def same_record(self, i: int, other: FrameReader, j: int) -> bool:
+        """Whether record `i` and `other`'s record `j` are frames of the same bytes (their CRC-32 checked)."""
+        mine, theirs = self._index.records[i], other._index.records[j]
+        return mine[1:] == theirs[1:] and self.record_bytes(i) == other.record_bytes(j)
+
+    def record_bytes(self, i: int) -> bytes:
+        """The body of record `i`'s frame, its CRC-32 checked."""
+        body, size, check = self._index.records[i]
+        return self._frame_bytes(body, size, check, "record", body - FRAME.size)
+
+    def plain_record(self, i: int) -> Any | None:
+        """Record `i` as `thrift.decode_plain` reads it (no model built), or None where `record(i)` must decide."""
+        data = self.record_bytes(i)
+        if len(data) >= self.max_elements:  # within the record's values budget (a value takes a byte at least)
+            return None
+        frame = thrift.decode_plain(data, m.TraceFrame)
+        return None if frame is None else frame.record
+
+    def same_tensor(self, name: str, other: FrameReader) -> bool:
+        """Whether both traces index a tensor frame of `name` of the same bytes; if so, decoded once for both (the
+        errors `entry` raises), as `meta` reads it on either side."""
+        mine, theirs = self._where.get(name), other._where.get(name)
+        if mine is None or theirs is None or mine[1:3] != theirs[1:3]:
+            return False
+        if self._frame_bytes(*mine[:3], "tensor", mine[3]) != other._frame_bytes(*theirs[:3], "tensor", theirs[3]):
+            return False
+        entry = self.entry(name)
+        if name in other._lazy and entry is not None:
+            other._index.tensors[name] = entry
+            del other._lazy[name]
+        return True
+
+    def same_payload(self, name: str, other: FrameReader) -> bool:
+        """After `same_tensor(name, other)`: whether `name`'s payload passes `payload_digest`'s checks in both traces
+        with one SHA-256. Where neither read it yet, this one's bytes are hashed and `other`'s compared with them
+        (False also where a check fails: `payload_digest` then says why)."""
+        try:
+            mine = self._span(name)
+        except OpwireError:
+            return False
+        if mine is None:
+            return False
+        digest, at, left = mine
+        theirs = other._index.payloads.get(digest)  # the same entry: its checks on as many bytes pass alike
+        if theirs is None or theirs[1] != left:
+            return False
+        if digest not in self._verified and digest not in other._verified:
+            if not self._hashes(at, left, digest, other, theirs[0]):
+                return False
+            other._verified.add(digest)
+        elif digest not in other._verified:
+            if not other._hashes(theirs[0], left, digest):
+                return False
+            other._verified.add(digest)
+        elif digest not in self._verified and not self._hashes(at, left, digest):
+            return False
         self._verified.add(digest)
-        return digest
+        return True
+
+    def _hashes(self, at: int, left: int, digest: str, other: FrameReader | None = None, other_at: int = 0) -> bool:
+        """Whether the `left` bytes at `at` hash to `digest` (and `other`'s at `other_at` are the same bytes)."""
+        h = hashlib.sha256()
+        self._f.seek(at)
+        if other is not None:
+            other._f.seek(other_at)
+        while left:
+            n = min(left, _CHUNK)
+            if self._f.readinto(self._buffer[:n]) != n:
+                return False
+            h.update(self._buffer[:n])
+            if other is not None and (
+                other._f.readinto(other._buffer[:n]) != n
+                or ((self._chunk != other._chunk) if n == _CHUNK else (self._chunk[:n] != other._chunk[:n]))
+            ):
+                return False  # bytearrays compare with memcmp (memoryviews item by item)
+            left -= n
+        return h.hexdigest() == digest
 
 
 class ScanSource(StreamSource):

@@ -26,7 +26,7 @@ from opwire.serde._thrift.encode import encode_payload
 from opwire.serde._thrift.spec import FAST_STRUCT_DEPTH, container_depth_bound
 from opwire.serde.framing import CODECS, MAX_DEPTH, has_header, read_header, schema_version_error, write_header
 
-__all__ = ["CODECS", "ENGINES", "MAX_DEPTH", "decode", "encode"]
+__all__ = ["CODECS", "ENGINES", "MAX_DEPTH", "decode", "decode_plain", "encode"]
 
 M = TypeVar("M", bound=BaseModel)
 Codec = Literal["binary", "compact"]
@@ -179,6 +179,18 @@ def decode(
         raise _declined(where, name, max_depth)
     _check_program_version(obj, where)
     return obj  # type: ignore[return-value]
+
+
+def decode_plain(data: bytes, cls: type[BaseModel], format: Codec = "compact") -> Any | None:
+    """A `cls` value in raw Thrift `data` (no header) as plain objects, no model built: each struct an object whose
+    attributes are the IDL's fields (None where absent), enums as ints, union members as the one key of its
+    `__dict__`. Only where `decode` would build a model of the same values by its fast path (canonical bytes, every
+    byte read, unions single, required fields present, enums known, no expression); None otherwise, and `decode`
+    decides and words the error. No values budget: bound `len(data)` (every value takes a byte at least)."""
+    name = getattr(cls, "__name__", repr(cls))
+    if MODELS.get(name) is not cls:
+        raise DecodeError(f"Expected an opwire model class (opwire.schema.models), got {cls!r}")
+    return fast.decode_plain(bytes(data), name, _codec(format))
 
 
 def _declined(where: str, name: str, max_depth: int) -> DecodeError:
