@@ -36,8 +36,8 @@ class FrameCalls:
 
     def __init__(self, a: ScanSource, b: ScanSource) -> None:
         self.a, self.b = a.reader, b.reader
-        self._tensors: dict[str, bool] = {}  # name -> same frames in both traces
-        self._payloads: dict[str, bool] = {}  # name -> one checked payload in both traces
+        self._tensors: dict[str, tuple[bool, bool] | None] = {}  # name -> (undefined, one checked payload in both
+        # traces), None where the traces' frames of it differ
         n = min(len(self.a), len(self.b))
         self._prefix = 0
         while self._prefix < n and self.a.same_record(self._prefix, self.b, self._prefix):
@@ -81,37 +81,37 @@ class FrameCalls:
             names = member_tensor_names(kind, value)
             if not names and _nan(value):
                 return False  # a NaN argument differs from itself in the records' comparison
-            if not all(map(self._same_tensor, names)):
+            if not all(map(self._tensor, names)):
                 return False
         metadata = rec.metadata or {}
-        for x in rec.outputs or ():
+        for k, x in enumerate(rec.outputs or ()):
             kind = member(x)
+            reproducible(rec.target, metadata, f"output {k}")  # as the records' comparison reads it (and raises)
             if kind in _SCALARS:
                 if kind not in _PLAIN:
                     return False
                 continue
             for name in member_tensor_names(kind, x.__dict__[kind]):
-                if not self._same_tensor(name):
-                    return False
-                if reproducible(rec.target, metadata, name) and not self.a.undefined(name):
-                    if not self._same_payload(name):
-                        return False
+                values = reproducible(rec.target, metadata, name)
+                found = self._tensor(name)
+                if found is None or (values and not (found[0] or found[1])):
+                    return False  # frames differ, or values compared without one checked payload
         return True
 
     def records(self, i: int, j: int) -> tuple[m.CallRecord, m.CallRecord]:
         """Call `i` of A and call `j` of B, decoded."""
         return self.a.record(i), self.b.record(j)
 
-    def _same_tensor(self, name: str) -> bool:
-        found = self._tensors.get(name)
-        if found is None:
-            found = self._tensors[name] = self.a.same_tensor(name, self.b)
-        return found
-
-    def _same_payload(self, name: str) -> bool:
-        found = self._payloads.get(name)
-        if found is None:
-            found = self._payloads[name] = self.a.same_payload(name, self.b)
+    def _tensor(self, name: str) -> tuple[bool, bool] | None:
+        """(undefined, one checked payload in both traces) of tensor `name`, or None where its frames differ."""
+        if name in self._tensors:
+            return self._tensors[name]
+        entry = self.a.twin_entry(name, self.b)
+        found = self._tensors[name] = (
+            None
+            if entry is None
+            else (bool(entry.undefined), entry.payload is not None and self.a.same_payload(entry, self.b))
+        )
         return found
 
     @staticmethod

@@ -67,6 +67,8 @@ class FrameReader(TraceReader):
         self._memo = memo  # shared with another reader: a record or tensor frame of the same bytes decoded once
         self._lazy: dict[str, tuple[int, int, int, int]] = {}  # name -> (body, size, check, frame position)
         self._where: dict[str, tuple[int, int, int, int]] = {}  # the same, kept once the frame is decoded
+        self._charged: set[str] = set()  # tensor frames whose values the budget was charged (`twin_entry`)
+        self._layouts: dict[tuple[Any, ...], bool] = {}  # a payload layout checked -> whether it loads on the CPU
         self._order: dict[str, None] = {}  # every tensor name, in the order a dict of the frames would keep
         self._targets: list[str | None] = []  # each record's op, None where the light read could not tell
         self._freed_at: dict[int, list[tuple[int, int, int, int]]] = {}  # record index -> freed frames after it
@@ -137,13 +139,19 @@ class FrameReader(TraceReader):
         loc = self._lazy.get(name)
         if loc is not None:
             body, size, check, pos = loc
-            entry = self._decode(body, size, check, "tensor", pos, self._budget).tensor
+            budget = self.max_elements if name in self._charged else self._budget  # charged once per frame
+            entry = self._decode(body, size, check, "tensor", pos, budget).tensor
             assert entry is not None
-            if entry.name != name:
-                raise DecodeError(f"{self.source}: the tensor frame at byte {pos} names {entry.name!r} and {name!r}")
-            self._index.tensors[name] = self._checked(entry, pos)
+            self._index.tensors[name] = self._named(entry, name, pos)
             del self._lazy[name]
         return self._index.tensors.get(name)
+
+    def _named(self, entry: m.TraceTensor, name: str, pos: int) -> m.TraceTensor:
+        """The tensor frame indexed by `name`, refused when it names another tensor or is marked undefined and
+        names a payload."""
+        if entry.name != name:
+            raise DecodeError(f"{self.source}: the tensor frame at byte {pos} names {entry.name!r} and {name!r}")
+        return self._checked(entry, pos)
 
     def freed_after(self, i: int) -> list[str]:
         """Objects freed after record `i` (-1: before the first); their frames decoded on first ask."""
@@ -192,7 +200,7 @@ class FrameReader(TraceReader):
     def payload_digest(self, name: str) -> str | None:
         """The SHA-256 (hex) of `name`'s payload, its bytes checked against it, where `load(name)` would rebuild
         a CPU tensor from them: the same checks, the same errors (None for no payload, or another device)."""
-        span = self._span(name)
+        span = self._span(name, self.entry(name))
         if span is None:
             return None
         digest, offset, left = span
@@ -213,12 +221,11 @@ class FrameReader(TraceReader):
         self._verified.add(digest)
         return digest
 
-    def _span(self, name: str) -> tuple[str, int, int] | None:
-        """(digest, offset, length) of `name`'s payload where `load` would rebuild a CPU tensor from it, checked as
-        `load` checks it (None for no payload, or another device)."""
+    def _span(self, name: str, entry: m.TraceTensor | None) -> tuple[str, int, int] | None:
+        """(digest, offset, length) of the payload of `name` (its frame: `entry`) where `load` would rebuild a CPU
+        tensor from it, checked as `load` checks it (None for no payload, or another device)."""
         from opwire.recording.payloads import check_span  # deferred: torch; indexing a trace needs none
 
-        entry = self.entry(name)
         if entry is None or entry.payload is None:
             return None
         meta, digest = entry.value, entry.payload
@@ -227,12 +234,16 @@ class FrameReader(TraceReader):
         if loc is None:
             raise DecodeError(f"{where}: payload {digest[:12]}... is not in the file (cut or corrupt)")
         offset, left = loc
-        dtype, _ = check_span(meta, left, where)
-        if tensors.target_device(meta, None, where).type != "cpu" or (
-            meta.requires_grad and not (dtype.is_floating_point or dtype.is_complex)
-        ):
-            return None  # what load would do there (move it, or refuse it) is left to load
-        return digest, offset, left
+        device = meta.device
+        key = (meta.dtype, tuple(meta.sizes), tuple(meta.strides), meta.storage_offset, meta.layout, left,
+               device.type, device.index, meta.requires_grad)  # fmt: skip  # what the checks below read
+        on_cpu = self._layouts.get(key)
+        if on_cpu is None:  # checked once per layout (a failed check raises again each time)
+            dtype, _ = check_span(meta, left, where)
+            on_cpu = self._layouts[key] = tensors.target_device(meta, None, where).type == "cpu" and not (
+                meta.requires_grad and not (dtype.is_floating_point or dtype.is_complex)
+            )
+        return (digest, offset, left) if on_cpu else None  # elsewhere, what load would do is left to load
 
     # --------------------------------------------------------------------- frames of two traces
     def same_record(self, i: int, other: FrameReader, j: int) -> bool:
@@ -253,26 +264,30 @@ class FrameReader(TraceReader):
         frame = thrift.decode_plain(data, m.TraceFrame)
         return None if frame is None else frame.record
 
-    def same_tensor(self, name: str, other: FrameReader) -> bool:
-        """Whether both traces index a tensor frame of `name` of the same bytes; if so, decoded once for both (the
-        errors `entry` raises), as `meta` reads it on either side."""
+    def twin_entry(self, name: str, other: FrameReader) -> m.TraceTensor | None:
+        """The tensor frame of `name` when `other` indexes one of the same bytes (None otherwise), decoded as `entry`
+        decodes it (its errors, its values charged once) but kept by neither reader: a diff of many calls holds
+        what it found of each tensor, not its model."""
         mine, theirs = self._where.get(name), other._where.get(name)
         if mine is None or theirs is None or mine[1:3] != theirs[1:3]:
-            return False
-        if self._frame_bytes(*mine[:3], "tensor", mine[3]) != other._frame_bytes(*theirs[:3], "tensor", theirs[3]):
-            return False
-        entry = self.entry(name)
-        if name in other._lazy and entry is not None:
-            other._index.tensors[name] = entry
-            del other._lazy[name]
-        return True
+            return None
+        data = self._frame_bytes(*mine[:3], "tensor", mine[3])
+        if data != other._frame_bytes(*theirs[:3], "tensor", theirs[3]):
+            return None
+        if name not in self._lazy:
+            return self._index.tensors.get(name)
+        budget = self.max_elements if name in self._charged else self._budget
+        entry = self._member(self._parse(data, mine[3], budget), "tensor", mine[3]).tensor
+        assert entry is not None
+        self._charged.add(name)
+        return self._named(entry, name, mine[3])
 
-    def same_payload(self, name: str, other: FrameReader) -> bool:
-        """After `same_tensor(name, other)`: whether `name`'s payload passes `payload_digest`'s checks in both traces
-        with one SHA-256. Where neither read it yet, this one's bytes are hashed and `other`'s compared with them
-        (False also where a check fails: `payload_digest` then says why)."""
+    def same_payload(self, entry: m.TraceTensor, other: FrameReader) -> bool:
+        """Whether the payload of `entry` (a `twin_entry`) passes `payload_digest`'s checks in both traces with one
+        SHA-256. Where neither read it yet, this one's bytes are hashed and `other`'s compared with them (False
+        also where a check fails: `payload_digest` then says why)."""
         try:
-            mine = self._span(name)
+            mine = self._span(entry.name, entry)
         except OpwireError:
             return False
         if mine is None:
