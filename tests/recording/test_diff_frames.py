@@ -95,3 +95,20 @@ def test_only_equal_frames_are_proven_alike(loops: dict[str, Path]) -> None:
     assert proven == full.matched - nan and scalars == 3  # a float output of equal frames is proven alike
     _, perturbed, proven = _diffs(loops["base"], loops["perturbed"])
     assert perturbed.first_divergence is not None and proven < full.matched - nan
+
+
+def test_a_tensor_frame_read_for_both_traces_is_charged_once(tmp_path: Path) -> None:
+    from support.hostile import Work, tensor_frames_trace
+
+    from opwire.errors import DecodeError
+    from opwire.recording.frames import FrameReader
+
+    path = tensor_frames_trace(Work(tmp_path), 200)  # 14 values a frame, one charged for indexing each
+    with FrameReader(path, max_elements=3100) as a, FrameReader(path, max_elements=3100) as b:
+        for name in a.names():
+            entry = a.twin_entry(name, b)
+            assert entry is not None and entry.value == a.meta(name)  # decoded again, not charged again
+    with FrameReader(path, max_elements=2500) as a, FrameReader(path) as b:
+        with pytest.raises(DecodeError, match="exceeds the budget max_elements=2500"):
+            for name in a.names():
+                a.twin_entry(name, b)
