@@ -276,11 +276,16 @@ class FrameReader(TraceReader):
             return None
         if name not in self._lazy:
             return self._index.tensors.get(name)
-        budget = self.max_elements if name in self._charged else self._budget
-        entry = self._member(self._parse(data, mine[3], budget), "tensor", mine[3]).tensor
-        assert entry is not None
+        pos = mine[3]
+        budget = None if name in self._charged else self._budget  # a frame's values are charged once
+        plain = thrift.decode_plain(data, m.TraceFrame, source=f"{self.source}@{pos}", max_elements=budget)
         self._charged.add(name)
-        return self._named(entry, name, mine[3])
+        if plain is not None and plain.tensor is not None:
+            return self._named(plain.tensor, name, pos)  # its values, as the model would hold them
+        spent = plain is not None or budget is None
+        entry = self._member(self._parse(data, pos, self.max_elements if spent else self._budget), "tensor", pos)
+        assert entry.tensor is not None
+        return self._named(entry.tensor, name, pos)
 
     def same_payload(self, entry: m.TraceTensor, other: FrameReader) -> bool:
         """Whether the payload of `entry` (a `twin_entry`) passes `payload_digest`'s checks in both traces with one

@@ -107,7 +107,8 @@ def test_a_tensor_frame_read_for_both_traces_is_charged_once(tmp_path: Path) -> 
     with FrameReader(path, max_elements=3100) as a, FrameReader(path, max_elements=3100) as b:
         for name in a.names():
             entry = a.twin_entry(name, b)
-            assert entry is not None and entry.value == a.meta(name)  # decoded again, not charged again
+            meta = a.meta(name)  # decoded again, not charged again
+            assert entry is not None and meta is not None and entry.value.sizes == meta.sizes == [0]
     with FrameReader(path, max_elements=2500) as a, FrameReader(path) as b:
         with pytest.raises(DecodeError, match="exceeds the budget max_elements=2500"):
             for name in a.names():
