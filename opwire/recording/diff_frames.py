@@ -45,9 +45,10 @@ class FrameCalls:
 
     @staticmethod
     def of(a: TraceSource, b: TraceSource) -> FrameCalls | None:
-        """The calls of `a` and `b` when both are streamed traces read by `FrameReader`s, no tensor replaced."""
-        if isinstance(a, ScanSource) and isinstance(b, ScanSource) and not (a.replaced or b.replaced):
-            return FrameCalls(a, b)
+        """The calls of `a` and `b` when both are streamed traces read by `FrameReader`s of their own (one file
+        handle each), no tensor replaced."""
+        if isinstance(a, ScanSource) and isinstance(b, ScanSource) and a.reader is not b.reader:
+            return None if a.replaced or b.replaced else FrameCalls(a, b)
         return None
 
     def pairs(self) -> list[tuple[int, int]]:
