@@ -191,8 +191,9 @@ def decode_plain(
 ) -> Any | None:
     """A `cls` value in raw Thrift `data` (no header) as plain objects, no model built: each struct an object whose
     attributes are the IDL's fields (the model's default where absent), enums as ints, a union's member the one key
-    of its `__dict__`. Only where `decode` would build a model of the same values by its fast path (canonical bytes,
-    every byte read, unions single, required fields present, enums known, no expression); None otherwise, and
+    of its `__dict__`. Only where `decode` (at its default `max_depth`) would build a model of the same values by its
+    fast path (canonical bytes, every byte read, unions single, required fields present, enums known, no
+    expression); None otherwise, and
     `decode` decides and words the error. A `budgets.Budget` is charged the values it holds, as `decode` charges
     it (and refused alike past it); without one, bound `len(data)` (every value takes a byte at least)."""
     name = getattr(cls, "__name__", repr(cls))
