@@ -48,7 +48,8 @@ class FrameCalls:
         """The calls of `a` and `b` when both are streamed traces read by `FrameReader`s of their own (one file
         handle each), no tensor replaced."""
         if isinstance(a, ScanSource) and isinstance(b, ScanSource) and a.reader is not b.reader:
-            return None if a.replaced or b.replaced else FrameCalls(a, b)
+            alike = a.reader.max_elements == b.reader.max_elements  # a record read once stands for both
+            return FrameCalls(a, b) if alike and not (a.replaced or b.replaced) else None
         return None
 
     def pairs(self) -> list[tuple[int, int]]:

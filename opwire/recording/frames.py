@@ -266,26 +266,31 @@ class FrameReader(TraceReader):
 
     def twin_entry(self, name: str, other: FrameReader) -> m.TraceTensor | None:
         """The tensor frame of `name` when `other` indexes one of the same bytes (None otherwise), decoded as `entry`
-        decodes it (its errors, its values charged once) but kept by neither reader: a diff of many calls holds
-        what it found of each tensor, not its model."""
+        decodes it on either side (its errors; its values charged once to each reader's budget) but kept by
+        neither: a diff of many calls holds what it found of each tensor, not its model."""
         mine, theirs = self._where.get(name), other._where.get(name)
         if mine is None or theirs is None or mine[1:3] != theirs[1:3]:
             return None
         data = self._frame_bytes(*mine[:3], "tensor", mine[3])
         if data != other._frame_bytes(*theirs[:3], "tensor", theirs[3]):
             return None
-        if name not in self._lazy:
-            return self._index.tensors.get(name)
-        pos = mine[3]
-        budget = None if name in self._charged else self._budget  # a frame's values are charged once
-        plain = thrift.decode_plain(data, m.TraceFrame, source=f"{self.source}@{pos}", max_elements=budget)
-        self._charged.add(name)
-        if plain is not None and plain.tensor is not None:
-            return self._named(plain.tensor, name, pos)  # its values, as the model would hold them
-        spent = plain is not None or budget is None
-        entry = self._member(self._parse(data, pos, self.max_elements if spent else self._budget), "tensor", pos)
-        assert entry.tensor is not None
-        return self._named(entry.tensor, name, pos)
+        entry = None if name in self._lazy else self._index.tensors.get(name)
+        if entry is None or name not in other._charged:
+            tally = budgets.Budget(self.max_elements)  # this frame's values, within one decode's limit
+            frame: Any = thrift.decode_plain(data, m.TraceFrame, source=f"{self.source}@{mine[3]}", max_elements=tally)
+            if frame is None or frame.tensor is None:  # declined, or another member: decoded (or refused) as entry
+                frame = self._member(self._parse(data, mine[3], tally), "tensor", mine[3])
+            if entry is None:
+                self._charge(name, tally.spent, mine[3])
+                entry = self._named(frame.tensor, name, mine[3])  # its values, as the model would hold them
+            other._charge(name, tally.spent, theirs[3])
+        return entry
+
+    def _charge(self, name: str, values: int, pos: int) -> None:
+        """Charge the budget the values of `name`'s tensor frame at byte `pos` once, as decoding it there would."""
+        if name not in self._charged:
+            self._charged.add(name)
+            self._budget.spend(values, f"{self.source}@{pos}: values decoded so far", "")
 
     def same_payload(self, entry: m.TraceTensor, other: FrameReader) -> bool:
         """Whether the payload of `entry` (a `twin_entry`) passes `payload_digest`'s checks in both traces with one

@@ -109,7 +109,9 @@ def test_a_tensor_frame_read_for_both_traces_is_charged_once(tmp_path: Path) -> 
             entry = a.twin_entry(name, b)
             meta = a.meta(name)  # decoded again, not charged again
             assert entry is not None and meta is not None and entry.value.sizes == meta.sizes == [0]
-    with FrameReader(path, max_elements=2500) as a, FrameReader(path) as b:
-        with pytest.raises(DecodeError, match="exceeds the budget max_elements=2500"):
-            for name in a.names():
-                a.twin_entry(name, b)
+    for mine, theirs in ((2500, None), (None, 2500)):  # each reader's budget is charged, as reading both would
+        with FrameReader(path, max_elements=mine) as a, FrameReader(path, max_elements=theirs) as b:
+            where = (a if mine else b).source
+            with pytest.raises(DecodeError, match=rf"^{where}@\d+: values decoded so far: .* max_elements=2500"):
+                for name in a.names():
+                    a.twin_entry(name, b)
