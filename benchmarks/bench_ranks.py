@@ -5,7 +5,8 @@ all-reduced per step) and one with many small tensors (the MLP below), and a cop
 (every file through one reused buffer, best of 3: the speed of reading the files, page cache warm), then checked
 with `ranks` and diffed against its copy with `diff` by 1, 2 and 4 processes (1: in this process; 2 and 4:
 under torchrun, each process timing the same work after joining the group, startup excluded), best of 2, in MB
-of trace per second (diff: both runs' bytes) and as a fraction of the reading speed.
+of trace per second (diff: both runs' bytes) and as a fraction of the reading speed, and in MB per CPU-second
+(the CPU time of every process and thread, summed: the figure a loaded machine does not distort).
 
 Per world size, all under torchrun: a data-parallel MLP job (forward, backward, gradients averaged with
 `all_reduce`, SGD step) run eager and recorded (`-m opwire record`); each rank times its own training loop,
@@ -60,18 +61,18 @@ from opwire.recording.distributed.share import launched_share
 run, copy = sys.argv[1], sys.argv[2]
 with launched_share() as share:
     share.gather(0)  # every process has joined: time the work alone
-    best = [float("inf"), float("inf")]
+    best = [float("inf")] * 4  # wall ranks, wall diff, CPU ranks, CPU diff (the CPU of every process)
     for _ in range(2):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         assert not check_ranks(run, share=share).findings
-        share.gather(0)
-        best[0] = min(best[0], time.perf_counter() - start)
-        start = time.perf_counter()
+        cpus = share.gather(time.process_time() - cpu)
+        best[0], best[2] = min(best[0], time.perf_counter() - start), min(best[2], sum(cpus))
+        start, cpu = time.perf_counter(), time.process_time()
         assert diff_runs(run, copy, share=share).ok
-        share.gather(0)
-        best[1] = min(best[1], time.perf_counter() - start)
+        cpus = share.gather(time.process_time() - cpu)
+        best[1], best[3] = min(best[1], time.perf_counter() - start), min(best[3], sum(cpus))
     if share.prints:
-        print(f"TIMES {best[0]:.6f} {best[1]:.6f}", flush=True)
+        print("TIMES " + " ".join(f"{x:.6f}" for x in best), flush=True)
 """
 
 JOB = """
@@ -162,16 +163,17 @@ def _read_speed(run: Path) -> float:
     return _mb(run) / best
 
 
-def _in_process(run: Path, copy: Path) -> tuple[float, float]:
-    best = [float("inf"), float("inf")]
+def _in_process(run: Path, copy: Path) -> list[float]:
+    """Best of 2: wall seconds of `ranks` and `diff`, then their CPU seconds (every thread of this process)."""
+    best = [float("inf")] * 4
     for _ in range(2):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         assert not check_ranks(run).findings
-        best[0] = min(best[0], time.perf_counter() - start)
-        start = time.perf_counter()
+        best[0], best[2] = min(best[0], time.perf_counter() - start), min(best[2], time.process_time() - cpu)
+        start, cpu = time.perf_counter(), time.process_time()
         assert diff_runs(run, copy).ok
-        best[1] = min(best[1], time.perf_counter() - start)
-    return best[0], best[1]
+        best[1], best[3] = min(best[1], time.perf_counter() - start), min(best[3], time.process_time() - cpu)
+    return best
 
 
 def throughput(kind: str, job: str, steps: int, procs: list[int], tmp: Path) -> None:
@@ -185,14 +187,15 @@ def throughput(kind: str, job: str, steps: int, procs: list[int], tmp: Path) -> 
     print(f"{kind} run: 4 ranks, {size:.0f} MB; reading the files: {read:.0f} MB/s")
     for p in procs:
         if p == 1:
-            t_ranks, t_diff = _in_process(run, copy)
+            t_ranks, t_diff, cpu_ranks, cpu_diff = _in_process(run, copy)
         else:
             out = _torchrun(p, ["worker.py", str(run), str(copy)], tmp).stdout
-            t_ranks, t_diff = (float(x) for x in re.findall(r"TIMES ([0-9.]+) ([0-9.]+)", out)[0])
+            t_ranks, t_diff, cpu_ranks, cpu_diff = (float(x) for x in re.findall(r"TIMES ([0-9. ]+)", out)[0].split())
         r, d = size / t_ranks, 2 * size / t_diff
         print(
             f"  {p} process{'es' if p > 1 else ''}: ranks {r:.0f} MB/s ({r / p:.0f} per process, {r / read:.2f}x "
-            f"reading), diff {d:.0f} MB/s ({d / p:.0f} per process, {d / read:.2f}x reading)"
+            f"reading; {size / cpu_ranks:.0f} MB per CPU-second), diff {d:.0f} MB/s ({d / p:.0f} per process, "
+            f"{d / read:.2f}x reading; {2 * size / cpu_diff:.0f} MB per CPU-second)"
         )
 
 

@@ -13,8 +13,14 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Hashable, Sequence
+from typing import Any
 
-__all__ = ["MAX_EDIT_COST", "Opcode", "align", "opcodes"]
+from opwire.schema.base import ThriftUnion
+
+__all__ = ["MAX_EDIT_COST", "CallKey", "Opcode", "align", "align_calls", "call_key", "member", "opcodes"]
+
+CallKey = tuple[str, str, str, tuple[str, ...]]
+"""(op, source line, module path, the kind of value each argument passes)."""
 
 Opcode = tuple[str, int, int, int, int]
 """(tag, i1, i2, j1, j2) as `difflib.SequenceMatcher.get_opcodes` gives: tag "equal", "delete", "insert", "replace"."""
@@ -53,6 +59,25 @@ def align(a: Sequence[Hashable], b: Sequence[Hashable], *coarser: tuple[Sequence
     if coarser:
         pairs = _refine(pairs, len(a), len(b), coarser)
     return pairs
+
+
+def align_calls(a: Sequence[CallKey], b: Sequence[CallKey]) -> list[tuple[int, int]]:
+    """`align` of two runs' calls by their keys, then by (op, source line, module path), then by op alone."""
+    return align(a, b, ([k[:3] for k in a], [k[:3] for k in b]), ([k[0] for k in a], [k[0] for k in b]))
+
+
+def call_key(rec: Any) -> CallKey:
+    """Where a call was made (its op, source line and module path) and which kind of value each argument passes
+    (tensor, float, ...): two calls of one op on one line that pass different kinds are different calls (a
+    backward's `mul` by a tensor and by a number). `rec` is a `CallRecord` or its `thrift.decode_plain` value."""
+    metadata = rec.metadata or {}
+    kinds = tuple(member(na.arg) for na in rec.inputs or ())
+    return rec.target, metadata.get("source", ""), metadata.get("module", ""), kinds
+
+
+def member(arg: Any) -> str:
+    """The member a union holds: a model's `type`, or the one field of its `thrift.decode_plain` value."""
+    return arg.type if isinstance(arg, ThriftUnion) else str(next(iter(arg.__dict__)))
 
 
 def opcodes(pairs: list[tuple[int, int]], n: int, m: int) -> list[Opcode]:

@@ -15,12 +15,12 @@ import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from opwire.errors import DecodeError
+from opwire.errors import DecodeError, OpwireError
 from opwire.recording.source import StreamSource, TraceSource
-from opwire.recording.stream_frames import is_stream
+from opwire.recording.stream_frames import FRAME, is_stream
 from opwire.recording.stream_reader import TraceReader
 from opwire.schema import models as m
-from opwire.serde import budgets, tensors
+from opwire.serde import budgets, tensors, thrift
 
 if TYPE_CHECKING:
     import torch
@@ -66,10 +66,14 @@ class FrameReader(TraceReader):
     ) -> None:  # fmt: skip
         self._memo = memo  # shared with another reader: a record or tensor frame of the same bytes decoded once
         self._lazy: dict[str, tuple[int, int, int, int]] = {}  # name -> (body, size, check, frame position)
+        self._where: dict[str, tuple[int, int, int, int]] = {}  # the same, kept once the frame is decoded
+        self._charged: set[str] = set()  # tensor frames whose values the budget was charged (`twin_entry`)
+        self._layouts: dict[tuple[Any, ...], bool] = {}  # a payload layout checked -> whether it loads on the CPU
         self._order: dict[str, None] = {}  # every tensor name, in the order a dict of the frames would keep
         self._targets: list[str | None] = []  # each record's op, None where the light read could not tell
         self._freed_at: dict[int, list[tuple[int, int, int, int]]] = {}  # record index -> freed frames after it
-        self._buffer = memoryview(bytearray(_CHUNK))
+        self._chunk = bytearray(_CHUNK)
+        self._buffer = memoryview(self._chunk)
         super().__init__(path, max_elements=max_elements, max_bytes=max_bytes)
 
     def _take(self, idx: Any, kind: bytes, body: int, size: int, check: int, pos: int) -> None:
@@ -96,11 +100,12 @@ class FrameReader(TraceReader):
             assert entry is not None
             idx.tensors[entry.name] = self._checked(entry, pos)
             self._lazy.pop(entry.name, None)
+            self._where.pop(entry.name, None)
             self._order[entry.name] = None
             return
         self._budget.spend(1, f"{self.source}: frames indexed and values decoded on open", f"byte {pos}")
         idx.tensors.pop(name, None)
-        self._lazy[name] = (body, size, check, pos)
+        self._lazy[name] = self._where[name] = (body, size, check, pos)
         self._order[name] = None
 
     def _decode(
@@ -134,13 +139,19 @@ class FrameReader(TraceReader):
         loc = self._lazy.get(name)
         if loc is not None:
             body, size, check, pos = loc
-            entry = self._decode(body, size, check, "tensor", pos, self._budget).tensor
+            budget = self.max_elements if name in self._charged else self._budget  # charged once per frame
+            entry = self._decode(body, size, check, "tensor", pos, budget).tensor
             assert entry is not None
-            if entry.name != name:
-                raise DecodeError(f"{self.source}: the tensor frame at byte {pos} names {entry.name!r} and {name!r}")
-            self._index.tensors[name] = self._checked(entry, pos)
+            self._index.tensors[name] = self._named(entry, name, pos)
             del self._lazy[name]
         return self._index.tensors.get(name)
+
+    def _named(self, entry: m.TraceTensor, name: str, pos: int) -> m.TraceTensor:
+        """The tensor frame indexed by `name`, refused when it names another tensor or is marked undefined and
+        names a payload."""
+        if entry.name != name:
+            raise DecodeError(f"{self.source}: the tensor frame at byte {pos} names {entry.name!r} and {name!r}")
+        return self._checked(entry, pos)
 
     def freed_after(self, i: int) -> list[str]:
         """Objects freed after record `i` (-1: before the first); their frames decoded on first ask."""
@@ -194,9 +205,32 @@ class FrameReader(TraceReader):
     def payload_digest(self, name: str) -> str | None:
         """The SHA-256 (hex) of `name`'s payload, its bytes checked against it, where `load(name)` would rebuild
         a CPU tensor from them: the same checks, the same errors (None for no payload, or another device)."""
+        span = self._span(name, self.entry(name))
+        if span is None:
+            return None
+        digest, offset, left = span
+        if digest in self._verified:
+            return digest
+        h = hashlib.sha256()
+        self._f.seek(offset)
+        while left:
+            n = self._f.readinto(self._buffer[: min(left, _CHUNK)])
+            if not n:
+                raise DecodeError(f"{self.source}: tensors[{name!r}]: the payload is cut short")
+            h.update(self._buffer[:n])  # hashlib reads the buffer in place and releases the GIL
+            left -= n
+        if h.hexdigest() != digest:
+            raise DecodeError(
+                f"{self.source}: tensors[{name!r}]: the payload's bytes do not match its SHA-256; the file is corrupt"
+            )
+        self._verified.add(digest)
+        return digest
+
+    def _span(self, name: str, entry: m.TraceTensor | None) -> tuple[str, int, int] | None:
+        """(digest, offset, length) of the payload of `name` (its frame: `entry`) where `load` would rebuild a CPU
+        tensor from it, checked as `load` checks it (None for no payload, or another device)."""
         from opwire.recording.payloads import check_span  # deferred: torch; indexing a trace needs none
 
-        entry = self.entry(name)
         if entry is None or entry.payload is None:
             return None
         meta, digest = entry.value, entry.payload
@@ -205,25 +239,109 @@ class FrameReader(TraceReader):
         if loc is None:
             raise DecodeError(f"{where}: payload {digest[:12]}... is not in the file (cut or corrupt)")
         offset, left = loc
-        dtype, _ = check_span(meta, left, where)
-        if tensors.target_device(meta, None, where).type != "cpu" or (
-            meta.requires_grad and not (dtype.is_floating_point or dtype.is_complex)
-        ):
-            return None  # what load would do there (move it, or refuse it) is left to load
-        if digest in self._verified:
-            return digest
-        h = hashlib.sha256()
-        self._f.seek(offset)
-        while left:
-            n = self._f.readinto(self._buffer[: min(left, _CHUNK)])
-            if not n:
-                raise DecodeError(f"{where}: the payload is cut short")
-            h.update(self._buffer[:n])  # hashlib reads the buffer in place and releases the GIL
-            left -= n
-        if h.hexdigest() != digest:
-            raise DecodeError(f"{where}: the payload's bytes do not match its SHA-256; the file is corrupt")
+        device = meta.device
+        key = (meta.dtype, tuple(meta.sizes), tuple(meta.strides), meta.storage_offset, meta.layout, left,
+               device.type, device.index, meta.requires_grad)  # fmt: skip  # what the checks below read
+        on_cpu = self._layouts.get(key)
+        if on_cpu is None:  # checked once per layout (a failed check raises again each time)
+            dtype, _ = check_span(meta, left, where)
+            on_cpu = self._layouts[key] = tensors.target_device(meta, None, where).type == "cpu" and not (
+                meta.requires_grad and not (dtype.is_floating_point or dtype.is_complex)
+            )
+        return (digest, offset, left) if on_cpu else None  # elsewhere, what load would do is left to load
+
+    # --------------------------------------------------------------------- frames of two traces
+    def same_record(self, i: int, other: FrameReader, j: int) -> bool:
+        """Whether record `i` and `other`'s record `j` are frames of the same bytes (their CRC-32 checked)."""
+        mine, theirs = self._index.records[i], other._index.records[j]
+        return mine[1:] == theirs[1:] and self.record_bytes(i) == other.record_bytes(j)
+
+    def record_bytes(self, i: int) -> bytes:
+        """The body of record `i`'s frame, its CRC-32 checked."""
+        body, size, check = self._index.records[i]
+        return self._frame_bytes(body, size, check, "record", body - FRAME.size)
+
+    def plain_record(self, i: int) -> Any | None:
+        """Record `i` as `thrift.decode_plain` reads it (no model built), or None where `record(i)` must decide."""
+        data = self.record_bytes(i)
+        if len(data) >= self.max_elements:  # within the record's values budget (a value takes a byte at least)
+            return None
+        frame = thrift.decode_plain(data, m.TraceFrame)
+        return None if frame is None else frame.record
+
+    def twin_entry(self, name: str, other: FrameReader) -> m.TraceTensor | None:
+        """The tensor frame of `name` when `other` indexes one of the same bytes (None otherwise), decoded as `entry`
+        decodes it on either side (its errors; its values charged once to each reader's budget) but kept by
+        neither: a diff of many calls holds what it found of each tensor, not its model."""
+        mine, theirs = self._where.get(name), other._where.get(name)
+        if mine is None or theirs is None or mine[1:3] != theirs[1:3]:
+            return None
+        data = self._frame_bytes(*mine[:3], "tensor", mine[3])
+        if data != other._frame_bytes(*theirs[:3], "tensor", theirs[3]):
+            return None
+        entry = None if name in self._lazy else self._index.tensors.get(name)
+        if entry is None or name not in other._charged:
+            tally = budgets.Budget(self.max_elements)  # this frame's values, within one decode's limit
+            frame: Any = thrift.decode_plain(data, m.TraceFrame, source=f"{self.source}@{mine[3]}", max_elements=tally)
+            if frame is None or frame.tensor is None:  # declined, or another member: decoded (or refused) as entry
+                frame = self._member(self._parse(data, mine[3], tally), "tensor", mine[3])
+            if entry is None:
+                self._charge(name, tally.spent, mine[3])
+                entry = self._named(frame.tensor, name, mine[3])  # its values, as the model would hold them
+            other._charge(name, tally.spent, theirs[3])
+        return entry
+
+    def _charge(self, name: str, values: int, pos: int) -> None:
+        """Charge the budget the values of `name`'s tensor frame at byte `pos` once, as decoding it there would."""
+        if name not in self._charged:
+            self._charged.add(name)
+            self._budget.spend(values, f"{self.source}@{pos}: values decoded so far", "")
+
+    def same_payload(self, entry: m.TraceTensor, other: FrameReader) -> bool:
+        """Whether the payload of `entry` (a `twin_entry`) passes `payload_digest`'s checks in both traces with one
+        SHA-256. Where neither read it yet, this one's bytes are hashed and `other`'s compared with them (False
+        also where a check fails: `payload_digest` then says why)."""
+        try:
+            mine = self._span(entry.name, entry)
+        except OpwireError:
+            return False
+        if mine is None:
+            return False
+        digest, at, left = mine
+        theirs = other._index.payloads.get(digest)  # the same entry: its checks on as many bytes pass alike
+        if theirs is None or theirs[1] != left:
+            return False
+        if digest not in self._verified and digest not in other._verified:
+            if not self._hashes(at, left, digest, other, theirs[0]):
+                return False
+            other._verified.add(digest)
+        elif digest not in other._verified:
+            if not other._hashes(theirs[0], left, digest):
+                return False
+            other._verified.add(digest)
+        elif digest not in self._verified and not self._hashes(at, left, digest):
+            return False
         self._verified.add(digest)
-        return digest
+        return True
+
+    def _hashes(self, at: int, left: int, digest: str, other: FrameReader | None = None, other_at: int = 0) -> bool:
+        """Whether the `left` bytes at `at` hash to `digest` (and `other`'s at `other_at` are the same bytes)."""
+        h = hashlib.sha256()
+        self._f.seek(at)
+        if other is not None:
+            other._f.seek(other_at)
+        while left:
+            n = min(left, _CHUNK)
+            if self._f.readinto(self._buffer[:n]) != n:
+                return False
+            h.update(self._buffer[:n])
+            if other is not None and (
+                other._f.readinto(other._buffer[:n]) != n
+                or ((self._chunk != other._chunk) if n == _CHUNK else (self._chunk[:n] != other._chunk[:n]))
+            ):
+                return False  # bytearrays compare with memcmp (memoryviews item by item)
+            left -= n
+        return h.hexdigest() == digest
 
 
 class ScanSource(StreamSource):

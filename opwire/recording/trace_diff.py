@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from opwire.recording import origin
-from opwire.recording.align import align, opcodes
+from opwire.recording.align import align_calls, call_key, opcodes
 from opwire.recording.compare import Errors
+from opwire.recording.diff_frames import FrameCalls
 from opwire.recording.origin import LOCAL
 from opwire.recording.pair_compare import Pair, argument_differences, output_differences
 from opwire.recording.recorder import Trace, load_trace
@@ -227,25 +228,22 @@ def diff_traces(
     """
     ta, tb = _trace(a), _trace(b)
     sa, sb = ta.source, tb.source
-    ra, rb = ta.records, tb.records
-    result = TraceDiff(_label(a, ta), _label(b, tb), len(ra), len(rb), max_listed=max_listed)
-    places_a, places_b = _keys(ra), _keys(rb)
-    pairs = align(
-        [(*k, _kinds(r)) for k, r in zip(places_a, ra, strict=True)],
-        [(*k, _kinds(r)) for k, r in zip(places_b, rb, strict=True)],
-        (places_a, places_b),
-        ([r.target for r in ra], [r.target for r in rb]),
-    )
+    calls: FrameCalls | _Records = FrameCalls.of(sa, sb) or _Records(ta.records, tb.records)
+    n, m_ = len(sa), len(sb)
+    result = TraceDiff(_label(a, ta), _label(b, tb), n, m_, max_listed=max_listed)
     pair = Pair(sa, sb, rtol, atol)
-    for tag, i1, i2, j1, j2 in opcodes(pairs, len(ra), len(rb)):
+    for tag, i1, i2, j1, j2 in opcodes(calls.pairs(), n, m_):
         if tag == "equal":
             for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
-                _compare(result, pair, i, j, ra[i], rb[j])
+                if calls.agree(i, j):
+                    _agreed(result, calls.op(i))
+                else:
+                    _compare(result, pair, i, j, *calls.records(i, j))
             continue
         for i in range(i1, i2):
-            _only(result, OnlyIn("A", i, j1, ra[i].target, ra[i].metadata.get("source", "")))
+            _only(result, OnlyIn("A", i, j1, *calls.called("A", i)))
         for j in range(j1, j2):
-            _only(result, OnlyIn("B", j, i1, rb[j].target, rb[j].metadata.get("source", "")))
+            _only(result, OnlyIn("B", j, i1, *calls.called("B", j)))
     if origins:
         set_origins(result, ta, tb, rtol, atol, isolate, allow_ops)
     return result
@@ -279,15 +277,34 @@ def relabel(result: TraceDiff, origins: dict[tuple[int, int], str]) -> None:
         result.events = [changed.get(id(e), e) for e in result.events]
 
 
-def _keys(records: list[m.CallRecord]) -> list[tuple[str, str, str]]:
-    """Where a call was made: its op, source line and module path."""
-    return [(r.target, r.metadata.get("source", ""), r.metadata.get("module", "")) for r in records]
+@dataclass
+class _Records:
+    """Two traces' calls as decoded records (what `FrameCalls` answers from frames for two streamed traces)."""
 
+    a: list[m.CallRecord]
+    b: list[m.CallRecord]
 
-def _kinds(rec: m.CallRecord) -> tuple[str, ...]:
-    """Which kind of value each argument passes (tensor, float, ...): two calls of one op on one line that
-    pass different kinds are different calls (a backward's `mul` by a tensor and by a number)."""
-    return tuple(na.arg.type for na in rec.inputs)
+    def pairs(self) -> list[tuple[int, int]]:
+        """The matched pairs of the calls' alignment."""
+        return align_calls([call_key(r) for r in self.a], [call_key(r) for r in self.b])
+
+    def agree(self, i: int, j: int) -> bool:
+        """Nothing is proven alike without comparing the records."""
+        del i, j
+        return False
+
+    def op(self, i: int) -> str:
+        """The op of call `i` of A."""
+        return self.a[i].target
+
+    def called(self, side: str, i: int) -> tuple[str, str]:
+        """(op, source line) of call `i` of trace `side` ("A" or "B")."""
+        rec = (self.a if side == "A" else self.b)[i]
+        return rec.target, rec.metadata.get("source", "")
+
+    def records(self, i: int, j: int) -> tuple[m.CallRecord, m.CallRecord]:
+        """Call `i` of A and call `j` of B."""
+        return self.a[i], self.b[j]
 
 
 def _trace(t: Trace | m.CallTrace | str | Path) -> Trace:
@@ -317,6 +334,12 @@ def _only(result: TraceDiff, event: OnlyIn) -> None:
     else:
         stats.only_b += 1
     result.events.append(event)
+
+
+def _agreed(result: TraceDiff, op: str) -> None:
+    """An aligned pair proven to show no difference, counted as `_compare` counts it."""
+    result.matched += 1
+    result.ops.setdefault(op, OpDiff()).calls += 1
 
 
 def _compare(result: TraceDiff, pair: Pair, i: int, j: int, ra: m.CallRecord, rb: m.CallRecord) -> None:

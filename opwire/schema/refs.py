@@ -15,7 +15,7 @@ from opwire.schema import models as m
 from opwire.schema.idl import TypeRef
 from opwire.schema.models import SCHEMA
 
-__all__ = ["rename_tensors", "tensor_names", "value_names"]
+__all__ = ["member_tensor_names", "rename_tensors", "tensor_names", "value_names"]
 
 _Find = Callable[[Any], list[str]]
 _Map = Callable[[Any, Callable[[str], str]], Any]
@@ -77,7 +77,7 @@ def _finder(t: TypeRef, leaves: str = "tensors") -> _Find | None:
         return leaf
     # field finders are looked up on first use: recursive types (Argument in Argument) build lazily
     return lambda v: [
-        n for fname, fn in _field_finders(name, leaves) if (x := v.__dict__[fname]) is not None for n in fn(x)
+        n for fname, fn in _field_finders(name, leaves) if (x := v.__dict__.get(fname)) is not None for n in fn(x)
     ]
 
 
@@ -125,8 +125,14 @@ _VALUE_FINDERS = {f.name: _finder(f.type, "values") for f in SCHEMA.structs["Arg
 
 def tensor_names(arg: m.Argument) -> list[str]:
     """Every tensor name `arg` carries, in order (None entries of optional lists left out, subgraphs not entered)."""
-    fn = _ARGUMENT_FINDERS[arg.type]
-    return [] if fn is None else fn(arg.value)
+    return member_tensor_names(arg.type, arg.value)
+
+
+def member_tensor_names(member: str, value: Any) -> list[str]:
+    """`tensor_names` of an Argument whose member `member` holds `value`: a model, or a value `thrift.decode_plain`
+    read (its structs' fields in `__dict__`, those absent left out)."""
+    fn = _ARGUMENT_FINDERS[member]
+    return [] if fn is None else fn(value)
 
 
 def value_names(arg: m.Argument) -> list[str]:

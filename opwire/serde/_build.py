@@ -38,14 +38,15 @@ from opwire.schema.idl import FieldDef, StructDef, TypeRef
 from opwire.schema.models import MODELS, SCHEMA
 from opwire.schema.symexpr import check_expr
 
-__all__ = ["COUNT", "Builders", "Fallback", "TooMany", "json_builders", "thrift_builders"]
+__all__ = ["COUNT", "EXPRESSIONS", "Builders", "Fallback", "TooMany", "json_builders", "thrift_builders"]
 
 _INT_BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64}
 _NONFINITE = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}  # the objects base.py returns
 _EXACT_FLOAT_INT = 2**53  # ints a double field takes as they are (pydantic's strict float takes JSON ints)
 _IMMUTABLE = (type(None), bool, int, float, str, bytes, tuple, frozenset)
 _SMALL_UNION = 4  # members up to which a union branches on its key (a display for __dict__)
-_CHECKED = {("SymExpr", "expr_str")}  # fields whose string goes through opwire's expression grammar
+EXPRESSIONS = frozenset({("SymExpr", "expr_str")})
+"""(struct, field) whose string goes through opwire's expression grammar."""
 
 
 _CALL = re.compile(r" *v\d+ = (\w+)\(v\d+\)")
@@ -256,7 +257,7 @@ class _Compiler:
         values, terms = [], []
         for i, f in enumerate(s.fields):
             v = f"v{i}"
-            checks = self.check(f.type, v, "    ", (s.name, f.name) in _CHECKED)
+            checks = self.check(f.type, v, "    ", (s.name, f.name) in EXPRESSIONS)
             if model.model_fields[f.name].is_required():  # absent: a KeyError, so pydantic decides
                 terms.append(self.term(f.type, f"d[{f.name!r}]"))
                 call = _CALL.fullmatch(checks[0]) if len(checks) == 1 else None

@@ -26,7 +26,7 @@ from opwire.serde._thrift.encode import encode_payload
 from opwire.serde._thrift.spec import FAST_STRUCT_DEPTH, container_depth_bound
 from opwire.serde.framing import CODECS, MAX_DEPTH, has_header, read_header, schema_version_error, write_header
 
-__all__ = ["CODECS", "ENGINES", "MAX_DEPTH", "decode", "encode"]
+__all__ = ["CODECS", "ENGINES", "MAX_DEPTH", "decode", "decode_plain", "encode"]
 
 M = TypeVar("M", bound=BaseModel)
 Codec = Literal["binary", "compact"]
@@ -179,6 +179,34 @@ def decode(
         raise _declined(where, name, max_depth)
     _check_program_version(obj, where)
     return obj  # type: ignore[return-value]
+
+
+def decode_plain(
+    data: bytes,
+    cls: type[BaseModel],
+    format: Codec = "compact",
+    *,
+    source: str = "",
+    max_elements: budgets.Budget | None = None,
+) -> Any | None:
+    """A `cls` value in raw Thrift `data` (no header) as plain objects, no model built: each struct an object whose
+    attributes are the IDL's fields (the model's default where absent), enums as ints, a union's member the one key
+    of its `__dict__`. Only where `decode` (at its default `max_depth`) would build a model of the same values by its
+    fast path (canonical bytes, every byte read, unions single, required fields present, enums known, no
+    expression); None otherwise, and
+    `decode` decides and words the error. A `budgets.Budget` is charged the values it holds, as `decode` charges
+    it (and refused alike past it); without one, bound `len(data)` (every value takes a byte at least)."""
+    name = getattr(cls, "__name__", repr(cls))
+    if MODELS.get(name) is not cls:
+        raise DecodeError(f"Expected an opwire model class (opwire.schema.models), got {cls!r}")
+    data, codec = bytes(data), _codec(format)
+    obj = fast.decode_plain(data, name, codec)
+    if obj is not None and max_elements is not None:
+        count = fast.count_values(data, 0, name, codec, max_elements.remaining)
+        if count is None:
+            return None
+        max_elements.spend(count, f"{source or name}: values decoded so far", "")
+    return obj
 
 
 def _declined(where: str, name: str, max_depth: int) -> DecodeError:

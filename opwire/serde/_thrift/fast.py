@@ -10,17 +10,20 @@ the error). Models are built by the builders compiled from the IDL (serde/_build
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from functools import cache
+from types import SimpleNamespace
 from typing import Any
 
 from thrift.protocol import fastbinary
 from thrift.protocol.TBase import TFrozenBase
 from thrift.transport.TTransport import TMemoryBuffer
 
-from opwire.serde._build import COUNT, TooMany, thrift_builders
+from opwire.schema.models import MODELS
+from opwire.serde._build import COUNT, EXPRESSIONS, TooMany, thrift_builders
 from opwire.serde._thrift.spec import build_specs, plan
 
-__all__ = ["TooMany", "count_values", "decode", "encode", "verify"]
+__all__ = ["TooMany", "count_values", "decode", "decode_plain", "encode", "verify"]
 
 _DECODERS = {"binary": fastbinary.decode_binary, "compact": fastbinary.decode_compact}
 _ENCODERS = {"binary": fastbinary.encode_binary, "compact": fastbinary.encode_compact}
@@ -49,13 +52,13 @@ def _builder(name: str) -> type:
     return type(f"_Build{name}", (TFrozenBase,), {"__new__": thrift_builders()[name], "__slots__": ()})
 
 
-def _checker(name: str) -> type:
-    """A TFrozenBase subclass whose construction checks unions, required fields and enum values, building nothing."""
+def _check(name: str) -> Callable[[dict[str, Any]], None]:
+    """Raises `_Invalid` for fields of `name` that break a union's one member, a required field or an enum."""
     p = plan(name)
     required, enums, is_union = p.required, p.enums, p.is_union
     enum_values = tuple((f, frozenset(int(e) for e in cls)) for f, cls in enums)
 
-    def new(_cls: type, **kw: Any) -> None:
+    def check(kw: dict[str, Any]) -> None:
         if is_union and len(kw) != 1:
             raise _Invalid(name)
         if not required.issubset(kw):
@@ -65,7 +68,47 @@ def _checker(name: str) -> type:
             if v is not None and v not in values:
                 raise _Invalid(name)
 
+    return check
+
+
+def _checker(name: str) -> type:
+    """A TFrozenBase subclass whose construction checks unions, required fields and enum values, building nothing."""
+    check = _check(name)
+
+    def new(_cls: type, **kw: Any) -> None:
+        check(kw)
+
     return type(f"_Check{name}", (TFrozenBase,), {"__new__": new, "__slots__": ()})
+
+
+def _plain(name: str) -> type:
+    """The class fastbinary builds a `name` value of, with its fields as keywords, for `decode_plain`: a
+    `types.SimpleNamespace` (fastbinary wants a TFrozenBase) whose class answers each absent field with the
+    model's default, checked as `_checker` checks; a struct whose strings go through opwire's expression grammar
+    is declined (its builder checks them). A left-out field whose default is not None re-encodes to other bytes,
+    so `decode_plain` declines that too: what it accepts holds the values the model would."""
+    model = MODELS[name]
+    ns: dict[str, Any] = {
+        f: None if info.is_required() else info.get_default(call_default_factory=True)
+        for f, info in model.model_fields.items()
+    }
+    if any(s == name for s, _ in EXPRESSIONS):
+        ns["__new__"] = _decline
+    else:
+        p = plan(name)
+        if p.is_union or p.required or p.enums:
+            check = _check(name)
+
+            def new(cls: type, **kw: Any) -> Any:
+                check(kw)
+                return SimpleNamespace.__new__(cls)
+
+            ns["__new__"] = new
+    return type(f"Plain{name}", (SimpleNamespace, TFrozenBase), ns)
+
+
+def _decline(cls: type, **kw: Any) -> None:
+    raise _Invalid(cls.__name__)
 
 
 class _TooMany(Exception):
@@ -124,6 +167,11 @@ def _check_specs() -> dict[str, list[Any]]:
     return build_specs(_checker)
 
 
+@cache
+def _plain_specs() -> dict[str, list[Any]]:
+    return build_specs(_plain)
+
+
 def encode(obj: Any, codec: str) -> bytes:
     """fastbinary's encoding of model `obj` (fields in id order, None fields left out); raises as fastbinary does."""
     out: bytes = _ENCODERS[codec](obj, _build_specs()[type(obj).__name__])
@@ -151,6 +199,22 @@ def decode(data: bytes, start: int, root: str, codec: str, limit: int) -> tuple[
     if again != memoryview(data)[start:]:
         return None
     return obj, state[0]
+
+
+def decode_plain(data: bytes, root: str, codec: str) -> Any | None:
+    """The `root` value in all of `data` as plain objects (`_plain`) where `decode`'s fast path would build a model
+    of the same values from it: fastbinary read every byte, the same bytes written back, unions single, required
+    fields present, enums known, no expression. None otherwise: `decode` decides and words the error. Counts no
+    values: the caller bounds `data` (every value takes a byte at least)."""
+    specs = _plain_specs()[root]
+    try:
+        trans = TMemoryBuffer(data)
+        obj = _DECODERS[codec](None, _Protocol(trans, len(data)), specs)
+        if trans.cstringio_buf.tell() != len(data) or _ENCODERS[codec](obj, specs) != data:
+            return None
+    except Exception:  # fastbinary and the checks raise many types; `decode` names the problem
+        return None
+    return obj
 
 
 def verify(payload: bytes, root: str, codec: str) -> bool:

@@ -14,8 +14,10 @@ from support.clirun import Cli
 
 import opwire
 from opwire.recording.distributed.diff_run import diff_runs
+from opwire.recording.distributed.launch import rank_file
 from opwire.recording.distributed.ranks import check_ranks, format_ranks
 from opwire.recording.distributed.replay_run import replay_run
+from opwire.recording.source import StreamSource
 from opwire.schema import models as m
 from opwire.serde import DecodeError
 
@@ -135,6 +137,21 @@ def test_diff_names_the_rank_where_two_runs_part(run_dir: Path, tmp_path: Path, 
     done = cli("diff", run_dir, tmp_path / "b")
     assert done.returncode == 1 and "  rank 1, local: call " in done.stdout
     assert cli("diff", run_dir, run_dir).returncode == 0
+
+
+def test_diff_of_runs_from_frames_is_the_records_diff(run_dir: Path, tmp_path: Path) -> None:
+    _tamper(run_dir, tmp_path / "b", 1, "aten::mul", delta=1e-3)
+    for other in (_copy(run_dir, tmp_path / "copy"), tmp_path / "b"):
+        fast = diff_runs(run_dir, other, origins=False)  # both runs' frames compared as bytes where they agree
+        for rank, found in enumerate(fast.ranks):
+            a, b = (StreamSource(rank_file(r, rank)) for r in (run_dir, other))
+            try:  # the records' comparison: a reader that builds every record and tensor
+                full = opwire.diff_traces(opwire.Trace(source=a), opwire.Trace(source=b), origins=False)
+            finally:
+                a.close()
+                b.close()
+            assert found.to_dict() == full.to_dict()
+            assert found.ok == (other.name == "copy" or rank == 0)
 
 
 def _bad(run_dir: Path, tmp_path: Path, how: str) -> Path:
