@@ -10,6 +10,7 @@ Modules:
     compare: a replayed value against what the trace recorded: dtype, shape, strides, then values or digests
     coverage_writes: which bytes of a storage a write covers (a strided view's elements, an indexed write's positions)
     definedness: which recorded values have defined content, and which were written where no dispatch mode sees
+    diff_frames: `FrameCalls`: two streamed traces compared from their frame bytes, models built only where they differ
     dispatch_mode: `RecorderMode`, the dispatch mode behind `record`: one `CallRecord` per dispatcher call
     distributed: runs under torch.distributed: one trace per rank, `opwire ranks`, replay and diff of run directories
     frames: a streamed trace read without a model per frame (what `opwire ranks` and `opwire diff` use)

@@ -11,7 +11,7 @@ import opwire
 from opwire.recording.diff_frames import FrameCalls
 from opwire.recording.frames import ScanSource
 from opwire.recording.source import StreamSource
-from opwire.recording.stream import TraceReader
+from opwire.recording.stream_reader import TraceReader
 from opwire.recording.trace_diff import TraceDiff, diff_traces
 
 
