@@ -10,7 +10,7 @@ same names, and the same tensor frame for a tensor of one layout and one payload
   it names has tensor frames of equal bytes in both traces, and every output whose values are compared has
   payloads of one SHA-256, checked: A's bytes hashed, B's compared with them. Such a pair is counted without a
   record built. Every other pair goes to `trace_diff`'s comparison of the records: a value, layout or argument
-  difference, a NaN argument, a symbolic scalar output, a tensor without a frame, without a payload or not on the
+  difference, a symbolic scalar output, a tensor without a frame, without a payload or not on the
   CPU, a payload that fails its check. So the report is the one `diff_traces` gives from the records.
 """
 
@@ -81,8 +81,6 @@ class FrameCalls:
             kind = member(na.arg)
             value = na.arg.__dict__[kind]
             names = member_tensor_names(kind, value)
-            if not names and _nan(value):
-                return False  # a NaN argument differs from itself in the records' comparison
             if not all(map(self._tensor, names)):
                 return False
         metadata = rec.metadata or {}
@@ -125,20 +123,3 @@ def _record(reader: FrameReader, i: int) -> Any:
     """Record `i` read plain where it can be, else decoded (with the errors a bad record raises)."""
     rec = reader.plain_record(i)
     return rec if rec is not None else reader.record(i)
-
-
-def _nan(value: Any) -> bool:
-    """Whether a plain value holds a float NaN anywhere."""
-    kind = type(value)
-    if kind in _ATOMS:
-        return False
-    if kind is float:
-        return bool(value != value)
-    if kind is list:
-        return any(map(_nan, value))
-    if kind is dict:
-        return any(map(_nan, value.values()))
-    return any(map(_nan, value.__dict__.values()))
-
-
-_ATOMS = frozenset({int, bool, str, bytes, type(None)})

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from opwire.errors import OpwireError
 from opwire.recording.compare import Difference, Errors, compare_scalar, compare_tensor, reproducible
@@ -51,7 +52,7 @@ def argument_differences(pair: Pair, ra: m.CallRecord, rb: m.CallRecord) -> list
             continue
         names_x, names_y = tensor_names(x), tensor_names(y)
         if not names_x and not names_y:
-            if x.type != y.type or x.model_dump() != y.model_dump():
+            if x.type != y.type or not same_value(x.model_dump(), y.model_dump()):
                 out.append((f"argument {name}", f"A {_shown(x)}, B {_shown(y)}"))
             continue
         if len(names_x) != len(names_y):
@@ -63,6 +64,19 @@ def argument_differences(pair: Pair, ra: m.CallRecord, rb: m.CallRecord) -> list
                 label = f"argument {name}" if len(names_x) == 1 else f"argument {name}[{k}]"
                 out.append((label, f"A {_meta(mx)}, B {_meta(my)}"))
     return out
+
+
+def same_value(x: Any, y: Any) -> bool:
+    """Equal as recorded values: NaN equals NaN (a run passing `nan` twice passed the same argument), types exact."""
+    if type(x) is not type(y):
+        return False
+    if isinstance(x, float):
+        return x == y or (math.isnan(x) and math.isnan(y))
+    if isinstance(x, list | tuple):
+        return len(x) == len(y) and all(same_value(a, b) for a, b in zip(x, y, strict=True))
+    if isinstance(x, dict):
+        return x.keys() == y.keys() and all(same_value(v, y[k]) for k, v in x.items())
+    return bool(x == y)
 
 
 def _shown(arg: m.Argument) -> str:
