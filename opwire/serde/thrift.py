@@ -16,8 +16,8 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel
 
 from opwire.errors import DecodeError, EncodeError
-from opwire.schema.models import MODELS, SCHEMA_VERSION
-from opwire.serde import budgets
+from opwire.schema.models import MODELS, SCHEMA_VERSION, OpwireArchive
+from opwire.serde import _padding, budgets
 from opwire.serde._gc import paused_gc
 from opwire.serde._paths import format_path
 from opwire.serde._thrift import fast
@@ -59,8 +59,13 @@ def encode(obj: BaseModel, format: Codec = "compact", *, framed: bool = True, en
     name = type(obj).__name__
     if MODELS.get(name) is not type(obj):
         raise EncodeError(f"Expected an opwire model (opwire.schema.models), got {type(obj).__name__}")
+    header = write_header(codec, name) if framed else b""
+    if isinstance(obj, OpwireArchive):  # every payload aligned in the file: a mapped reader views it in place
+        payload = _encode_payload(_padding.placeholders(obj), name, codec, engines)
+        return b"".join([header, *_padding.aligned(payload, codec, len(header))])
+    _padding.check_written(obj)
     payload = _encode_payload(obj, name, codec, engines)  # the C codec allocates no containers: no collector pause
-    return write_header(codec, name) + payload if framed else payload
+    return header + payload if framed else payload
 
 
 def _encode_payload(obj: BaseModel, name: str, codec: str, engines: tuple[str, ...]) -> bytes:
@@ -178,7 +183,7 @@ def decode(
     if obj is None:
         raise _declined(where, name, max_depth)
     _check_program_version(obj, where)
-    return obj  # type: ignore[return-value]
+    return _padding.settle(obj, source)  # type: ignore[no-any-return]  # type: ignore[return-value]
 
 
 def _declined(where: str, name: str, max_depth: int) -> DecodeError:
