@@ -53,16 +53,18 @@ def _engines(engine: str | None) -> tuple[str, ...]:
 def encode(obj: BaseModel, format: Codec = "compact", *, framed: bool = True, engine: Engine | None = None) -> bytes:
     """Serialize a model as Thrift `format` ("binary" or "compact"), with opwire's header unless framed=False.
 
+    An OpwireArchive's payloads start at multiples of 64 in the framed bytes (each table tensor padded, records
+    1.7); the bytes without the header are the same, so they are aligned once written after the header.
     `engine` writes with one engine only ("fastbinary" refuses values nested past 64 structs); None: both."""
     codec = _codec(format)
     engines = _engines(engine)
     name = type(obj).__name__
     if MODELS.get(name) is not type(obj):
         raise EncodeError(f"Expected an opwire model (opwire.schema.models), got {type(obj).__name__}")
-    header = write_header(codec, name) if framed else b""
-    if isinstance(obj, OpwireArchive):  # every payload aligned in the file: a mapped reader views it in place
+    header = write_header(codec, name)
+    if isinstance(obj, OpwireArchive):  # payloads aligned in the file (after the header): mapped in place
         payload = _encode_payload(_padding.placeholders(obj), name, codec, engines)
-        return b"".join([header, *_padding.aligned(payload, codec, len(header))])
+        return b"".join([header if framed else b"", *_padding.aligned(payload, codec, len(header))])
     _padding.check_written(obj)
     payload = _encode_payload(obj, name, codec, engines)  # the C codec allocates no containers: no collector pause
     return header + payload if framed else payload
