@@ -49,7 +49,9 @@ def placeholders(archive: m.OpwireArchive) -> m.OpwireArchive:
     when a padding is set anywhere else."""
     _refuse(archive, EncodeError, "cannot encode OpwireArchive")
     return archive.model_copy(
-        update={t: {n: tv.model_copy(update={"padding": b""}) for n, tv in getattr(archive, t).items()} for t in _TABLES}
+        update={
+            t: {n: tv.model_copy(update={"padding": b""}) for n, tv in getattr(archive, t).items()} for t in _TABLES
+        }
     )
 
 
@@ -153,6 +155,4 @@ def _holders() -> dict[str, tuple[tuple[str, TypeRef], ...]]:
         if not more:
             break
         holding |= more
-    return {
-        n: tuple((f.name, f.type) for f in structs[n].fields if named(f.type) & holding) for n in sorted(holding)
-    }
+    return {n: tuple((f.name, f.type) for f in structs[n].fields if named(f.type) & holding) for n in sorted(holding)}

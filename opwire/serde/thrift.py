@@ -185,7 +185,7 @@ def decode(
     if obj is None:
         raise _declined(where, name, max_depth)
     _check_program_version(obj, where)
-    return _padding.settle(obj, source)  # type: ignore[no-any-return]  # type: ignore[return-value]
+    return _padding.settle(obj, source)  # type: ignore[no-any-return]
 
 
 def _declined(where: str, name: str, max_depth: int) -> DecodeError:

@@ -5,8 +5,10 @@ tensor payload (`TensorValue.data` in `weights` and `constants`) is noted as an 
 mapping and stepped over, never copied. What is left (the program, the tensors' metadata, the examples: a
 small copy of everything else, each payload cut to an empty string) is read by the one strict Thrift decoder,
 so a bad program, dtype or shape says what the decoder says. `tensors()` then views each contiguous, aligned
-payload in place (`torch.frombuffer` over the mapping, pages read when an op touches them); a contiguous payload
-not aligned for its dtype is read straight from the file into a new tensor (`os.preadv`: the mapping's pages
+payload in place (`torch.frombuffer` over the mapping, pages read when an op touches them). opwire's writer pads
+every payload to a multiple of 64 in the file (records 1.7, serde/_padding.py), so each contiguous one is viewed;
+in a file written before 1.7, a contiguous payload not aligned for its dtype is read straight from the file
+into a new tensor (`os.preadv`: the mapping's pages
 are never touched for it, so it costs its bytes once), and a non-contiguous layout or a big-endian host gets
 a checked copy. Every offset and length is
 checked against the file before anything is viewed: a hostile one is a `DecodeError` naming the tensor.
@@ -220,6 +222,11 @@ def _scan(
     """Walk the archive once: each table's payload spans by tensor name, and the byte ranges to cut (each payload
     with its length prefix), in file order."""
     found = tables.scan(buffer, start, codec, src, max_elements, framing.MAX_DEPTH)
-    spans = {t: {n: (e.data, e.length) if e.prefix >= 0 else (0, 0) for n, e in entries.items()} for t, entries in found.items()}
-    cuts = sorted((e.prefix, e.data + e.length) for entries in found.values() for e in entries.values() if e.prefix >= 0)
+    spans = {
+        t: {n: (e.data, e.length) if e.prefix >= 0 else (0, 0) for n, e in entries.items()}
+        for t, entries in found.items()
+    }
+    cuts = sorted(
+        (e.prefix, e.data + e.length) for entries in found.values() for e in entries.values() if e.prefix >= 0
+    )
     return spans, cuts

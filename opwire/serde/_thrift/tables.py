@@ -39,7 +39,9 @@ class Entry(NamedTuple):
 NO_DATA = Entry(-1, 0, 0)
 
 
-def scan(buffer: Any, start: int, codec: str, src: str, max_elements: int, max_depth: int) -> dict[str, dict[str, Entry]]:
+def scan(
+    buffer: Any, start: int, codec: str, src: str, max_elements: int, max_depth: int
+) -> dict[str, dict[str, Entry]]:
     """Each table's entries by tensor name, from the `OpwireArchive` at `buffer[start:]` (to its end); a
     DecodeError naming the table on malformed input, trailing bytes or a repeated map, name or data field."""
     r: Any = BinaryReader(buffer, start) if codec == "binary" else CompactReader(buffer, start)
