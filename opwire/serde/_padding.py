@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import struct
 import sys
-from collections.abc import Iterator
 from functools import cache
 from typing import Any
 
@@ -47,7 +46,7 @@ _PREFIX = {"binary": 4, "compact": 1}  # size of a length prefix below 128
 def placeholders(archive: m.OpwireArchive) -> m.OpwireArchive:
     """`archive` with an empty padding on each tensor of its tables (to be widened by `aligned`); an EncodeError
     when a padding is set anywhere else."""
-    _refuse(archive, EncodeError, "cannot encode OpwireArchive")
+    _refuse(archive, EncodeError, "cannot encode ")
     return archive.model_copy(
         update={
             t: {n: tv.model_copy(update={"padding": b""}) for n, tv in getattr(archive, t).items()} for t in _TABLES
@@ -57,7 +56,7 @@ def placeholders(archive: m.OpwireArchive) -> m.OpwireArchive:
 
 def check_written(obj: Any) -> None:
     """An EncodeError when model `obj` (not an archive) holds a TensorValue with a padding."""
-    _refuse(obj, EncodeError, f"cannot encode {type(obj).__name__}")
+    _refuse(obj, EncodeError, "cannot encode ")
 
 
 def aligned(payload: bytes, codec: str, base: int) -> list[bytes | memoryview]:
@@ -79,10 +78,10 @@ def aligned(payload: bytes, codec: str, base: int) -> list[bytes | memoryview]:
 def settle(obj: Any, source: str) -> Any:
     """A decoded model with the paddings of an archive's tables checked and dropped; a DecodeError for a padding
     anywhere else, longer than ALIGN - 1 bytes, or not all zeros."""
-    where = f"{source}: " if source else ""
-    _refuse(obj, DecodeError, f"{where}{type(obj).__name__}")
+    _refuse(obj, DecodeError, f"{source}: " if source else "")
     if type(obj) is not m.OpwireArchive:
         return obj
+    where = f"{source}: " if source else ""
     update = {}
     for t in _TABLES:
         table = getattr(obj, t)
@@ -106,43 +105,47 @@ def _dropped(tv: m.TensorValue, path: str, where: str) -> m.TensorValue:
     return m.TensorValue.model_construct(fields, **{**tv.__dict__, "padding": None})
 
 
-def _refuse(obj: Any, error: type[DecodeError] | type[EncodeError], what: str) -> None:
-    """Raise `error` at the first TensorValue with a padding outside an archive's tables."""
-    for loc, tv in _tensors(obj):
-        if tv.padding is not None:
-            path = format_path((*loc, "padding"))
-            raise error(
-                f"{what}: a padding is allowed only on the tensors of an OpwireArchive's weights and constants "
-                f"(opwire's Thrift writer sets it there to align them) - at `{path}`",
-                path,
-            )
+def _refuse(obj: Any, error: type[DecodeError] | type[EncodeError], prefix: str) -> None:
+    """Raise `error` (its message starting with `prefix` and the type's name) at the first TensorValue with a
+    padding outside an archive's tables."""
+    loc = _misplaced(obj)
+    if loc is not None:
+        path = format_path(loc)
+        raise error(
+            f"{prefix}{type(obj).__name__}: a padding is allowed only on the tensors of an OpwireArchive's weights "
+            f"and constants (opwire's Thrift writer sets it there to align them) - at `{path}`",
+            path,
+        )
 
 
-def _tensors(obj: Any) -> Iterator[tuple[tuple[str | int, ...], m.TensorValue]]:
-    """Every TensorValue in `obj` but those of an archive's tables, with its path (walked without recursion)."""
+def _misplaced(obj: Any) -> tuple[str | int, ...] | None:
+    """The path of a padding in `obj` outside an archive's tables, or None. Only the fields that can hold a
+    TensorValue are walked (without recursion), so a program costs one lookup and a trace frame a few."""
     holders = _holders()
-    name = type(obj).__name__
-    if name not in holders:
-        return
-    stack: list[tuple[Any, TypeRef, tuple[str | int, ...]]] = (
-        [(v, t, (f,)) for f, t in holders[name] if f not in _TABLES and (v := getattr(obj, f)) is not None]
-        if name == "OpwireArchive"
-        else [(obj, TypeRef("struct", name, ()), ())]
+    fields = holders.get(type(obj).__name__)
+    if fields is None:
+        return None
+    if type(obj) is m.OpwireArchive:
+        fields = tuple(f for f in fields if f not in _TABLES)
+    stack: list[tuple[Any, tuple[str | int, ...]]] = (
+        [(obj, ())] if type(obj) is m.TensorValue else [(v, (f,)) for f in fields if (v := getattr(obj, f)) is not None]
     )
     while stack:
-        v, t, loc = stack.pop()
-        if t.kind == "struct":
-            if t.name == "TensorValue":
-                yield loc, v
-            stack += [(x, ft, (*loc, f)) for f, ft in holders[str(t.name)] if (x := getattr(v, f)) is not None]
-        elif t.kind in ("list", "set"):
-            stack += [(x, t.args[0], (*loc, i)) for i, x in enumerate(v)]
-        elif t.kind == "map":
-            stack += [(x, t.args[1], (*loc, str(k))) for k, x in v.items()]
+        v, loc = stack.pop()
+        if type(v) is m.TensorValue:
+            if v.padding is not None:
+                return (*loc, "padding")
+        elif isinstance(v, list):
+            stack += [(x, (*loc, i)) for i, x in enumerate(v)]
+        elif isinstance(v, dict):
+            stack += [(x, (*loc, str(k))) for k, x in v.items()]
+        else:
+            stack += [(x, (*loc, f)) for f in holders[type(v).__name__] if (x := getattr(v, f)) is not None]
+    return None
 
 
 @cache
-def _holders() -> dict[str, tuple[tuple[str, TypeRef], ...]]:
+def _holders() -> dict[str, tuple[str, ...]]:
     """Struct name -> its fields whose type can hold a TensorValue, for each struct that can hold one."""
     structs = m.SCHEMA.structs
 
@@ -155,4 +158,4 @@ def _holders() -> dict[str, tuple[tuple[str, TypeRef], ...]]:
         if not more:
             break
         holding |= more
-    return {n: tuple((f.name, f.type) for f in structs[n].fields if named(f.type) & holding) for n in sorted(holding)}
+    return {n: tuple(f.name for f in structs[n].fields if named(f.type) & holding) for n in sorted(holding)}
