@@ -14,6 +14,7 @@ to `.opw`. Each path runs in its own child, after its imports, from its file to 
 
 Each child runs torch single-threaded (`torch.set_num_threads(1)`): on a shared, loaded machine OpenMP's
 spin barriers otherwise make every forward pass several times slower and the figures mostly noise.
+Each child also reports its CPU time (user + system, `time.process_time`), the steadier ratio on a loaded machine.
 Peak RSS growth is the child's peak resident set (VmHWM, reset after imports through
 /proc/self/clear_refs) minus its resident set before loading; mapped pages the run touches count.
 Goals (issue 17): first output at least 5x faster than torch, and peak RSS growth at most 1.1x the weights'
@@ -61,7 +62,7 @@ def child(mode: str, tmp: Path) -> None:
     torch.set_num_threads(1)
     Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current RSS
     before = _status("VmRSS")
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     if mode == "torch":
         out = torch.export.load(tmp / "model.pt2").module()(x)
     elif mode == "opwire .pt2":
@@ -75,9 +76,9 @@ def child(mode: str, tmp: Path) -> None:
     else:
         with open(tmp / "model.pt2", "rb") as f:
             out = f.read()
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     check = float(out.float().sum()) if isinstance(out, torch.Tensor) else 0.0
-    print(json.dumps({"s": elapsed, "rss": _status("VmHWM") - before, "sum": check}))
+    print(json.dumps({"s": elapsed, "cpu": cpu, "rss": _status("VmHWM") - before, "sum": check}))
 
 
 def _measure(mode: str, tmp: Path) -> dict[str, float]:
@@ -134,20 +135,23 @@ def main() -> None:
         for f in ("model.opw", "model.compact", "model.binary", "model.safetensors"):
             (tmp / f).read_bytes()
         results = {mode: _measure(mode, tmp) for mode in PATHS}
-        base = results["torch"]["s"]
+        base, base_cpu = results["torch"]["s"], results["torch"]["cpu"]
         ref = results["torch"]["sum"]
-        print(f"{'path':<14} {'first output':>12} {'vs torch':>9} {'peak RSS growth':>16} {'x weights':>10}")
+        print(
+            f"{'path':<14} {'first output':>12} {'vs torch':>9} {'CPU time':>10} {'vs torch':>9} "
+            f"{'peak RSS growth':>16} {'x weights':>10}"
+        )
         for mode, r in results.items():
             print(
-                f"{mode:<14} {r['s'] * 1000:>10.0f} ms {base / r['s']:>8.1f}x {r['rss'] / 1e6:>13.0f} MB "
-                f"{r['rss'] / weights:>9.2f}x"
+                f"{mode:<14} {r['s'] * 1000:>10.0f} ms {base / r['s']:>8.1f}x {r['cpu'] * 1000:>7.0f} ms "
+                f"{base_cpu / max(r['cpu'], 1e-9):>8.1f}x {r['rss'] / 1e6:>13.0f} MB {r['rss'] / weights:>9.2f}x"
             )
         for mode in OPWIRE_PATHS:
             r = results[mode]
-            speed, mem = base / r["s"], r["rss"] / weights
+            speed, mem, cpu = base / r["s"], r["rss"] / weights, base_cpu / r["cpu"]
             same = abs(r["sum"] - ref) <= 1e-3 * max(1.0, abs(ref))
             print(
-                f"{mode}: {speed:.1f}x torch (goal >= 5x: {'ok' if speed >= 5 else 'MISSED'}), "
+                f"{mode}: {speed:.1f}x torch (goal >= 5x: {'ok' if speed >= 5 else 'MISSED'}; CPU time {cpu:.1f}x), "
                 f"RSS {mem:.2f}x weights (goal <= 1.1x: {'ok' if mem <= 1.1 else 'MISSED'}), "
                 f"output {'matches' if same else 'DIFFERS from'} torch's"
             )

@@ -8,7 +8,7 @@ namespace py opwire.schema.opwire
 /** Major version of opwire's own records. */
 const i64 RECORDS_VERSION_MAJOR = 1
 /** Minor version of opwire's own records. */
-const i64 RECORDS_VERSION_MINOR = 6
+const i64 RECORDS_VERSION_MINOR = 7
 
 /** Summary of a tensor kept instead of its bytes (record with outputs="digest"). */
 struct TensorDigest {
@@ -40,6 +40,8 @@ struct TensorValue {
   50: export_schema.Device device;
   /** Whether the tensor required grad. */
   60: bool requires_grad;
+  /** Zero bytes (at most 63) written only so that `data`'s bytes start at a file offset that is a multiple of 64: set by opwire's Thrift writer on the tensors of an OpwireArchive's weights and constants, never elsewhere nor in JSON; readers drop it (and refuse it anywhere else). Since 1.7. */
+  65: optional binary padding;
   /** Elements in row-major (contiguous) order, little-endian; empty when only a digest was kept. */
   70: binary data;
   /** Present when the bytes were not kept (digest mode); data is then empty. */

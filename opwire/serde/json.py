@@ -20,7 +20,7 @@ from opwire.errors import DecodeError, EncodeError
 from opwire.schema.base import binary_out, float_out
 from opwire.schema.idl import TypeRef
 from opwire.schema.models import MODELS, SCHEMA
-from opwire.serde import budgets
+from opwire.serde import _padding, budgets
 from opwire.serde._build import json_builders
 from opwire.serde._depth import check_depth
 from opwire.serde._gc import paused_gc
@@ -152,6 +152,8 @@ def to_jsonable(obj: BaseModel) -> Any:
 
 def encode(obj: BaseModel, *, indent: int | None = None) -> bytes:
     """Serialize a model to JSON bytes, byte-identical to torch's export JSON (`indent`: for people, as the CLI)."""
+    if MODELS.get(type(obj).__name__) is type(obj):
+        _padding.check_written(obj)
     if indent is None:
         text = _written(obj)
         if text is not None:
@@ -215,7 +217,7 @@ def decode(
             obj = _validated(raw, cls, source, max_depth)
         check_depth(obj, max_depth, source, raw)
     _check_version(obj, source)
-    return obj
+    return _padding.settle(obj, source)  # type: ignore[no-any-return]
 
 
 def _built(data: bytes, name: str) -> Any:

@@ -16,8 +16,8 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel
 
 from opwire.errors import DecodeError, EncodeError
-from opwire.schema.models import MODELS, SCHEMA_VERSION
-from opwire.serde import budgets
+from opwire.schema.models import MODELS, SCHEMA_VERSION, OpwireArchive
+from opwire.serde import _padding, budgets
 from opwire.serde._gc import paused_gc
 from opwire.serde._paths import format_path
 from opwire.serde._thrift import fast
@@ -53,14 +53,21 @@ def _engines(engine: str | None) -> tuple[str, ...]:
 def encode(obj: BaseModel, format: Codec = "compact", *, framed: bool = True, engine: Engine | None = None) -> bytes:
     """Serialize a model as Thrift `format` ("binary" or "compact"), with opwire's header unless framed=False.
 
+    An OpwireArchive's payloads start at multiples of 64 in the framed bytes (each table tensor padded, records
+    1.7); the bytes without the header are the same, so they are aligned once written after the header.
     `engine` writes with one engine only ("fastbinary" refuses values nested past 64 structs); None: both."""
     codec = _codec(format)
     engines = _engines(engine)
     name = type(obj).__name__
     if MODELS.get(name) is not type(obj):
         raise EncodeError(f"Expected an opwire model (opwire.schema.models), got {type(obj).__name__}")
+    header = write_header(codec, name)
+    if isinstance(obj, OpwireArchive):  # payloads aligned in the file (after the header): mapped in place
+        payload = _encode_payload(_padding.placeholders(obj), name, codec, engines)
+        return b"".join([header if framed else b"", *_padding.aligned(payload, codec, len(header))])
+    _padding.check_written(obj)
     payload = _encode_payload(obj, name, codec, engines)  # the C codec allocates no containers: no collector pause
-    return write_header(codec, name) + payload if framed else payload
+    return header + payload if framed else payload
 
 
 def _encode_payload(obj: BaseModel, name: str, codec: str, engines: tuple[str, ...]) -> bytes:
@@ -178,7 +185,7 @@ def decode(
     if obj is None:
         raise _declined(where, name, max_depth)
     _check_program_version(obj, where)
-    return obj  # type: ignore[return-value]
+    return _padding.settle(obj, source)  # type: ignore[no-any-return]
 
 
 def decode_plain(

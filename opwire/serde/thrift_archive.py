@@ -5,8 +5,10 @@ tensor payload (`TensorValue.data` in `weights` and `constants`) is noted as an 
 mapping and stepped over, never copied. What is left (the program, the tensors' metadata, the examples: a
 small copy of everything else, each payload cut to an empty string) is read by the one strict Thrift decoder,
 so a bad program, dtype or shape says what the decoder says. `tensors()` then views each contiguous, aligned
-payload in place (`torch.frombuffer` over the mapping, pages read when an op touches them); a contiguous payload
-not aligned for its dtype is read straight from the file into a new tensor (`os.preadv`: the mapping's pages
+payload in place (`torch.frombuffer` over the mapping, pages read when an op touches them). opwire's writer pads
+every payload to a multiple of 64 in the file (records 1.7, serde/_padding.py), so each contiguous one is viewed;
+in a file written before 1.7, a contiguous payload not aligned for its dtype is read straight from the file
+into a new tensor (`os.preadv`: the mapping's pages
 are never touched for it, so it costs its bytes once), and a non-contiguous layout or a big-endian host gets
 a checked copy. Every offset and length is
 checked against the file before anything is viewed: a hostile one is a `DecodeError` naming the tensor.
@@ -21,24 +23,17 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from opwire.errors import DecodeError, printable
+from opwire.errors import DecodeError
 from opwire.schema import models as m
 from opwire.serde import budgets, framing
 from opwire.serde._mapping import MAPPABLE, MappedFile, TensorLayout, view_tensor
-from opwire.serde._thrift.binary import BinaryReader, WireError
-from opwire.serde._thrift.compact import CompactReader
-from opwire.serde._thrift.decode import Located, _Decoder
-from opwire.serde._thrift.spec import LIST, MAP, SET, STRING, STRUCT
-from opwire.serde._thrift.stack import run_frames
+from opwire.serde._thrift import tables
 
 if TYPE_CHECKING:
     import torch
 
 __all__ = ["ThriftArchive", "open"]
 
-_TABLES = {20: "weights", 30: "constants"}  # OpwireArchive's field ids of the two tensor maps
-_DATA = 70  # TensorValue.data
-_NESTED = frozenset({STRUCT, LIST, SET, MAP})
 _EMPTY = {"binary": b"\x00\x00\x00\x00", "compact": b"\x00"}  # a zero-length string in each codec
 
 Span = tuple[int, int]  # (offset in the file, length) of one payload
@@ -128,7 +123,7 @@ class ThriftArchive:
         from opwire.serde import tensors
         from opwire.serde.tensor_layout import contiguous_strides
 
-        if table not in _TABLES.values():
+        if table not in tables.TABLES.values():
             raise ValueError(f"table must be 'weights' or 'constants', got {table!r}")
         where = f"{table}[{name!r}]"
         tv = getattr(self._meta, table).get(name)
@@ -225,69 +220,13 @@ def _scan(
     buffer: Any, start: int, codec: str, src: str, max_elements: int
 ) -> tuple[dict[str, dict[str, Span]], list[Span]]:
     """Walk the archive once: each table's payload spans by tensor name, and the byte ranges to cut (each payload
-    with its length prefix). Everything else is stepped over within the decoder's depth and element bounds."""
-    r: Any = BinaryReader(buffer, start) if codec == "binary" else CompactReader(buffer, start)
-    dec = _Decoder(r, framing.MAX_DEPTH, "", max_elements)
-    spans: dict[str, dict[str, Span]] = {"weights": {}, "constants": {}}
-    cuts: list[Span] = []
-    where = "OpwireArchive"
-    try:
-        r.struct_begin()
-        while True:
-            wire, fid = r.field_begin()
-            if wire == 0:
-                break
-            table = _TABLES.get(fid)
-            if table is not None and wire == MAP:
-                where = table
-                if spans[table]:
-                    raise Located(f"a second {table} map", ())
-                _scan_table(r, dec, spans[table], cuts, table)
-                where = "OpwireArchive"
-            elif wire in _NESTED:
-                run_frames(dec.skip(wire, (), 1))
-            else:
-                dec.skip_leaf(wire, ())
-        r.struct_end()
-    except (WireError, Located) as exc:
-        message = exc.message if isinstance(exc, Located) else str(exc)
-        raise DecodeError(f"{src}: {message} - in `{where}` of the OpwireArchive", where) from None
-    if r.pos != r.end:
-        raise DecodeError(f"{src}: {r.end - r.pos} trailing bytes after the OpwireArchive (offset {r.pos})")
+    with its length prefix), in file order."""
+    found = tables.scan(buffer, start, codec, src, max_elements, framing.MAX_DEPTH)
+    spans = {
+        t: {n: (e.data, e.length) if e.prefix >= 0 else (0, 0) for n, e in entries.items()}
+        for t, entries in found.items()
+    }
+    cuts = sorted(
+        (e.prefix, e.data + e.length) for entries in found.values() for e in entries.values() if e.prefix >= 0
+    )
     return spans, cuts
-
-
-def _scan_table(r: Any, dec: _Decoder, found: dict[str, Span], cuts: list[Span], table: str) -> None:
-    """One `map<string, TensorValue>`: each entry's payload span (stepped over), everything else skipped."""
-    kt, vt, n = r.map_begin()
-    if n and (kt != STRING or vt != STRUCT):
-        raise Located(f"expected map<string, TensorValue>, got key/value wire types {kt}/{vt}", ())
-    for _ in range(n):
-        raw = r.read_bytes()
-        try:
-            name = bytes(raw).decode("utf-8")
-        except UnicodeDecodeError:
-            raise Located(f"a tensor name that is not UTF-8: {printable(repr(bytes(raw[:40])))}", ()) from None
-        if name in found:
-            raise Located(f"the name {printable(name)!r} twice", ())
-        found[name] = (0, 0)
-        dec.spend(1, ())
-        r.struct_begin()
-        seen_data = False
-        while True:
-            wire, fid = r.field_begin()
-            if wire == 0:
-                break
-            if fid == _DATA and wire == STRING:
-                if seen_data:
-                    raise Located(f"{table}[{printable(name)!r}] has two data fields", ())
-                seen_data = True
-                prefix = r.pos
-                pos, length = r.read_span()
-                found[name] = (pos, length)
-                cuts.append((prefix, pos + length))
-            elif wire in _NESTED:
-                run_frames(dec.skip(wire, (), 2))
-            else:
-                dec.skip_leaf(wire, ())
-        r.struct_end()

@@ -31,16 +31,28 @@ PROTOCOLS = {"binary": TBinaryProtocol.TBinaryProtocol, "compact": TCompactProto
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Generated classes by IDL name (`thrift -r --gen py` on a copy of the IDL, py namespaces renamed)."""
+    return _generate(tmp_path_factory, "interop")
+
+
+@pytest.fixture(scope="module")
+def generated_1_6(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The same from the IDL without `TensorValue.padding`: a reader that does not know the field (records 1.6)."""
+    return _generate(tmp_path_factory, "old", drop=r"\n  /\*\*[^\n]*\*/\n  65: optional binary padding;")
+
+
+def _generate(tmp_path_factory: pytest.TempPathFactory, prefix: str, drop: str = "") -> dict[str, Any]:
     compiler = shutil.which("thrift")
     if compiler is None:
         if os.environ.get("CI"):
             pytest.fail("the thrift compiler is missing in CI: .ci/run installs Debian's thrift-compiler")
         pytest.skip("SKIPPED INTEROP: no `thrift` compiler on PATH (apt-get install thrift-compiler); CI runs it")
-    work = tmp_path_factory.mktemp("thrift_interop")
+    work = tmp_path_factory.mktemp(f"thrift_{prefix}")
     for name in IDL_FILES:
         text = (IDL_DIR / name).read_text()
+        if drop:
+            text = re.sub(drop, "", text)
         stem = Path(name).stem
-        (work / name).write_text(re.sub(r"(?m)^namespace py .*$", f"namespace py interop_{stem}", text))
+        (work / name).write_text(re.sub(r"(?m)^namespace py .*$", f"namespace py {prefix}_{stem}", text))
     out = work / "gen"
     out.mkdir()
     proc = subprocess.run(
@@ -51,7 +63,7 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     try:
         classes: dict[str, Any] = {}
         for stem in ("export_schema", "opwire"):
-            mod = importlib.import_module(f"interop_{stem}.ttypes")
+            mod = importlib.import_module(f"{prefix}_{stem}.ttypes")
             classes.update({n: getattr(mod, n) for n in m.SCHEMA.structs if hasattr(mod, n)})
     finally:
         sys.path.remove(str(out))
@@ -122,3 +134,28 @@ def test_records_both_ways(generated: dict[str, Any], codec: str) -> None:
     )
     _check(values, codec, generated)
     _check(m.TensorDigest(sha256="ab", min=-1.5, nan_count=0, inf_count=2), codec, generated)
+
+
+def test_a_padded_archive_is_read_by_readers_that_know_the_padding_or_not(
+    generated: dict[str, Any], generated_1_6: dict[str, Any], codec: str
+) -> None:
+    """Records 1.7: opwire pads each payload of an archive to a multiple of 64 in the file. Apache Thrift's code
+    generated from this IDL reads the padding and writes the same bytes back; code generated without the field
+    (what a 1.6 reader knows) skips it and reads the same tensors."""
+    torch = pytest.importorskip("torch")
+    from opwire.serde import framing, torch_bridge
+
+    assert "padding" not in generated_1_6["TensorValue"].__init__.__code__.co_varnames
+    ep = torch.export.export(torch.nn.Linear(3, 5), (torch.ones(2, 3),))
+    archive = torch_bridge.archive_from_exported_program(ep)
+    archive = archive.model_copy(update={"constants": {"c": archive.weights["bias"]}})
+    ours = thrift.encode(archive, codec, framed=False)  # type: ignore[arg-type]
+    theirs = _read(ours, generated["OpwireArchive"], codec)
+    assert _write(theirs, codec) == ours
+    old = _read(ours, generated_1_6["OpwireArchive"], codec)
+    for table in ("weights", "constants"):
+        for name, tv in getattr(archive, table).items():
+            assert getattr(theirs, table)[name].data == tv.data
+            assert set(getattr(theirs, table)[name].padding) <= {0}
+            assert getattr(old, table)[name].data == tv.data
+            assert (ours.index(tv.data) + len(framing.write_header(codec, "OpwireArchive"))) % 64 == 0

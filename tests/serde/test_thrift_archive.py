@@ -14,7 +14,8 @@ from torch import nn
 import opwire
 from opwire.errors import DecodeError
 from opwire.schema import models as m
-from opwire.serde import thrift_archive, torch_bridge
+from opwire.serde import framing, thrift_archive, torch_bridge
+from opwire.serde._thrift.encode import encode_payload
 from opwire.serde.tensors import from_tensor
 
 CODECS = ("binary", "compact")
@@ -79,14 +80,22 @@ def test_a_thrift_archive_file_runs_on_its_mapped_payloads(
     assert opwire.open(path).pt2.materialize() == archive  # type: ignore[union-attr]
 
 
+def _write_unpadded(tmp_path: Path, archive: m.OpwireArchive, codec: str) -> Path:
+    """The file opwire wrote before records 1.7: no padding, each payload wherever the bytes before it end."""
+    path = tmp_path / f"old.{codec}"
+    path.write_bytes(framing.write_header(codec, "OpwireArchive") + encode_payload(archive, codec))
+    return path
+
+
 def test_an_unaligned_payload_is_read_into_its_own_tensor(tmp_path: Path) -> None:
-    """Payload offsets depend on what comes before: shifting a name by one byte moves every payload after it."""
+    """In a file without padding, payload offsets depend on what comes before: shifting a name by one byte moves
+    every payload after it."""
     w = torch.arange(12.0).reshape(3, 4)
     base = torch_bridge.archive_from_exported_program(torch.export.export(nn.Linear(2, 2), (torch.ones(1, 2),)))
     starts = set()
     for pad in range(4):
         edited = base.model_copy(update={"weights": {**base.weights, "p" * pad: from_tensor(w)}})
-        path = _write(tmp_path, edited, "binary")
+        path = _write_unpadded(tmp_path, edited, "binary")
         lazy = thrift_archive.open(path)
         start = lazy.spans["weights"]["p" * pad][0]
         starts.add(start % 4)
