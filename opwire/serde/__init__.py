@@ -8,6 +8,7 @@ Modules:
     _mapping: tensors viewed over a memory-mapped file or an inflated buffer, after every check a view needs
     _opw_table: the `.opw` header and tensor table: packed by the writer, checked field by field by the reader
     _opw_write: a `.opw` archive written: header, tensor table, aligned blobs, identical storages once
+    _padding: `TensorValue.padding`: the zero bytes that align an archive's payloads in a Thrift file
     _paths: paths into models (`graph_module.graph.nodes[3].inputs[1].arg`) and the IDL types found there
     _pt2_layout: where a .pt2 archive keeps its program, weights, constants and example inputs
     _pt2_payload: one weight or constant of a .pt2 archive read into a TensorValue, never unpickling by default

@@ -8,4 +8,5 @@ Modules:
     fast: the fast path: Apache Thrift's C codec driven by specs derived from the IDL
     spec: what the codecs derive from the IDL: wire types, `thrift_spec` tuples, model builders
     stack: the explicit stack the checking decoder reads nested values with (no recursion)
+    tables: where each tensor's bytes sit in an encoded `OpwireArchive`, found in one walk
 """
