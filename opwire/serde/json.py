@@ -20,7 +20,7 @@ from opwire.errors import DecodeError, EncodeError
 from opwire.schema.base import binary_out, float_out
 from opwire.schema.idl import TypeRef
 from opwire.schema.models import MODELS, SCHEMA
-from opwire.serde import budgets
+from opwire.serde import _cplan, budgets
 from opwire.serde._build import json_builders
 from opwire.serde._depth import check_depth
 from opwire.serde._gc import paused_gc
@@ -219,10 +219,17 @@ def decode(
 
 
 def _built(data: bytes, name: str) -> Any:
-    """The model built by the plan compiled from the IDL (`_build`), or None when it does not take the input."""
+    """The model built by the plan compiled from the IDL (the C builder, `_cplan`, or without it the Python
+    builders of `_build`), or None when it does not take the input."""
     try:
-        return json_builders()[name](from_json(data))
-    except Exception:  # invalid JSON, Fallback, or any input the plan does not take: pydantic decides
+        parsed = from_json(data)
+    except Exception:  # invalid JSON: pydantic decides
+        return None
+    if _cplan.AVAILABLE:
+        return _cplan.json_build(name, parsed)  # checks and converts `parsed` in place: not reused on a decline
+    try:
+        return json_builders()[name](parsed)
+    except Exception:  # Fallback, or any input the plan does not take: pydantic decides
         return None
 
 

@@ -1,6 +1,6 @@
 """The code compiled from the IDL agrees with the reference paths it stands in for.
 
-Builders (serde/_build.py): whatever a builder accepts, pydantic accepts too and builds the same model: the same
+Builders (serde/_build.py, and the C builder driven by serde/_cplan.py): whatever a builder accepts, pydantic accepts too and builds the same model: the same
 values of the same types, the same `__pydantic_fields_set__`, no extra, no private. What a builder declines,
 pydantic decides (and words the error). Checked on the corpus, a table of edge values and mutated documents of
 every type; the Thrift builders count values as fastbinary's counting pass does. Writers (serde/_json_write.py):
@@ -24,7 +24,7 @@ from support.typed import MODEL_NAMES, strategy_for
 
 import opwire
 from opwire.schema import models as m
-from opwire.serde import EncodeError
+from opwire.serde import EncodeError, _cplan
 from opwire.serde._build import Builders, json_builders
 from opwire.serde._json_write import json_writers
 from opwire.serde._thrift import fast
@@ -56,12 +56,18 @@ def _same(a: Any, b: Any, path: str = "$") -> None:
 
 
 def _agree(name: str, data: bytes) -> bool:
-    """Assert the builder of `name` builds what pydantic validates from `data`, or declines; True if it built."""
+    """Assert the builders of `name` (Python, and C: `_cplan`, which the tests run with) build what pydantic
+    validates from `data`, or both decline; True if they built."""
     cls = m.MODELS[name]
     try:
         built = json_builders()[name](from_json(data))
     except Exception:
         built = None
+    try:
+        c_built = _cplan.json_build(name, from_json(data))
+    except ValueError:  # invalid JSON
+        c_built = None
+    assert (built is None) == (c_built is None), f"one builder took what the other declines: {data[:300]!r}"
     try:
         reference = cls.model_validate_json(data)
     except ValidationError:
@@ -69,6 +75,7 @@ def _agree(name: str, data: bytes) -> bool:
         return False
     if built is not None:
         _same(built, reference)
+        _same(c_built, reference)
     return built is not None
 
 

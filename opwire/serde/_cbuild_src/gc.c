@@ -1,0 +1,43 @@
+/* Building without feeding the cyclic garbage collector, and without touching any process-wide setting.
+ *
+ * Every model, dict and set a build creates is untracked by the collector as soon as it exists (held here
+ * meanwhile), so the young-generation passes that the allocations trigger find almost nothing to scan and
+ * promote nothing to the old generations (whose full passes walk every object of the process, torch's too).
+ * When the build ends, whether it succeeded or not, each is tracked again: from then on the collector sees
+ * exactly what it would have seen, cycles a user creates later included.
+ */
+#include "cbuild.h"
+
+int untracked_add(Untracked *u, PyObject *o) {
+    if (u == NULL || !PyObject_IS_GC(o))
+        return 0;
+    if (u->n == u->cap) {
+        Py_ssize_t cap = u->cap ? u->cap * 2 : 1024;
+        PyObject **items = PyMem_Realloc(u->items, cap * sizeof(PyObject *));
+        if (items == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        u->items = items;
+        u->cap = cap;
+    }
+    if (PyObject_GC_IsTracked(o))
+        PyObject_GC_UnTrack(o);
+    Py_INCREF(o);
+    u->items[u->n++] = o;
+    return 0;
+}
+
+void untracked_finish(Untracked *u) {
+    for (Py_ssize_t i = 0; i < u->n; i++) {
+        PyObject *o = u->items[i];
+        if (!PyObject_GC_IsTracked(o))
+            PyObject_GC_Track(o);
+    }
+    /* released only once all are tracked again: a dealloc may run Python code (none of ours does) */
+    for (Py_ssize_t i = 0; i < u->n; i++)
+        Py_DECREF(u->items[i]);
+    PyMem_Free(u->items);
+    u->items = NULL;
+    u->n = u->cap = 0;
+}
