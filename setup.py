@@ -6,7 +6,7 @@
 
 from setuptools import Extension, setup
 
-SOURCES = ["plan.c", "gc.c", "json_walk.c", "thrift_read.c"]
+SOURCES = ["plan.c", "gc.c", "json_parse.c", "json_walk.c", "thrift_read.c"]
 
 setup(
     ext_modules=[

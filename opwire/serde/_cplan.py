@@ -115,7 +115,8 @@ def _plan() -> tuple[Any, dict[str, int]]:
 
 
 def json_build(name: str, parsed: Any) -> Any:
-    """The `name` model built from parsed JSON (checked and converted in place), or None: not taken, or no C."""
+    """The `name` model built from JSON bytes (parsed by the C module's strict parser) or from parsed JSON
+    (checked and converted in place), or None: not taken, or no C module."""
     if _cbuild is None:
         return None
     plan, index = _plan()

@@ -68,14 +68,18 @@ def _agree(name: str, data: bytes) -> bool:
     except ValueError:  # invalid JSON
         c_built = None
     assert (built is None) == (c_built is None), f"one builder took what the other declines: {data[:300]!r}"
+    c_parsed = _cplan.json_build(name, data)  # the C module's own parser: strict, may decline more
     try:
         reference = cls.model_validate_json(data)
     except ValidationError:
         assert built is None, f"the builder took what pydantic refuses: {data[:300]!r}"
+        assert c_parsed is None, f"the C parser and builder took what pydantic refuses: {data[:300]!r}"
         return False
     if built is not None:
         _same(built, reference)
         _same(c_built, reference)
+    if c_parsed is not None:
+        _same(c_parsed, reference)
     return built is not None
 
 

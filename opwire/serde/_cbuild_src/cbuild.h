@@ -74,6 +74,7 @@ typedef struct {
 int untracked_add(Untracked *u, PyObject *o);
 void untracked_finish(Untracked *u);
 
+PyObject *json_parse(const char *data, Py_ssize_t n, Untracked *u);
 PyObject *json_build(PyObject *self, PyObject *args);
 PyObject *thrift_build(PyObject *self, PyObject *args);
 

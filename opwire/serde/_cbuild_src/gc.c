@@ -31,7 +31,7 @@ int untracked_add(Untracked *u, PyObject *o) {
 void untracked_finish(Untracked *u) {
     for (Py_ssize_t i = 0; i < u->n; i++) {
         PyObject *o = u->items[i];
-        if (!PyObject_GC_IsTracked(o))
+        if (Py_REFCNT(o) > 1 && !PyObject_GC_IsTracked(o)) /* (held only here: it dies below, untracked) */
             PyObject_GC_Track(o);
     }
     /* released only once all are tracked again: a dealloc may run Python code (none of ours does) */

@@ -7,6 +7,7 @@
  * (the parsed tree is the decode's own: nothing else holds it).
  */
 #include "cbuild.h"
+#include <string.h>
 
 #define MAX_NEST 1000 /* JSON's parser stops at 200; this only bounds the C stack */
 #define EXACT_FLOAT_INT (1LL << 53)
@@ -195,12 +196,74 @@ static PyObject *union_from(Walk *w, StructPlan *sp, PyObject *d, int depth) {
     return o;
 }
 
+/* whether str `a` equals str `b` (the parser's key and a field's interned name) */
+static int same_str(PyObject *a, PyObject *b) {
+    if (a == b)
+        return 1;
+    if (!PyUnicode_CheckExact(a) || PyUnicode_GET_LENGTH(a) != PyUnicode_GET_LENGTH(b) ||
+        PyUnicode_KIND(a) != PyUnicode_KIND(b))
+        return 0;
+    return memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b), PyUnicode_GET_LENGTH(a) * PyUnicode_KIND(a)) == 0;
+}
+
+/* The model of `sp` whose __dict__ is the parsed object `d` itself, its values checked and converted in place:
+   taken when `d` holds exactly the fields, in the IDL's order (what torch and opwire write). NULL and no error
+   set: `d` is not so (the general path decides); NULL with an error: Fallback. */
+static PyObject *struct_in_place(Walk *w, StructPlan *sp, PyObject *d, int depth) {
+    Py_ssize_t pos = 0;
+    PyObject *k, *v;
+    int j = 0;
+    if (PyDict_GET_SIZE(d) != sp->nfields)
+        return NULL;
+    while (PyDict_Next(d, &pos, &k, &v))
+        if (!same_str(k, sp->fields[j++].name))
+            return NULL;
+    pos = 0;
+    j = 0;
+    while (PyDict_Next(d, &pos, &k, &v)) {
+        FieldPlan *f = &sp->fields[j++];
+        if (v == Py_None) {
+            if (!f->nullable)
+                return cb_fallback();
+            continue;
+        }
+        Py_INCREF(k);
+        Py_INCREF(v);
+        PyObject *value = value_from(w, f->type, v, depth + 1);
+        int bad = value == NULL;
+        if (value != NULL && value != v)
+            bad = PyDict_SetItem(d, k, value) < 0; /* an existing key: the dict keeps its size and order */
+        Py_XDECREF(value);
+        Py_DECREF(v);
+        Py_DECREF(k);
+        if (bad || PyDict_GET_SIZE(d) != sp->nfields)
+            return cb_fallback();
+    }
+    PyObject *fields = PySet_New(sp->names);
+    if (fields == NULL)
+        return cb_fallback();
+    if (untracked_add(&w->u, d) < 0 || untracked_add(&w->u, fields) < 0) {
+        Py_DECREF(fields);
+        return cb_fallback();
+    }
+    Py_INCREF(d);
+    PyObject *o = model_new(w->p, sp, d, fields);
+    if (o == NULL || untracked_add(&w->u, o) < 0) {
+        Py_XDECREF(o);
+        return cb_fallback();
+    }
+    return o;
+}
+
 static PyObject *struct_from(Walk *w, int si, PyObject *d, int depth) {
     StructPlan *sp = &w->p->structs[si];
     if (!PyDict_CheckExact(d) || depth >= MAX_NEST)
         return cb_fallback();
     if (sp->is_union)
         return union_from(w, sp, d, depth + 1);
+    PyObject *reused = struct_in_place(w, sp, d, depth);
+    if (reused != NULL || PyErr_Occurred())
+        return reused;
     PyObject *dict = _PyDict_NewPresized(sp->nfields);
     if (dict == NULL)
         return NULL;
@@ -258,7 +321,7 @@ fail:
     return cb_fallback();
 }
 
-/* json_build(plan, struct_index, parsed) -> the model; Fallback when the plan does not take `parsed`. */
+/* json_build(plan, struct_index, parsed or JSON bytes) -> the model; Fallback when the plan does not take it. */
 PyObject *json_build(PyObject *self, PyObject *args) {
     PyObject *capsule, *parsed;
     int si;
@@ -273,7 +336,16 @@ PyObject *json_build(PyObject *self, PyObject *args) {
         return NULL;
     }
     Walk w = {p, {NULL, 0, 0}};
-    PyObject *o = struct_from(&w, si, parsed, 0);
+    PyObject *o = NULL;
+    if (PyBytes_Check(parsed)) { /* JSON text: parsed here, its containers kept from the collector too */
+        PyObject *tree = json_parse(PyBytes_AS_STRING(parsed), PyBytes_GET_SIZE(parsed), &w.u);
+        if (tree != NULL) {
+            o = struct_from(&w, si, tree, 0);
+            Py_DECREF(tree);
+        }
+    } else {
+        o = struct_from(&w, si, parsed, 0);
+    }
     untracked_finish(&w.u);
     return o;
 }

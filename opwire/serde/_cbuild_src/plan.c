@@ -7,7 +7,8 @@
  * (opwire/serde/_cplan.py), removes the per-field interpreter work. The models are built exactly as _build.py
  * builds them: `__dict__`, `__pydantic_fields_set__`, no extra, no private.
  *
- * Files: plan.c (this: the plan, models, the module), json_walk.c (parsed JSON -> models), thrift_read.c
+ * Files: plan.c (this: the plan, models, the module), json_parse.c (JSON text -> a parsed tree the collector
+ * does not see), json_walk.c (parsed JSON -> models), thrift_read.c
  * (Thrift binary and compact bytes -> models), gc.c (building without feeding the cyclic collector).
  * Nothing here reports an error to the user: anything not taken raises Fallback (or TooMany for a Thrift
  * decode past its budget) and opwire's checking path decides and words the error.

@@ -251,7 +251,7 @@ static PyObject *read_map(Reader *r, TypeNode *t) {
         return NULL;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *k = read_value(r, t->a), *v = k ? read_value(r, t->b) : NULL;
+        PyObject *k = string(r, K_STRING), *v = k ? read_value(r, t->b) : NULL; /* keys are not counted */
         int bad = v == NULL || PyDict_SetItem(dict, k, v) < 0;
         Py_XDECREF(k);
         Py_XDECREF(v);
