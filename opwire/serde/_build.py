@@ -39,8 +39,8 @@ from opwire.schema.models import MODELS, SCHEMA
 from opwire.schema.symexpr import check_expr
 
 __all__ = [
-    "COUNT",
     "CHECKED",
+    "COUNT",
     "NONFINITE",
     "Builders",
     "Fallback",

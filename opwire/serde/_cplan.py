@@ -13,6 +13,7 @@ serve) or when it does not take the input: the checking path decides and words t
 from __future__ import annotations
 
 from functools import cache
+from types import ModuleType
 from typing import Any
 
 from pydantic import BaseModel
@@ -21,8 +22,11 @@ from opwire.schema.idl import TypeRef
 from opwire.schema.models import MODELS, SCHEMA
 from opwire.serde._build import CHECKED, NONFINITE, binary, enum_values, expr, field_default
 
+_cbuild: ModuleType | None
 try:
-    from opwire.serde import _cbuild  # type: ignore[attr-defined]
+    from opwire.serde import _cbuild as _built_module
+
+    _cbuild = _built_module
 except ImportError:  # not built (a source checkout without `pip install -e .`): the Python builders serve
     _cbuild = None
 
@@ -36,12 +40,12 @@ _STRUCT, _LIST, _MAP, _EXPR = 10, 11, 12, 13
 _DEFAULTS = {"shared": 0, "factory": 1, "copy": 2}
 
 
-class TooMany(Exception):
-    """A Thrift decode built more values than its budget (the C module's TooMany, or this when it is absent)."""
+class _Unbuilt(Exception):
+    """Stands in for TooMany where the C module is not built (never raised)."""
 
 
-if _cbuild is not None:
-    TooMany = _cbuild.TooMany  # type: ignore[misc]  # noqa: F811
+TooMany: type[Exception] = _cbuild.TooMany if _cbuild is not None else _Unbuilt
+"""A Thrift decode read more values than its budget (the C module's exception)."""
 
 
 class _Tables:
@@ -133,6 +137,7 @@ def thrift_build(data: bytes, start: int, name: str, codec: str, limit: int) -> 
         return None
     plan, index = _plan()
     try:
-        return _cbuild.thrift_build(plan, index[name], data, start, codec == "compact", limit)  # type: ignore[no-any-return]
+        built: tuple[Any, int] = _cbuild.thrift_build(plan, index[name], data, start, codec == "compact", limit)
     except _cbuild.Fallback:
         return None
+    return built

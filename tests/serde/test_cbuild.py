@@ -35,7 +35,7 @@ _SPLICES = [b"{", b"}", b"[", b"]", b'"', b",", b":", b"\\", b"\\u", b"\\ud800",
 def test_the_c_builder_is_loaded() -> None:
     """The tests (and CI's fresh clone, built by `pip install -e .`) run the C module, not the Python fallback."""
     assert _cplan.AVAILABLE
-    from opwire.serde import _cbuild  # type: ignore[attr-defined]
+    from opwire.serde import _cbuild
 
     assert _cbuild.__file__.endswith(".so")
 
@@ -101,14 +101,14 @@ def _thrift_cases(draw: st.DrawFn) -> tuple[str, str, bytes]:
     return name, codec, payload
 
 
-def _fast(payload: bytes, name: str, codec: str, limit: int) -> tuple[Any, int] | None | str:
+def _fast(payload: bytes, name: str, codec: str, limit: int) -> tuple[Any, int] | str | None:
     try:
         return fast.decode(payload, 0, name, codec, limit)
     except fast.TooMany:
         return "too many"
 
 
-def _c(payload: bytes, name: str, codec: str, limit: int) -> tuple[Any, int] | None | str:
+def _c(payload: bytes, name: str, codec: str, limit: int) -> tuple[Any, int] | str | None:
     try:
         return _cplan.thrift_build(payload, 0, name, codec, limit)
     except _cplan.TooMany:

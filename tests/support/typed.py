@@ -16,7 +16,15 @@ from pydantic import BaseModel
 from opwire.schema import models as m
 from opwire.schema.idl import TypeRef
 
-__all__ = ["MODEL_NAMES", "assert_identical", "assert_same_model", "same_value", "strategy_for", "sym_exprs", "type_strategy"]
+__all__ = [
+    "MODEL_NAMES",
+    "assert_identical",
+    "assert_same_model",
+    "same_value",
+    "strategy_for",
+    "sym_exprs",
+    "type_strategy",
+]
 
 MODEL_NAMES: tuple[str, ...] = tuple(m.SCHEMA.structs)
 """Every struct and union of the IDL."""
