@@ -129,8 +129,8 @@ def first_decode(data: bytes, fmt: str, mode: str, repeat: int) -> float:
 def first_decode_line(data: bytes, fmt: str, repeat: int) -> str:
     """A process's first decode of `data` (the largest program): as shipped, after a gc.collect(), and with the
     collector disabled around it. The decoders change no process-wide state: the C builder keeps what it builds
-    from the collector, so what the first two differ by is the full collection `import torch` left due, which
-    the decode's allocations trigger (disabling the collector only moves it to the next allocations)."""
+    from the collector until it is done, so the three should be alike (a full collection in the decode would
+    show as the first far above the others)."""
     times = {mode: first_decode(data, fmt, mode, repeat) for mode in ("shipped", "collected", "disabled")}
     return (
         f"{fmt} decode of the largest program, first in a fresh process: {times['shipped'] * 1e3:.1f} ms as "

@@ -1,11 +1,12 @@
 /* Building without feeding the cyclic garbage collector, and without touching any process-wide setting.
  *
- * Every model, dict and set a build creates is untracked by the collector as soon as it exists (held here
- * meanwhile), so the young-generation passes that the allocations trigger find almost nothing to scan and
- * promote nothing to the old generations (whose full passes walk every object of the process, torch's too).
- * When the build ends, whether it succeeded or not, each is tracked again (but dicts whose values cannot hold
- * a cycle, which CPython itself leaves untracked until such a value is stored): from then on the collector sees
- * what it would have seen, cycles a user creates later included.
+ * Every model, list and set a build creates is untracked by the collector as soon as it exists, every dict
+ * once it is filled (storing a container in a dict tracks the dict again), each held here meanwhile: the
+ * young-generation passes that the allocations trigger find almost nothing to scan and promote nothing to the
+ * old generations (whose full passes walk every object of the process, torch's too). When the build ends,
+ * whether it succeeded or not, each is tracked again (but dicts whose values cannot hold a cycle, which CPython
+ * itself leaves untracked until such a value is stored): from then on the collector sees what it would have
+ * seen, cycles a user creates later included.
  */
 #include "cbuild.h"
 

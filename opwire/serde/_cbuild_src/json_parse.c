@@ -205,17 +205,24 @@ static int literal(Parser *ps, const char *word) {
     return 1;
 }
 
-static PyObject *parse_object(Parser *ps, int depth) {
-    PyObject *d = PyDict_New();
-    if (d == NULL || untracked_add(ps->u, d) < 0) {
-        Py_XDECREF(d);
+/* the object `d`, complete: untracked now (storing a container in a dict tracks the dict again) */
+static PyObject *object_done(Parser *ps, PyObject *d) {
+    if (untracked_add(ps->u, d) < 0) {
+        Py_DECREF(d);
         return NULL;
     }
+    return d;
+}
+
+static PyObject *parse_object(Parser *ps, int depth) {
+    PyObject *d = PyDict_New();
+    if (d == NULL)
+        return NULL;
     ps->s++;
     skip_ws(ps);
     if (ps->s < ps->end && *ps->s == '}') {
         ps->s++;
-        return d;
+        return object_done(ps, d);
     }
     for (;;) {
         skip_ws(ps);
@@ -247,7 +254,7 @@ static PyObject *parse_object(Parser *ps, int depth) {
         }
         if (ps->s < ps->end && *ps->s == '}') {
             ps->s++;
-            return d;
+            return object_done(ps, d);
         }
         goto bad;
     }

@@ -246,10 +246,6 @@ static PyObject *read_map(Reader *r, TypeNode *t) {
     PyObject *dict = PyDict_New();
     if (dict == NULL)
         return NULL;
-    if (track_later(r, dict) < 0) {
-        Py_DECREF(dict);
-        return NULL;
-    }
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *k = string(r, K_STRING), *v = k ? read_value(r, t->b) : NULL; /* keys are not counted */
         int bad = v == NULL || PyDict_SetItem(dict, k, v) < 0;
@@ -259,6 +255,10 @@ static PyObject *read_map(Reader *r, TypeNode *t) {
             Py_DECREF(dict);
             return cb_fallback(); /* (keeps a TooMany) */
         }
+    }
+    if (track_later(r, dict) < 0) { /* once filled: storing a container in a dict tracks it again */
+        Py_DECREF(dict);
+        return NULL;
     }
     return dict;
 }
