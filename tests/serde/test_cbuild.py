@@ -39,6 +39,7 @@ def test_the_c_builder_is_loaded() -> None:
     from opwire.serde import _cbuild
 
     assert _cbuild.__file__.endswith(".so")
+    assert _cplan.json_build("SymInt", b'{"as_int": 3}') == m.SymInt(as_int=3)  # the plan of the IDL compiles
 
 
 def _mutate(data: bytes, draw: st.DrawFn, splices: list[bytes]) -> bytes:

@@ -30,7 +30,7 @@ typedef struct {
     int thrift_absent_ok;/* absent on the wire is canonical (the default is None) */
 } FieldPlan;
 
-#define MAX_FIELDS 256
+#define MAX_FIELDS 128 /* per struct (the IDL has at most 33): bounds read_struct's stack frame */
 
 typedef struct {
     PyObject *cls;       /* the pydantic model class */

@@ -205,6 +205,20 @@ static int literal(Parser *ps, const char *word) {
     return 1;
 }
 
+/* after an item of an object or array: 1 at a comma, 0 at the closing `close`, -1 at anything else */
+static int after_item(Parser *ps, unsigned char close) {
+    skip_ws(ps);
+    if (ps->s < ps->end && *ps->s == ',') {
+        ps->s++;
+        return 1;
+    }
+    if (ps->s < ps->end && *ps->s == close) {
+        ps->s++;
+        return 0;
+    }
+    return -1;
+}
+
 /* the object `d`, complete: untracked now (storing a container in a dict tracks the dict again) */
 static PyObject *object_done(Parser *ps, PyObject *d) {
     if (untracked_add(ps->u, d) < 0) {
@@ -247,16 +261,11 @@ static PyObject *parse_object(Parser *ps, int depth) {
             goto fail;
         if (PyDict_GET_SIZE(d) == before)
             goto bad; /* a repeated key */
-        skip_ws(ps);
-        if (ps->s < ps->end && *ps->s == ',') {
-            ps->s++;
-            continue;
-        }
-        if (ps->s < ps->end && *ps->s == '}') {
-            ps->s++;
+        int more = after_item(ps, '}');
+        if (more < 0)
+            goto bad;
+        if (!more)
             return object_done(ps, d);
-        }
-        goto bad;
     }
 bad:
     cb_fallback();
@@ -285,17 +294,13 @@ static PyObject *parse_array(Parser *ps, int depth) {
             Py_DECREF(l);
             return NULL;
         }
-        skip_ws(ps);
-        if (ps->s < ps->end && *ps->s == ',') {
-            ps->s++;
-            continue;
-        }
-        if (ps->s < ps->end && *ps->s == ']') {
-            ps->s++;
+        int more = after_item(ps, ']');
+        if (!more)
             return l;
+        if (more < 0) {
+            Py_DECREF(l);
+            return cb_fallback();
         }
-        Py_DECREF(l);
-        return cb_fallback();
     }
 }
 

@@ -64,6 +64,23 @@ static PyObject *f64_from(Plan *p, PyObject *v) {
     return cb_fallback();
 }
 
+static PyObject *value_from(Walk *w, int ti, PyObject *v, int depth);
+
+/* Check and convert value `v` of key `k` of dict `d` (type `ti`) in place; -1: Fallback. Storing under an
+   existing key keeps the dict's size and order, which the caller checks. */
+static int convert_entry(Walk *w, PyObject *d, PyObject *k, PyObject *v, int ti, int depth) {
+    Py_INCREF(k);
+    Py_INCREF(v);
+    PyObject *value = value_from(w, ti, v, depth);
+    int bad = value == NULL;
+    if (value != NULL && value != v)
+        bad = PyDict_SetItem(d, k, value) < 0;
+    Py_XDECREF(value);
+    Py_DECREF(v);
+    Py_DECREF(k);
+    return bad ? -1 : 0;
+}
+
 /* New reference to the checked (and converted) value `v` of type `ti`, which is not None; NULL: Fallback. */
 static PyObject *value_from(Walk *w, int ti, PyObject *v, int depth) {
     Plan *p = w->p;
@@ -141,16 +158,7 @@ static PyObject *value_from(Walk *w, int ti, PyObject *v, int depth) {
         while (PyDict_Next(v, &pos, &k, &x)) {
             if (x == Py_None || !PyUnicode_CheckExact(k))
                 return cb_fallback();
-            Py_INCREF(k);
-            Py_INCREF(x);
-            PyObject *y = value_from(w, t->b, x, depth + 1);
-            int bad = y == NULL;
-            if (y != NULL && y != x)
-                bad = PyDict_SetItem(v, k, y) < 0; /* an existing key: the dict keeps its size and order */
-            Py_XDECREF(y);
-            Py_DECREF(x);
-            Py_DECREF(k);
-            if (bad || PyDict_GET_SIZE(v) != n)
+            if (convert_entry(w, v, k, x, t->b, depth + 1) < 0 || PyDict_GET_SIZE(v) != n)
                 return cb_fallback();
         }
         Py_INCREF(v);
@@ -158,6 +166,22 @@ static PyObject *value_from(Walk *w, int ti, PyObject *v, int depth) {
     }
     }
     return cb_fallback();
+}
+
+/* The model of `sp` holding `dict` and `fields` (both stolen), all three kept from the collector until the
+   build ends. */
+static PyObject *model_done(Walk *w, StructPlan *sp, PyObject *dict, PyObject *fields) {
+    if (untracked_add(&w->u, dict) < 0 || untracked_add(&w->u, fields) < 0) {
+        Py_DECREF(dict);
+        Py_DECREF(fields);
+        return cb_fallback();
+    }
+    PyObject *o = model_new(w->p, sp, dict, fields);
+    if (o == NULL || untracked_add(&w->u, o) < 0) {
+        Py_XDECREF(o);
+        return cb_fallback();
+    }
+    return o;
 }
 
 static PyObject *union_from(Walk *w, StructPlan *sp, PyObject *d, int depth) {
@@ -183,17 +207,7 @@ static PyObject *union_from(Walk *w, StructPlan *sp, PyObject *d, int depth) {
         return cb_fallback();
     }
     Py_DECREF(value);
-    if (untracked_add(&w->u, dict) < 0 || untracked_add(&w->u, fields) < 0) {
-        Py_DECREF(dict);
-        Py_DECREF(fields);
-        return NULL;
-    }
-    PyObject *o = model_new(w->p, sp, dict, fields);
-    if (o == NULL || untracked_add(&w->u, o) < 0) {
-        Py_XDECREF(o);
-        return cb_fallback();
-    }
-    return o;
+    return model_done(w, sp, dict, fields);
 }
 
 /* whether str `a` equals str `b` (the parser's key and a field's interned name) */
@@ -227,32 +241,14 @@ static PyObject *struct_in_place(Walk *w, StructPlan *sp, PyObject *d, int depth
                 return cb_fallback();
             continue;
         }
-        Py_INCREF(k);
-        Py_INCREF(v);
-        PyObject *value = value_from(w, f->type, v, depth + 1);
-        int bad = value == NULL;
-        if (value != NULL && value != v)
-            bad = PyDict_SetItem(d, k, value) < 0; /* an existing key: the dict keeps its size and order */
-        Py_XDECREF(value);
-        Py_DECREF(v);
-        Py_DECREF(k);
-        if (bad || PyDict_GET_SIZE(d) != sp->nfields)
+        if (convert_entry(w, d, k, v, f->type, depth + 1) < 0 || PyDict_GET_SIZE(d) != sp->nfields)
             return cb_fallback();
     }
     PyObject *fields = PySet_New(sp->names);
     if (fields == NULL)
         return cb_fallback();
-    if (untracked_add(&w->u, d) < 0 || untracked_add(&w->u, fields) < 0) {
-        Py_DECREF(fields);
-        return cb_fallback();
-    }
     Py_INCREF(d);
-    PyObject *o = model_new(w->p, sp, d, fields);
-    if (o == NULL || untracked_add(&w->u, o) < 0) {
-        Py_XDECREF(o);
-        return cb_fallback();
-    }
-    return o;
+    return model_done(w, sp, d, fields);
 }
 
 static PyObject *struct_from(Walk *w, int si, PyObject *d, int depth) {
@@ -306,16 +302,7 @@ static PyObject *struct_from(Walk *w, int si, PyObject *d, int depth) {
     }
     if (fields == NULL)
         goto fail;
-    if (untracked_add(&w->u, dict) < 0 || untracked_add(&w->u, fields) < 0) {
-        Py_DECREF(fields);
-        goto fail;
-    }
-    PyObject *o = model_new(w->p, sp, dict, fields);
-    if (o == NULL || untracked_add(&w->u, o) < 0) {
-        Py_XDECREF(o);
-        return cb_fallback();
-    }
-    return o;
+    return model_done(w, sp, dict, fields);
 fail:
     Py_DECREF(dict);
     return cb_fallback();
