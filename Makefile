@@ -9,7 +9,10 @@ TORCH_PIN := torch==2.13.0
 
 .PHONY: demo test suite lint docs bench coverage fuzz regen clean thrift-compiler
 
-$(STAMP): pyproject.toml
+# the C model builder (opwire/serde/_cbuild_src) is built by `pip install -e .`: a change to it reinstalls
+CBUILD_SRC := $(wildcard opwire/serde/_cbuild_src/*.c opwire/serde/_cbuild_src/*.h)
+
+$(STAMP): pyproject.toml setup.py $(CBUILD_SRC)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check $(TORCH_PIN)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,docs]' $(TORCH_PIN)
@@ -60,4 +63,4 @@ regen: $(STAMP)
 	$(PY) -m opwire.schema.codegen
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache site
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache site build opwire/serde/_cbuild*.so

@@ -2,8 +2,8 @@
 
 Modules:
     _build: model builders compiled once from the IDL: parsed values to models without pydantic's per-field work
+    _cplan: the plan table of the C model builder (`_cbuild`, sources in `_cbuild_src/`), compiled from the IDL
     _depth: nesting depth of a decoded model, counted as every codec counts it
-    _gc: the cyclic garbage collector paused around bulk decodes and encodes
     _json_write: JSON writers compiled once from the IDL: a model to torch's exact JSON text in one pass
     _mapping: tensors viewed over a memory-mapped file or an inflated buffer, after every check a view needs
     _opw_table: the `.opw` header and tensor table: packed by the writer, checked field by field by the reader

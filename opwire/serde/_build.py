@@ -38,10 +38,24 @@ from opwire.schema.idl import FieldDef, StructDef, TypeRef
 from opwire.schema.models import MODELS, SCHEMA
 from opwire.schema.symexpr import check_expr
 
-__all__ = ["COUNT", "EXPRESSIONS", "Builders", "Fallback", "TooMany", "json_builders", "thrift_builders"]
+__all__ = [
+    "COUNT",
+    "EXPRESSIONS",
+    "NONFINITE",
+    "Builders",
+    "Fallback",
+    "TooMany",
+    "binary",
+    "enum_values",
+    "expr",
+    "field_default",
+    "json_builders",
+    "reachable",
+    "thrift_builders",
+]
 
 _INT_BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64}
-_NONFINITE = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}  # the objects base.py returns
+NONFINITE = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}  # the objects base.py returns
 _EXACT_FLOAT_INT = 2**53  # ints a double field takes as they are (pydantic's strict float takes JSON ints)
 _IMMUTABLE = (type(None), bool, int, float, str, bytes, tuple, frozenset)
 _SMALL_UNION = 4  # members up to which a union branches on its key (a display for __dict__)
@@ -70,12 +84,13 @@ def _f64(v: Any) -> float:
         return v  # type: ignore[no-any-return]
     if c is int and -_EXACT_FLOAT_INT <= v <= _EXACT_FLOAT_INT:
         return float(v)
-    if c is str and v in _NONFINITE:
-        return _NONFINITE[v]
+    if c is str and v in NONFINITE:
+        return NONFINITE[v]
     raise Fallback
 
 
-def _binary(v: Any) -> bytes:
+def binary(v: Any) -> bytes:
+    """The bytes of a binary field's strict base64 text (Fallback for anything else)."""
     if v.__class__ is not str:
         raise Fallback
     try:
@@ -94,10 +109,27 @@ def _grammatical(text: str) -> bool:
     return True
 
 
-def _expr(v: Any) -> str:
+def expr(v: Any) -> str:
+    """`v` if it is a string opwire's expression grammar takes (Fallback for anything else)."""
     if v.__class__ is not str or not _grammatical(v):
         raise Fallback
     return v
+
+
+def field_default(struct: str, field: str) -> tuple[str, Any]:
+    """How pydantic fills in a field the input left out: ("factory", f) calls f, ("shared", v) takes v itself
+    (immutable, or a model: pydantic does not copy those), ("copy", v) a deep copy of v."""
+    info = MODELS[struct].model_fields[field]
+    if info.default_factory is not None:
+        return "factory", info.default_factory
+    if isinstance(info.default, _IMMUTABLE) or info.default.__class__.__module__ == models.__name__:
+        return "shared", info.default
+    return "copy", info.default
+
+
+def enum_values(name: str) -> dict[int, Any]:
+    """IDL enum `name`: value -> member."""
+    return {int(e): e for e in getattr(models, name)}
 
 
 _slots = BaseModel.__dict__
@@ -112,8 +144,8 @@ _NAMESPACE: dict[str, Any] = {
     "set_extra": _slots["__pydantic_extra__"].__set__,
     "set_private": _slots["__pydantic_private__"].__set__,
     "f64": _f64,
-    "binary": _binary,
-    "expr": _expr,
+    "binary": binary,
+    "expr": expr,
     "deepcopy": copy.deepcopy,
 }
 
@@ -145,7 +177,7 @@ class _Compiler:
             return [f"{ind}{var} = {self.builder(str(t.name))}({var})"] if self.json else []
         if k == "enum":
             values = f"E_{t.name}"
-            self.ns[values] = {int(e): e for e in getattr(models, str(t.name))}
+            self.ns[values] = enum_values(str(t.name))
             if self.json:
                 return [
                     f"{ind}if {var}.__class__ is not int:",
@@ -199,14 +231,12 @@ class _Compiler:
 
     def default(self, s: StructDef, f: FieldDef) -> str:
         """An expression for the default of a field the input left out (what pydantic fills in)."""
-        info = MODELS[s.name].model_fields[f.name]
-        if info.default_factory is not None:
-            self.ns[f"D_{s.name}_{f.name}"] = info.default_factory
+        how, value = field_default(s.name, f.name)
+        if how == "factory":
+            self.ns[f"D_{s.name}_{f.name}"] = value
             return f"D_{s.name}_{f.name}()"
-        self.ns[f"K_{s.name}_{f.name}"] = info.default
-        if isinstance(info.default, _IMMUTABLE) or info.default.__class__.__module__ == models.__name__:
-            return f"K_{s.name}_{f.name}"
-        return f"deepcopy(K_{s.name}_{f.name})"
+        self.ns[f"K_{s.name}_{f.name}"] = value
+        return f"K_{s.name}_{f.name}" if how == "shared" else f"deepcopy(K_{s.name}_{f.name})"
 
     def term(self, t: TypeRef, expr: str) -> str:
         """What a present value of type `t` adds to the values count (as `fast.count_values` counts: a container
@@ -321,7 +351,7 @@ class _Compiler:
                 ns[f"U_{name}"] = {k: ns[fn] for k, fn in ns[f"U_{name}"].items()}
 
 
-def _reachable(root: str) -> set[str]:
+def reachable(root: str) -> set[str]:
     """`root` and every struct and union a value of it can contain."""
     seen: set[str] = set()
     todo = [TypeRef("struct", root)]
@@ -350,7 +380,7 @@ class Builders:
             if name not in SCHEMA.structs:
                 raise KeyError(name)
             with self._lock:  # one compiler, one namespace: a root's types appear in `_done` once all are built
-                missing = sorted(_reachable(name) - self._done)
+                missing = sorted(reachable(name) - self._done)
                 if missing:
                     self._compiler.compile(missing)
                     self._done.update(missing)

@@ -20,10 +20,9 @@ from opwire.errors import DecodeError, EncodeError
 from opwire.schema.base import binary_out, float_out
 from opwire.schema.idl import TypeRef
 from opwire.schema.models import MODELS, SCHEMA
-from opwire.serde import _padding, budgets
+from opwire.serde import _cplan, _padding, budgets
 from opwire.serde._build import json_builders
 from opwire.serde._depth import check_depth
-from opwire.serde._gc import paused_gc
 from opwire.serde._json_write import json_writers
 from opwire.serde._paths import decode_error_from_validation, format_path
 from opwire.serde.framing import MAX_DEPTH, schema_version_error
@@ -211,17 +210,19 @@ def decode(
         raise DecodeError(f"Expected bytes or str to decode, got {type(data).__name__}")
     raw = data if isinstance(data, bytes) else bytes(data)
     check_elements(raw, max_elements, source)
-    with paused_gc():
-        obj: M | None = _built(raw, name)
-        if obj is None:
-            obj = _validated(raw, cls, source, max_depth)
-        check_depth(obj, max_depth, source, raw)
+    obj: M | None = _built(raw, name)  # the C builder keeps what it builds from the collector (no pause here)
+    if obj is None:
+        obj = _validated(raw, cls, source, max_depth)
+    check_depth(obj, max_depth, source, raw)
     _check_version(obj, source)
     return _padding.settle(obj, source)  # type: ignore[no-any-return]
 
 
 def _built(data: bytes, name: str) -> Any:
-    """The model built by the plan compiled from the IDL (`_build`), or None when it does not take the input."""
+    """The model built by the plan compiled from the IDL (the C parser and builder, `_cplan`, or without them
+    pydantic-core's parser and the Python builders of `_build`), or None when it does not take the input."""
+    if _cplan.AVAILABLE:
+        return _cplan.json_build(name, data)
     try:
         return json_builders()[name](from_json(data))
     except Exception:  # invalid JSON, Fallback, or any input the plan does not take: pydantic decides

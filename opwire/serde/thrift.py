@@ -2,10 +2,12 @@
 
 `encode(obj, "compact")` writes opwire's header (serde/framing.py) and the Thrift value;
 `decode(data, cls, "compact")` reads it back, or raw Thrift without the header (`framed=False`, or
-auto-detected: a raw Thrift value never starts with the magic). Two engines (`ENGINES`), one answer: Apache
-Thrift's C codec (`fastbinary`) reads canonical input fast (accepted only when it consumed every byte and
-re-encodes to the same bytes), and opwire's checking pure-Python reader and writer (`python`) decide everything
-else and name every error with its path. `engine=` picks one of them alone (tests hold both to one answer).
+auto-detected: a raw Thrift value never starts with the magic). Two engines (`ENGINES`), one answer: the fast
+path (`fastbinary`) reads canonical input fast: the strict C reader of opwire's C model builder
+(`_cbuild_src/thrift_read.c`, taking only the bytes Apache Thrift's C codec writes), or where that module is not
+built Apache Thrift's C codec with a re-encode check; it writes with Apache Thrift's C codec. opwire's checking
+pure-Python reader and writer (`python`) decide everything else and name every error with its path. `engine=`
+picks one of them alone (tests hold both to one answer).
 """
 
 from __future__ import annotations
@@ -17,8 +19,7 @@ from pydantic import BaseModel
 
 from opwire.errors import DecodeError, EncodeError
 from opwire.schema.models import MODELS, SCHEMA_VERSION, OpwireArchive
-from opwire.serde import _padding, budgets
-from opwire.serde._gc import paused_gc
+from opwire.serde import _cplan, _padding, budgets
 from opwire.serde._paths import format_path
 from opwire.serde._thrift import fast
 from opwire.serde._thrift.decode import Located, budget_message, count_payload, decode_payload
@@ -158,30 +159,29 @@ def decode(
     budget = max_elements if isinstance(max_elements, budgets.Budget) else None
     limit = max_elements.remaining if isinstance(max_elements, budgets.Budget) else max_elements
     spent = f"{source or name}: values decoded so far"
-    with paused_gc():
-        try:  # the builders count what they build and stop past the limit
-            built = fast.decode(data, start, name, codec, limit) if fast_ok else None
-        except fast.TooMany:
-            if budget is not None:
-                budget.spend(limit + 1, spent, "")
-            raise DecodeError(f"{where}{name}: {budget_message(limit)}") from None
-        if built is not None:
-            obj: BaseModel | None = built[0]
-            if budget is not None:
-                budget.spend(built[1], spent, "")
-        else:  # counted before anything is built, then read by the checking decoder
-            obj = None
-            if budget is not None:
-                budget.spend(_count(data, start, name, codec, max_depth, limit, fast_ok), spent, "")
-            elif len(data) - start > limit:  # every value takes a byte at least: only then can there be too many
-                if _count(data, start, name, codec, max_depth, limit, fast_ok) > limit:
-                    raise DecodeError(f"{where}{name}: {budget_message(limit)}")
-            if "python" in engines:
-                try:
-                    obj = decode_payload(data, start, name, codec, max_depth, newer, limit)
-                except Located as exc:
-                    path = format_path(exc.loc)
-                    raise DecodeError(f"{where}{exc.message} - at `{path}` in {name}", path) from None
+    try:  # the readers count what they build and stop past the limit (no collector pause: see _cbuild_src/gc.c)
+        built = _fast_decode(data, start, name, codec, limit) if fast_ok else None
+    except (fast.TooMany, _cplan.TooMany):
+        if budget is not None:
+            budget.spend(limit + 1, spent, "")
+        raise DecodeError(f"{where}{name}: {budget_message(limit)}") from None
+    if built is not None:
+        obj: BaseModel | None = built[0]
+        if budget is not None:
+            budget.spend(built[1], spent, "")
+    else:  # counted before anything is built, then read by the checking decoder
+        obj = None
+        if budget is not None:
+            budget.spend(_count(data, start, name, codec, max_depth, limit, fast_ok), spent, "")
+        elif len(data) - start > limit:  # every value takes a byte at least: only then can there be too many
+            if _count(data, start, name, codec, max_depth, limit, fast_ok) > limit:
+                raise DecodeError(f"{where}{name}: {budget_message(limit)}")
+        if "python" in engines:
+            try:
+                obj = decode_payload(data, start, name, codec, max_depth, newer, limit)
+            except Located as exc:
+                path = format_path(exc.loc)
+                raise DecodeError(f"{where}{exc.message} - at `{path}` in {name}", path) from None
     if obj is None:
         raise _declined(where, name, max_depth)
     _check_program_version(obj, where)
@@ -214,6 +214,14 @@ def decode_plain(
             return None
         max_elements.spend(count, f"{source or name}: values decoded so far", "")
     return obj
+
+
+def _fast_decode(data: bytes, start: int, name: str, codec: str, limit: int) -> tuple[Any, int] | None:
+    """The fast path: the C module's strict reader of canonical Thrift (`_cplan`), or without it fastbinary and
+    the builders compiled from the IDL; None when the input is not canonical (the checking decoder decides)."""
+    if _cplan.AVAILABLE:
+        return _cplan.thrift_build(data, start, name, codec, limit)
+    return fast.decode(data, start, name, codec, limit)
 
 
 def _declined(where: str, name: str, max_depth: int) -> DecodeError:

@@ -1,6 +1,6 @@
 """The code compiled from the IDL agrees with the reference paths it stands in for.
 
-Builders (serde/_build.py): whatever a builder accepts, pydantic accepts too and builds the same model: the same
+Builders (serde/_build.py, and the C builder driven by serde/_cplan.py): whatever a builder accepts, pydantic accepts too and builds the same model: the same
 values of the same types, the same `__pydantic_fields_set__`, no extra, no private. What a builder declines,
 pydantic decides (and words the error). Checked on the corpus, a table of edge values and mutated documents of
 every type; the Thrift builders count values as fastbinary's counting pass does. Writers (serde/_json_write.py):
@@ -10,7 +10,6 @@ the same text as `json.dumps(to_jsonable(...))` for every type, and nothing for 
 from __future__ import annotations
 
 import json
-import math
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -20,55 +19,42 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 from pydantic_core import from_json
 from support import corpus
-from support.typed import MODEL_NAMES, strategy_for
+from support.typed import MODEL_NAMES, assert_identical, strategy_for
 
 import opwire
 from opwire.schema import models as m
-from opwire.serde import EncodeError
+from opwire.serde import EncodeError, _cplan
 from opwire.serde._build import Builders, json_builders
 from opwire.serde._json_write import json_writers
 from opwire.serde._thrift import fast
 from opwire.serde.json import to_jsonable
 
 
-def _same(a: Any, b: Any, path: str = "$") -> None:
-    """Identical structure, types, values and fields sets (NaN equal to NaN)."""
-    assert type(a) is type(b), f"{path}: {type(a).__name__} vs {type(b).__name__}"
-    if isinstance(a, BaseModel):
-        assert a.__pydantic_fields_set__ == b.__pydantic_fields_set__, path
-        assert a.__pydantic_extra__ is None and b.__pydantic_extra__ is None, path
-        assert a.__pydantic_private__ is None and b.__pydantic_private__ is None, path
-        assert list(a.__dict__) == list(b.__dict__), path
-        for k in a.__dict__:
-            _same(a.__dict__[k], b.__dict__[k], f"{path}.{k}")
-    elif isinstance(a, list):
-        assert len(a) == len(b), path
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            _same(x, y, f"{path}[{i}]")
-    elif isinstance(a, dict):
-        assert list(a) == list(b), path
-        for k in a:
-            _same(a[k], b[k], f"{path}[{k!r}]")
-    elif isinstance(a, float) and math.isnan(a):
-        assert math.isnan(b), path
-    else:
-        assert a == b, f"{path}: {a!r} vs {b!r}"
-
-
 def _agree(name: str, data: bytes) -> bool:
-    """Assert the builder of `name` builds what pydantic validates from `data`, or declines; True if it built."""
+    """Assert the builders of `name` (Python, and C: `_cplan`, which the tests run with) build what pydantic
+    validates from `data`, or both decline; True if they built."""
     cls = m.MODELS[name]
     try:
         built = json_builders()[name](from_json(data))
     except Exception:
         built = None
     try:
+        c_built = _cplan.json_build(name, from_json(data))
+    except ValueError:  # invalid JSON
+        c_built = None
+    assert (built is None) == (c_built is None), f"one builder took what the other declines: {data[:300]!r}"
+    c_parsed = _cplan.json_build(name, data)  # the C module's own parser: strict, may decline more
+    try:
         reference = cls.model_validate_json(data)
     except ValidationError:
         assert built is None, f"the builder took what pydantic refuses: {data[:300]!r}"
+        assert c_parsed is None, f"the C parser and builder took what pydantic refuses: {data[:300]!r}"
         return False
     if built is not None:
-        _same(built, reference)
+        assert_identical(built, reference)
+        assert_identical(c_built, reference)
+    if c_parsed is not None:
+        assert_identical(c_parsed, reference)
     return built is not None
 
 
@@ -273,6 +259,6 @@ def test_builders_compile_once_per_root_under_threads() -> None:
     with ThreadPoolExecutor(8) as pool:
         built = list(pool.map(lambda name: (name, builders[name](from_json(docs[name]))), list(docs) * 4))
     for name, obj in built:
-        _same(obj, m.MODELS[name].model_validate_json(docs[name]))
+        assert_identical(obj, m.MODELS[name].model_validate_json(docs[name]))
     with pytest.raises(KeyError):
         builders["NoSuchStruct"]

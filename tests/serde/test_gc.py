@@ -1,9 +1,9 @@
-"""paused_gc: no collection inside, the caller's state restored, no gc.freeze, safe from several threads."""
+"""No codec touches the collector's process-wide state: the decoders keep what they build from it without a pause
+(the C model builder, tests/serde/test_cbuild.py), the encoders allocate little."""
 
 from __future__ import annotations
 
 import gc
-import threading
 
 import pytest
 from support import corpus
@@ -11,7 +11,6 @@ from support import corpus
 import opwire
 from opwire.schema import models as m
 from opwire.serde import FORMATS
-from opwire.serde._gc import paused_gc
 
 
 @pytest.fixture(autouse=True)
@@ -22,50 +21,8 @@ def _gc_enabled() -> None:
     (gc.enable if was else gc.disable)()
 
 
-def test_collector_is_off_inside_and_restored() -> None:
-    with paused_gc():
-        assert not gc.isenabled()
-    assert gc.isenabled()
-    gc.disable()
-    with paused_gc():
-        pass
-    assert not gc.isenabled()
-
-
-def test_young_objects_of_the_process_stay_young() -> None:
-    """No gc.freeze behind the caller's back: the caller's young objects are not promoted."""
-    gc.collect()
-    mine = [[i] for i in range(1000)]
-    with paused_gc():
-        kept = [[i] for i in range(200_000)]
-    assert gc.get_freeze_count() == 0
-    assert not any(o is mine[-1] for o in gc.get_objects(generation=2))
-    assert kept
-
-
-def test_concurrent_blocks_restore_the_state_once_all_leave() -> None:
-    inside = threading.Barrier(3)
-    leave = threading.Event()
-
-    def block() -> None:
-        with paused_gc():
-            inside.wait()
-            leave.wait()
-
-    threads = [threading.Thread(target=block) for _ in range(2)]
-    for t in threads:
-        t.start()
-    inside.wait()
-    assert not gc.isenabled()
-    leave.set()
-    for t in threads:
-        t.join()
-    assert gc.isenabled()
-
-
 def test_encoders_leave_the_collector_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Only the bulk decoders pause the collector: every encoder, Thrift and JSON (its reference path too), runs
-    with it as the caller left it."""
+    """Every encoder, Thrift and JSON (its reference path too), runs with the collector as the caller left it."""
     program = opwire.loads(corpus.get_program("mlp/training").json_bytes, m.ExportedProgram)
     toggled: list[str] = []
     monkeypatch.setattr(gc, "disable", lambda: toggled.append("disable"))
@@ -73,3 +30,18 @@ def test_encoders_leave_the_collector_alone(monkeypatch: pytest.MonkeyPatch) -> 
         opwire.dumps(program, fmt)
     opwire.serde.json.encode(program, indent=2)  # the reference path (to_jsonable, json.dumps)
     assert toggled == []
+
+
+def test_decoders_leave_the_collector_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every decoder, on its fast path and on its checking path, runs with the collector as the caller left it."""
+    program = opwire.loads(corpus.get_program("mlp/training").json_bytes, m.ExportedProgram)
+    encoded = {fmt: opwire.dumps(program, fmt) for fmt in FORMATS}
+    toggled: list[str] = []
+    monkeypatch.setattr(gc, "disable", lambda: toggled.append("disable"))
+    monkeypatch.setattr(gc, "freeze", lambda: toggled.append("freeze"))
+    monkeypatch.setattr(gc, "set_threshold", lambda *_: toggled.append("set_threshold"))
+    for fmt, data in encoded.items():
+        opwire.loads(data, m.ExportedProgram, fmt)
+    opwire.serde.json.decode(b'{"type": "cpu", "type": "cuda"}', m.Device)  # a repeated key: pydantic's path
+    opwire.serde.thrift.decode(encoded["compact"], m.ExportedProgram, "compact", engine="python")
+    assert toggled == [] and gc.isenabled()

@@ -16,7 +16,15 @@ from pydantic import BaseModel
 from opwire.schema import models as m
 from opwire.schema.idl import TypeRef
 
-__all__ = ["MODEL_NAMES", "assert_same_model", "same_value", "strategy_for", "sym_exprs", "type_strategy"]
+__all__ = [
+    "MODEL_NAMES",
+    "assert_identical",
+    "assert_same_model",
+    "same_value",
+    "strategy_for",
+    "sym_exprs",
+    "type_strategy",
+]
 
 MODEL_NAMES: tuple[str, ...] = tuple(m.SCHEMA.structs)
 """Every struct and union of the IDL."""
@@ -106,3 +114,27 @@ def same_value(a: Any, b: Any) -> bool:
 def assert_same_model(a: BaseModel, b: BaseModel) -> None:
     """Assert two models are equal (NaN-aware), showing both on failure."""
     assert same_value(a, b), f"models differ:\n{a!r}\n!=\n{b!r}"
+
+
+def assert_identical(a: Any, b: Any, path: str = "$") -> None:
+    """Identical structure, types, values and fields sets (NaN equal to NaN)."""
+    assert type(a) is type(b), f"{path}: {type(a).__name__} vs {type(b).__name__}"
+    if isinstance(a, BaseModel):
+        assert a.__pydantic_fields_set__ == b.__pydantic_fields_set__, path
+        assert a.__pydantic_extra__ is None and b.__pydantic_extra__ is None, path
+        assert a.__pydantic_private__ is None and b.__pydantic_private__ is None, path
+        assert list(a.__dict__) == list(b.__dict__), path
+        for k in a.__dict__:
+            assert_identical(a.__dict__[k], b.__dict__[k], f"{path}.{k}")
+    elif isinstance(a, list):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            assert_identical(x, y, f"{path}[{i}]")
+    elif isinstance(a, dict):
+        assert list(a) == list(b), path
+        for k in a:
+            assert_identical(a[k], b[k], f"{path}[{k!r}]")
+    elif isinstance(a, float) and math.isnan(a):
+        assert math.isnan(b), path
+    else:
+        assert a == b, f"{path}: {a!r} vs {b!r}"

@@ -1,0 +1,20 @@
+"""Types of the C model builder (sources in `_cbuild_src/`; the plan layout in `_cplan.py`)."""
+
+from typing import Any
+
+class Fallback(Exception):
+    """The input is not taken: the checking path decides."""
+
+class TooMany(Exception):
+    """A Thrift decode read more values than its budget."""
+
+def compile(types: tuple[Any, ...], structs: tuple[Any, ...], objects: tuple[Any, ...], /) -> Any:
+    """The plan (a capsule) from the tables `_cplan` writes."""
+
+def json_build(plan: Any, struct_index: int, parsed: Any, /) -> Any:
+    """The model of struct `struct_index` from JSON bytes or parsed JSON; Fallback when not taken."""
+
+def thrift_build(
+    plan: Any, struct_index: int, data: bytes, start: int, compact: bool, limit: int, /
+) -> tuple[Any, int]:
+    """(the model in canonical Thrift `data[start:]`, values read); Fallback, or TooMany past `limit`."""

@@ -1,0 +1,143 @@
+"""The plan table of the C model builder (`opwire.serde._cbuild`, sources in `_cbuild_src/`), compiled from the IDL.
+
+The same facts `_build.py` compiles into Python builders, as tuples the C module reads once: per IDL type its kind
+(and item types, struct index, enum members); per struct or union its model class, fields in IDL order (name,
+type, required, whether JSON null is taken, the default as pydantic fills it in, Thrift id, whether leaving it
+out of the wire is canonical), every field name, and for unions the all-None template and the members by name.
+The SymExpr `expr_str` check and base64 go back to `_build`'s Python functions (opwire's grammar decides).
+
+`json_build` and `thrift_build` return None when the C module is not built (then `_build`'s Python builders
+serve) or when it does not take the input: the checking path decides and words the error, as with the builders.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from types import ModuleType
+from typing import Any
+
+from pydantic import BaseModel
+
+from opwire.schema.idl import TypeRef
+from opwire.schema.models import MODELS, SCHEMA
+from opwire.serde._build import EXPRESSIONS, NONFINITE, binary, enum_values, expr, field_default
+
+_cbuild: ModuleType | None
+try:
+    from opwire.serde import _cbuild as _built_module
+
+    _cbuild = _built_module
+except ImportError:  # not built (a source checkout without `pip install -e .`): the Python builders serve
+    _cbuild = None
+
+__all__ = ["AVAILABLE", "TooMany", "json_build", "thrift_build"]
+
+AVAILABLE = _cbuild is not None
+"""Whether the C model builder is built and loaded."""
+
+_KINDS = {"bool": 1, "i8": 2, "i16": 3, "i32": 4, "i64": 5, "double": 6, "string": 7, "binary": 8, "enum": 9}
+_STRUCT, _LIST, _MAP, _EXPR = 10, 11, 12, 13
+_DEFAULTS = {"shared": 0, "factory": 1, "copy": 2}
+
+
+class _Unbuilt(Exception):
+    """Stands in for TooMany where the C module is not built (never raised)."""
+
+
+TooMany: type[Exception] = _cbuild.TooMany if _cbuild is not None else _Unbuilt
+"""A Thrift decode read more values than its budget (the C module's exception)."""
+
+
+class _Tables:
+    """Writes the type and struct tables (types deduplicated; structs in `SCHEMA` order)."""
+
+    def __init__(self) -> None:
+        self.structs = {name: i for i, name in enumerate(SCHEMA.structs)}
+        self.types: list[tuple[int, int, int, Any]] = []
+        self.index: dict[Any, int] = {}
+
+    def type(self, t: TypeRef, checked: bool = False) -> int:
+        """Index of the type node of `t` (`checked`: a string that goes through opwire's expression grammar)."""
+        key = ("expr",) if checked else t
+        if key in self.index:
+            return self.index[key]
+        k = t.kind
+        if checked:
+            node: tuple[int, int, int, Any] = (_EXPR, 0, 0, None)
+        elif k in _KINDS:
+            node = (_KINDS[k], 0, 0, enum_values(str(t.name)) if k == "enum" else None)
+        elif k == "struct":
+            node = (_STRUCT, self.structs[str(t.name)], 0, None)
+        elif k == "list":
+            node = (_LIST, self.type(t.args[0]), 0, None)
+        elif k == "map":
+            node = (_MAP, self.type(t.args[0]), self.type(t.args[1]), None)
+        else:
+            raise AssertionError(f"the C builder has no plan for IDL type {t}")
+        self.index[key] = len(self.types)
+        self.types.append(node)
+        return self.index[key]
+
+    def struct(self, name: str) -> tuple[Any, ...]:
+        """The table row of struct or union `name`."""
+        sdef = SCHEMA.structs[name]
+        model = MODELS[name]
+        fields = []
+        for f in sdef.fields:
+            required = model.model_fields[f.name].is_required()
+            how, value = ("shared", None) if required else field_default(name, f.name)
+            absent_ok = not required and how == "shared" and value is None
+            type_index = self.type(f.type, (name, f.name) in EXPRESSIONS)
+            nullable = f.optional and not required
+            fields.append((f.name, type_index, required, nullable, _DEFAULTS[how], value, f.id, absent_ok))
+        union = sdef.kind == "union"
+        template = dict.fromkeys(f.name for f in sdef.fields) if union else None
+        members = {f.name: i for i, f in enumerate(sdef.fields)} if union else None
+        return (model, union, tuple(fields), {f.name for f in sdef.fields}, template, members)
+
+
+@cache
+def _plan() -> tuple[Any, dict[str, int]]:
+    """(the compiled plan, struct index by name)."""
+    assert _cbuild is not None
+    tables = _Tables()
+    rows = tuple(tables.struct(name) for name in SCHEMA.structs)
+    slots = BaseModel.__dict__
+    objects = (
+        binary,
+        expr,
+        __import__("copy").deepcopy,
+        NONFINITE["Infinity"],
+        NONFINITE["-Infinity"],
+        NONFINITE["NaN"],
+        slots["__dict__"],
+        slots["__pydantic_fields_set__"],
+        slots["__pydantic_extra__"],
+        slots["__pydantic_private__"],
+    )
+    return _cbuild.compile(tuple(tables.types), rows, objects), tables.structs
+
+
+def json_build(name: str, parsed: Any) -> Any:
+    """The `name` model built from JSON bytes (parsed by the C module's strict parser) or from parsed JSON
+    (checked and converted in place), or None: not taken, or no C module."""
+    if _cbuild is None:
+        return None
+    plan, index = _plan()
+    try:
+        return _cbuild.json_build(plan, index[name], parsed)
+    except _cbuild.Fallback:
+        return None
+
+
+def thrift_build(data: bytes, start: int, name: str, codec: str, limit: int) -> tuple[Any, int] | None:
+    """(the `name` model in canonical Thrift `codec` bytes `data[start:]`, values it holds), or None when the C
+    reader does not take them (or is not built). TooMany as soon as more than `limit` values are read."""
+    if _cbuild is None:
+        return None
+    plan, index = _plan()
+    try:
+        built: tuple[Any, int] = _cbuild.thrift_build(plan, index[name], data, start, codec == "compact", limit)
+    except _cbuild.Fallback:
+        return None
+    return built
