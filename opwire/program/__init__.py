@@ -11,6 +11,7 @@ Modules:
     opener: `open`: paths, bytes, models and torch programs to a typed, opened object
     signature: what a program takes and returns, read from its graph signature alone
     specs: the pytree specs of a program's top-level call, read by opwire's own parser
+    summaries: `summary(opened)`: what `opwire inspect` says of anything `open` returns, one `InspectOutput`
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from opwire.program.containers import CONTAINERS, Container, Opened
 from opwire.program.kinds import KINDS, FindingsFile, Kind, StreamedTrace
 from opwire.program.opened import OpenedProgram, opened_of
 from opwire.program.opener import open
+from opwire.program.summaries import summary
 
 __all__ = [
     "CONTAINERS",
@@ -32,6 +34,7 @@ __all__ = [
     "StreamedTrace",
     "open",
     "opened_of",
+    "summary",
 ]
 
 __getattr__ = submodule_getattr(__name__, __path__)  # `opwire.program.signature` without importing it first
