@@ -6,6 +6,7 @@ budgets, and returns an `OpenedProgram` (programs and archives, opened lazily) o
 
 Modules:
     containers: the containers recognised by a file's first bytes (a zip, Thrift with opwire's header, JSON)
+    inputs: a program's inputs read from a file by name (`read_inputs`) and bound by name (`bind_inputs`)
     kinds: what `open` can return: the kinds of file opwire reads, by name, and the handles of two of them
     opened: `OpenedProgram`: a program or archive opened lazily, owner of everything derived from it
     opener: `open`: paths, bytes, models and torch programs to a typed, opened object
@@ -18,9 +19,11 @@ from __future__ import annotations
 
 from opwire._lazy import submodule_getattr
 from opwire.program.containers import CONTAINERS, Container, Opened
+from opwire.program.inputs import bind_inputs, input_dtypes, read_inputs
 from opwire.program.kinds import KINDS, FindingsFile, Kind, StreamedTrace
 from opwire.program.opened import OpenedProgram, opened_of
 from opwire.program.opener import open
+from opwire.program.signature import check_inputs, dtype_name, extern_inputs, op_name, program_signature
 from opwire.program.summaries import summary
 
 __all__ = [
@@ -32,8 +35,16 @@ __all__ = [
     "Opened",
     "OpenedProgram",
     "StreamedTrace",
+    "bind_inputs",
+    "check_inputs",
+    "dtype_name",
+    "extern_inputs",
+    "input_dtypes",
+    "op_name",
     "open",
     "opened_of",
+    "program_signature",
+    "read_inputs",
     "summary",
 ]
 
