@@ -34,7 +34,7 @@ def bind_inputs(opened: OpenedProgram, named: Mapping[str, Any]) -> tuple[tuple[
     signature: a BindError names the first missing, extra or ill-fitting one), or from "args"/"kwargs" entries."""
     import torch.utils._pytree as pytree
 
-    signature = opened.signature
+    signature = opened.signature()
     in_spec = opened.check()[0]
     names = [p.name for p in signature.inputs]
     if named and set(named) <= {"args", "kwargs"} and not set(names) & {"args", "kwargs"}:
@@ -61,7 +61,7 @@ def bind_inputs(opened: OpenedProgram, named: Mapping[str, Any]) -> tuple[tuple[
 
 def input_dtypes(opened: OpenedProgram) -> dict[str, str]:
     """The dtype of each tensor input by name: what plain-JSON lists become in `read_inputs`."""
-    return {p.name: p.dtype for p in opened.signature.inputs if p.dtype is not None}
+    return {p.name: p.dtype for p in opened.signature().inputs if p.dtype is not None}
 
 
 def read_inputs(
