@@ -89,3 +89,14 @@ def test_an_inputs_file_of_no_known_form_is_refused_by_its_first_bytes(tmp_path:
     with pytest.raises(DecodeError, match="--allow-pickle"):
         program.read_inputs(zipped, None)
     assert program.read_inputs(zipped, None, allow_pickle=True)["x"].tolist() == [1.0]
+
+
+def test_run_program_binds_inputs_by_name_as_opwire_run_does(files: dict[str, Any]) -> None:
+    path = files["dir"] / "pair.pt2"
+    x, y = files["x"], files["y"]
+    got = opwire.run_program(path, {"y": y, "x": x})
+    assert torch.equal(got, x * 2 + y)
+    with pytest.raises(BindError, match="input 'x' is missing"):
+        opwire.run_program(path, {"y": y})
+    with pytest.raises(BindError, match="not both"):
+        opwire.run_program(path, {"x": x, "y": y}, {"y": y})
