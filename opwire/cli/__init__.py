@@ -74,7 +74,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     The others are then listed by their summary, which is all `opwire --help` and a usage error show of them.
     """
-    from opwire._version import __version__
+    from opwire import __version__
 
     parser = argparse.ArgumentParser(
         prog="opwire", description="Put PyTorch operator calls and exported graphs on the wire."

@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from opwire.cli.options import LOADING_HELP, add_budget_flags, add_loading
 from opwire.errors import DecodeError
 from opwire.schema import models as m
-from opwire.serde import budgets
-from opwire.serde.outfiles import check_output, write_output
+from opwire.serde import MAX_ELEMENTS, check_output, write_output
 
 if TYPE_CHECKING:
     from opwire.program import OpenedProgram
@@ -86,7 +85,7 @@ def convert(
     *,
     model: str | None = None,
     allow_pickle: bool = False,
-    max_elements: int = budgets.MAX_ELEMENTS,
+    max_elements: int = MAX_ELEMENTS,
 ) -> tuple[str, int]:
     """Convert `src` into `dst` in format `to`; returns (what was written, its size in bytes)."""
     if to not in TARGETS:
@@ -95,22 +94,24 @@ def convert(
     check_output(dst, [src])
     with _open(src, model, allow_pickle, max_elements) as opened:
         if to == "opw" and opened.pt2 is not None:  # straight from the mapped input: no weight read into memory
-            from opwire.serde import opw
+            from opwire import serde
 
             _check_specs(opened.program)
-            return "OpwireArchive", opw.write(opened.pt2, dst)
+            return "OpwireArchive", serde.opw.write(opened.pt2, dst)
         obj: _Root = opened.program if to == "json" or opened.kind == "program" else opened.archive()
     _check_specs(obj.program if isinstance(obj, m.OpwireArchive) else obj)
     if to == "opw":
-        from opwire.serde import opw
+        from opwire import serde
 
-        return "OpwireArchive", opw.write(obj if isinstance(obj, m.OpwireArchive) else _bare_archive(obj, src), dst)
+        return "OpwireArchive", serde.opw.write(
+            obj if isinstance(obj, m.OpwireArchive) else _bare_archive(obj, src), dst
+        )
     if to == "pt2":
-        from opwire.serde import pt2
+        from opwire import serde
 
         archive = obj if isinstance(obj, m.OpwireArchive) else _bare_archive(obj, src)
         check_output(dst, [src])  # torch's zip writer opens the path itself: checked again just before
-        pt2.write(archive, dst, model=model or "model")
+        serde.pt2.write(archive, dst, model=model or "model")
         return "OpwireArchive", dst.stat().st_size
     import opwire
 
@@ -122,7 +123,7 @@ def convert(
 
 def _check_specs(program: m.ExportedProgram) -> None:
     """The pytree specs convert writes on must be ones torch's loader reads without importing anything."""
-    from opwire.serde.pytree_spec import check_spec, program_specs
+    from opwire.serde import check_spec, program_specs
 
     for spec, where in program_specs(program):
         check_spec(spec, where)
@@ -144,8 +145,8 @@ def _open(src: Path, model: str | None, allow_pickle: bool, max_elements: int) -
 
 def _bare_archive(program: m.ExportedProgram, src: Path) -> m.OpwireArchive:
     """An archive with no tensors, for a program that binds none."""
-    from opwire._version import __version__
-    from opwire.serde.bindings import first_missing
+    from opwire import __version__
+    from opwire.serde import first_missing
 
     missing = first_missing(program, (), ())
     if missing is not None:

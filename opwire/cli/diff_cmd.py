@@ -51,11 +51,10 @@ def run(args: argparse.Namespace) -> int:
     """Diff; exit 0 when the traces agree, 1 when they differ, 2 when one is unreadable."""
     import opwire
     from opwire.cli.output import print_record
-    from opwire.recording.distributed.run import is_run
+    from opwire.recording.distributed import is_run
 
     if is_run(args.a) or is_run(args.b):
-        from opwire.recording.distributed.diff_run import diff_runs
-        from opwire.recording.distributed.share import launched_share
+        from opwire.recording.distributed import diff_runs, launched_share
 
         with launched_share() as share:  # under torchrun: this process's share of the ranks
             runs = diff_runs(

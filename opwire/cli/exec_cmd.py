@@ -8,13 +8,13 @@ from typing import Any
 
 from opwire.cli.exec_flags import add_exec_flags
 from opwire.cli.options import LOADING_HELP, add_budget_flags, add_loading
-from opwire.cli.values import INPUTS_HELP, describe, read_inputs, text
+from opwire.cli.values import INPUTS_HELP, describe, text
 from opwire.cli.wording import for_cli
 from opwire.errors import BindError, DecodeError, OpwireError, printable
-from opwire.program.signature import extern_inputs, op_name
-from opwire.proxy_executor.default_policy import DefaultPolicy
+from opwire.program import extern_inputs, op_name
+from opwire.proxy_executor import DefaultPolicy
 from opwire.schema import models as m
-from opwire.serde import json
+from opwire.serde import dumps, loads
 
 __all__ = ["add_parser", "run"]
 
@@ -63,7 +63,7 @@ def _check_inputs(nodes: Any, env: dict[str, Any]) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the nodes (in a sandboxed child unless --no-isolate); exit 0, 1 when a call fails, 2 on bad input."""
     from opwire.cli.exec_flags import limits
-    from opwire.proxy_executor.isolate import in_process, run_in_child
+    from opwire.proxy_executor import in_process, run_in_child
 
     if args.isolate:
         outcome = run_in_child(lambda child: _work(args, child), limits(args, (args.nodes, args.inputs)))
@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
             raise outcome.error
         if outcome.error is not None:
             blobs = {
-                "report": json.encode(m.ExecOutput(nodes=[], ok=False)),
+                "report": dumps(m.ExecOutput(nodes=[], ok=False)),
                 "error": str(outcome.error).encode(),
             }
         else:
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         blobs = in_process(lambda child: _work(args, child))
     try:
-        nodes = list(json.decode(blobs["report"], m.ExecOutput, source="the isolated run").nodes)
+        nodes = list(loads(blobs["report"], m.ExecOutput, format="json").nodes)
     except (DecodeError, KeyError):
         raise OpwireError("the isolated run sent back a malformed report") from None
     if "error" in blobs:  # the child died (crash, limit): the last node it started is named in the error
@@ -104,11 +104,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _work(args: argparse.Namespace, child: Any) -> dict[str, bytes]:
     """Load the nodes and inputs, then run the nodes in order (the child's part); the report as JSON."""
-    from opwire.proxy_executor import ProxyExecutor
-    from opwire.proxy_executor.executor import load_extern_nodes
-    from opwire.proxy_executor.run_budgets import check_time, time_limit
+    from opwire import program
+    from opwire.proxy_executor import ProxyExecutor, check_time, load_extern_nodes, time_limit
 
-    env = read_inputs(args.inputs, args.inputs_format, allow_pickle=args.allow_pickle, max_elements=args.max_elements)
+    env = program.read_inputs(
+        args.inputs, args.inputs_format, allow_pickle=args.allow_pickle, max_elements=args.max_elements
+    )
     ex = ProxyExecutor(
         load_extern_nodes(args.nodes, max_elements=args.max_elements),
         policy=args.policy,
@@ -132,4 +133,4 @@ def _work(args: argparse.Namespace, child: Any) -> dict[str, bytes]:
             described = {k: describe(v) for k, v in outs.items()}
             nodes.append(m.ExecNodeResult(index=i, name=ek.name, target=target, outputs=described))
     ok = not nodes or nodes[-1].error is None
-    return {"report": json.encode(m.ExecOutput(nodes=nodes, ok=ok))}
+    return {"report": dumps(m.ExecOutput(nodes=nodes, ok=ok))}

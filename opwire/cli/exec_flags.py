@@ -29,7 +29,7 @@ def _op_names(text: str) -> list[str]:
 
 
 def _size(text: str) -> int:
-    from opwire.proxy_executor.sandbox import parse_size
+    from opwire.proxy_executor import parse_size
 
     try:
         return parse_size(text)
@@ -42,7 +42,7 @@ def limits(args: argparse.Namespace, reads: Any = ()) -> Any:
     `reads`: the files the child opens itself (the program, the inputs), the only ones outside the installation."""
     import os
 
-    from opwire.proxy_executor.sandbox import Limits
+    from opwire.proxy_executor import Limits
 
     timeout = getattr(args, "timeout", None)
     cpu = None if timeout is None else timeout * max(1, os.cpu_count() or 1) + 5
@@ -71,7 +71,7 @@ def add_exec_flags(p: argparse.ArgumentParser, timeout: bool = True, loops: bool
         "comma-separated: a refusal prints the one flag that admits every refused op; `opwire ops policy OP` "
         "says why an op is refused)",
     )
-    from opwire.proxy_executor.sandbox import DEFAULT_TIMEOUT, default_max_memory
+    from opwire.proxy_executor import DEFAULT_TIMEOUT, default_max_memory
 
     if timeout:
         p.add_argument(
@@ -97,7 +97,7 @@ def add_exec_flags(p: argparse.ArgumentParser, timeout: bool = True, loops: bool
         "and the isolated child's address space beyond what it maps (plus 1G of headroom) (default: 2G)",
     )
     if loops:
-        from opwire.proxy_executor.run_budgets import WHILE_LOOP_ITERATIONS
+        from opwire.proxy_executor import WHILE_LOOP_ITERATIONS
 
         p.add_argument(
             "--max-while-iterations",

@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from opwire.cli.options import add_loading
-from opwire.proxy_executor.default_policy import DefaultPolicy
+from opwire.proxy_executor import DefaultPolicy
 
 __all__ = ["add_parser", "run_bc_check", "run_policy", "run_snapshot", "run_validate"]
 
@@ -91,8 +91,7 @@ def add_parser(sub: Any) -> None:
 def run_validate(args: argparse.Namespace) -> int:
     """Validate the targets; exit 1 when any finding is an error."""
     from opwire.cli.output import print_record
-    from opwire.validation.opcheck import load_sample_inputs
-    from opwire.validation.validate import checks_run, format_reports, validate_op, validation_output
+    from opwire.validation import checks_run, format_reports, load_sample_inputs, validate_op, validation_output
 
     samples = load_sample_inputs(args.sample_inputs) if args.sample_inputs else None
     reports = [r for target in args.targets for r in validate_op(target, sample_inputs=samples)]
@@ -109,8 +108,8 @@ def run_snapshot(args: argparse.Namespace) -> int:
     """Write the snapshot of the namespaces."""
 
     import opwire
-    from opwire.serde.outfiles import check_output, write_output
-    from opwire.validation.snapshot import snapshot_ops
+    from opwire.serde import check_output, write_output
+    from opwire.validation import snapshot_ops
 
     if args.out:
         check_output(args.out)  # before the work: a symlink or a FIFO at --out is refused first
@@ -133,7 +132,7 @@ def run_snapshot(args: argparse.Namespace) -> int:
 
 def run_bc_check(args: argparse.Namespace) -> int:
     """Compare two library versions; exit 1 when a change breaks under --policy."""
-    from opwire.validation.bccheck import bc_check
+    from opwire.validation import bc_check
 
     report = bc_check(args.old, args.new, policy=args.policy)
     if args.json:
@@ -147,7 +146,7 @@ def run_bc_check(args: argparse.Namespace) -> int:
 
 def run_policy(args: argparse.Namespace) -> int:
     """Print the policy's verdict on every overload of the ops; exit 1 when one is refused."""
-    from opwire.proxy_executor.policy_report import explain, policy_output
+    from opwire.proxy_executor import explain, policy_output
 
     verdicts = [v for op in args.ops for v in explain(op)]
     record = policy_output(verdicts)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from opwire.errors import OpwireError, describe_exception, first_line
-from opwire.serde.budgets import MAX_ELEMENTS
+from opwire.serde import MAX_ELEMENTS
 
 __all__ = [
     "LOADING_HELP",

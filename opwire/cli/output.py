@@ -9,12 +9,12 @@ import sys
 
 from pydantic import BaseModel
 
-from opwire.serde import json
+from opwire.serde import dumps
 
 __all__ = ["print_record"]
 
 
 def print_record(record: BaseModel) -> None:
     """Print `record` as JSON on stdout (every field written, None as null, non-finite floats as strings)."""
-    sys.stdout.write(json.encode(record, indent=2).decode("ascii") + "\n")
+    sys.stdout.write(dumps(record, indent=2).decode("ascii") + "\n")
     sys.stdout.flush()

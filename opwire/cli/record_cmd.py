@@ -80,7 +80,7 @@ def _module_exists(name: str) -> bool:
 def _unwritable(out: Path, inputs: list[str]) -> str | None:
     """Why the trace could not be written to `out` (None when it can), found before the script runs."""
     from opwire.errors import OpwireError
-    from opwire.serde.outfiles import check_output
+    from opwire.serde import check_output
 
     try:
         check_output(out, inputs)  # no symlink, FIFO, device or the script itself
@@ -99,7 +99,7 @@ def _unwritable(out: Path, inputs: list[str]) -> str | None:
 
 def _rank_out(out: str) -> str:
     """Under a launcher (RANK/WORLD_SIZE set, e.g. torchrun), `--out RUN` is a run directory: RUN/rank<N>.trace."""
-    from opwire.recording.distributed.launch import launch_info, rank_file
+    from opwire.recording.distributed import launch_info, rank_file
 
     info = launch_info()
     if info is None:

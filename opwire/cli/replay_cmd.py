@@ -9,7 +9,7 @@ from typing import Any
 
 from opwire.cli.exec_flags import add_exec_flags
 from opwire.cli.options import LOADING_HELP, add_budget_flags, add_device, add_loading
-from opwire.proxy_executor.default_policy import DefaultPolicy
+from opwire.proxy_executor import DefaultPolicy
 
 __all__ = ["add_parser", "run"]
 
@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
             "opwire replay: error: --workers applies to isolated replay; drop --chained or --workers", file=sys.stderr
         )
         return 2
-    from opwire.recording.distributed.run import is_run
+    from opwire.recording.distributed import is_run
 
     if is_run(args.trace) or args.collectives:
         return _run_dir(args)
@@ -134,8 +134,10 @@ def run(args: argparse.Namespace) -> int:
     )
     report.verbose = args.verbose
     if args.json:
+        from opwire import validation
         from opwire.cli.output import print_record
-        from opwire.validation.replay_findings import replay_findings
+
+        replay_findings = validation.replay_findings.replay_findings  # module and function share the name
 
         print_record(report.to_model(replay_findings(report)))  # findings: the one Finding shape (docs/errors.md)
     else:
@@ -153,8 +155,10 @@ def run(args: argparse.Namespace) -> int:
 def _run_dir(args: argparse.Namespace) -> int:
     """Replay a run directory: every rank in a sandboxed child, or chained with real collectives under torchrun."""
     if args.collectives:
-        from opwire.recording.distributed.live import replay_live
-        from opwire.validation.replay_findings import replay_findings
+        from opwire import validation
+        from opwire.recording.distributed import replay_live
+
+        replay_findings = validation.replay_findings.replay_findings  # module and function share the name
 
         return replay_live(
             args.trace, args.rtol, args.atol, args.collective_timeout, args.allow_op, args.json, replay_findings,
@@ -167,8 +171,10 @@ def _run_dir(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    from opwire.recording.distributed.replay_run import replay_run
-    from opwire.recording.distributed.share import launched_share
+    from opwire.recording import distributed
+    from opwire.recording.distributed import launched_share
+
+    replay_run = distributed.replay_run.replay_run  # module and function share the name
 
     with launched_share() as share:  # under torchrun: this process's share of the ranks
         result = replay_run(
@@ -178,8 +184,10 @@ def _run_dir(args: argparse.Namespace) -> int:
     if not share.prints:
         pass
     elif args.json:
+        from opwire import validation
         from opwire.cli.output import print_record
-        from opwire.validation.replay_findings import replay_findings
+
+        replay_findings = validation.replay_findings.replay_findings  # module and function share the name
 
         print_record(result.to_model(replay_findings))
     else:

@@ -9,12 +9,11 @@ from typing import Any
 
 from opwire.cli.exec_flags import add_exec_flags
 from opwire.cli.options import LOADING_HELP, add_budget_flags, add_device, add_loading
-from opwire.cli.values import INPUTS_HELP, describe, read_inputs, text
+from opwire.cli.values import INPUTS_HELP, describe, text
 from opwire.cli.wording import for_cli
-from opwire.errors import BindError, DecodeError, OpwireError, printable
+from opwire.errors import DecodeError, OpwireError, printable
 from opwire.schema import models as m
-from opwire.serde import json
-from opwire.serde.outfiles import check_output, write_output
+from opwire.serde import check_output, dumps, loads, values, write_output
 
 __all__ = ["add_parser", "run"]
 
@@ -77,35 +76,6 @@ def _load_program(path: str, max_elements: int) -> Any:
     return opwire.open(obj, expect="program")  # another kind is a DecodeError saying what the file holds
 
 
-def _inputs(py: dict[str, Any], runner: Any, signature: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """(args, kwargs) from named user inputs (in graph order) or from 'args'/'kwargs' entries, checked first."""
-    import torch.utils._pytree as pytree
-
-    from opwire.program.signature import check_inputs
-
-    names = [p.name for p in signature.inputs]
-    if py and set(py) <= {"args", "kwargs"} and not set(names) & {"args", "kwargs"}:
-        args, kwargs = tuple(py.get("args", [])), dict(py.get("kwargs", {}))
-        leaves = pytree.tree_leaves((args, kwargs))
-        if len(leaves) == len(names):
-            check_inputs(signature, dict(zip(names, leaves, strict=True)))
-        return args, kwargs
-    check_inputs(signature, py)
-    ports = signature.inputs
-    if runner.in_spec is None or runner.in_spec.num_leaves != len(ports):
-        ports = tuple(p for p in ports if not p.constant)  # the spec does not count constant inputs
-    leaves = [py.get(p.name, p.value) for p in ports]
-    if runner.in_spec is None:
-        return tuple(leaves), {}
-    if runner.in_spec.num_leaves != len(leaves):
-        raise BindError(
-            f"the program's input spec holds {runner.in_spec.num_leaves} values but its signature names "
-            f"{len(leaves)} inputs ({', '.join(p.name for p in ports)}); pass 'args' and 'kwargs' in a Values file"
-        )
-    args, kwargs = pytree.tree_unflatten(leaves, runner.in_spec)
-    return tuple(args), dict(kwargs)
-
-
 def _labels(result: Any, n: int) -> list[str]:
     """`output[i]`, with the pytree path when the outputs are a structure (`output[0] ['logits']`)."""
     import torch.utils._pytree as pytree
@@ -122,7 +92,7 @@ def _labels(result: Any, n: int) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     """Run the program (in a sandboxed child unless --no-isolate); exit 0, 1 when the run fails, 2 on bad input."""
     from opwire.cli.exec_flags import limits
-    from opwire.proxy_executor.isolate import in_process, run_in_child
+    from opwire.proxy_executor import in_process, run_in_child
 
     for out in (args.out, args.save_nodes, args.findings):
         if out:
@@ -151,10 +121,8 @@ def _work(args: argparse.Namespace, child: Any) -> dict[str, bytes]:
     import torch.utils._pytree as pytree
 
     import opwire
-    from opwire.program.signature import program_signature
-    from opwire.proxy_executor.isolate_program import progress_observer
-    from opwire.proxy_executor.runner import ProgramRunner
-    from opwire.serde import objects
+    from opwire import program
+    from opwire.proxy_executor import ProgramRunner, progress_observer
 
     runner = ProgramRunner(
         _load_program(args.program, args.max_elements),
@@ -164,14 +132,13 @@ def _work(args: argparse.Namespace, child: Any) -> dict[str, bytes]:
         timeout=args.timeout,
         max_memory=args.max_memory,
     )
-    signature = program_signature(runner.program)
-    dtypes = {p.name: p.dtype for p in signature.inputs if p.dtype is not None}
-    py = read_inputs(
+    dtypes = program.input_dtypes(runner.opened)
+    py = program.read_inputs(
         args.inputs, args.inputs_format, allow_pickle=args.allow_pickle, dtypes=dtypes, max_elements=args.max_elements
     )
     if args.device is not None:
         py = pytree.tree_map(lambda v: v.to(args.device) if isinstance(v, torch.Tensor) else v, py)
-    call_args, call_kwargs = _inputs(py, runner, signature)
+    call_args, call_kwargs = program.bind_inputs(runner.opened, py)
     observer = _node_observer(args, runner)
     runner.observer = progress_observer(runner.graph, child, observer)
     child.ready()
@@ -191,18 +158,18 @@ def _work(args: argparse.Namespace, child: Any) -> dict[str, bytes]:
         blobs["compare"] = _compare_doc(args, observer)
     leaves = pytree.tree_leaves(result)
     if args.out:
-        out = m.Values(values={f"output[{i}]": objects.from_python(v, f"output[{i}]") for i, v in enumerate(leaves)})
+        out = values({f"output[{i}]": v for i, v in enumerate(leaves)})
         fmt = "json" if str(args.out).endswith(".json") else "compact"
         blobs["out"] = opwire.dumps(out, format=fmt)  # type: ignore[arg-type]
     labels = _labels(result, len(leaves))
     summary = m.RunOutput(ok=True, outputs={f"output[{i}]": describe(v) for i, v in enumerate(leaves)}, labels=labels)
-    blobs["summary"] = json.encode(summary)
+    blobs["summary"] = dumps(summary)
     return blobs
 
 
 def _compare_doc(args: argparse.Namespace, observer: Any) -> bytes:
     """The findings document of the comparison (a `FindingsDocument` record in opwire's JSON codec)."""
-    from opwire.view.overlays import findings_json
+    from opwire.view import findings_json
 
     return findings_json(observer.document(f"{Path(args.program).name} against {Path(args.compare_nodes).name}"))
 
@@ -275,7 +242,7 @@ def _print_compare(args: argparse.Namespace, doc: m.FindingsDocument) -> bool:
 def _findings(data: bytes) -> m.FindingsDocument:
     """The findings document the run sent back, read with the checking JSON decoder before it is written anywhere."""
     try:
-        return json.decode(data, m.FindingsDocument, source="--compare-nodes")
+        return loads(data, m.FindingsDocument, format="json")
     except OpwireError as exc:
         raise OpwireError(f"the run sent back a malformed findings document ({exc})") from None
 
@@ -293,7 +260,7 @@ def _check_values(data: bytes, fmt: str, what: str) -> Any:
 def _summary(data: bytes) -> m.RunOutput:
     """The outputs' summary the run sent back (a `RunOutput` record), read with the checking JSON decoder."""
     try:
-        summary = json.decode(data, m.RunOutput, source="the run's summary")
+        summary = loads(data, m.RunOutput, format="json")
     except OpwireError as exc:
         raise OpwireError(f"the run sent back a malformed summary ({exc})") from None
     if len(summary.labels) != len(summary.outputs):
@@ -303,7 +270,7 @@ def _summary(data: bytes) -> m.RunOutput:
 
 def _node_observer(args: argparse.Namespace, runner: Any) -> Any:
     """The per-node observer --save-nodes or --compare-nodes asks for (None without either)."""
-    from opwire.view.runs import NodeComparer, NodeRecorder, read_nodes
+    from opwire.view import NodeComparer, NodeRecorder, read_nodes
 
     if args.save_nodes:
         return NodeRecorder(runner.graph)

@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     """Print the changes; exit 1 when a major bump is needed."""
     from pathlib import Path
 
-    from opwire.schema.diff import required_bump, schema_diff
+    from opwire.schema import required_bump, schema_diff
 
     changes = schema_diff(Path(args.old), Path(args.new))
     bump = required_bump(changes)

@@ -1,128 +1,24 @@
-"""Inputs and outputs of `opwire run` and `opwire exec`: one reader for input files, one JSON shape for values.
+"""Values `opwire run` and `opwire exec` print: one JSON shape for values, one help text for inputs files.
 
-An inputs file is one of
-- a `Values` file (opwire's record; `opwire.serde.values({...})` makes one; JSON, binary or compact),
-- a plain JSON object `{"x": [[1.0, 2.0]], "n": 3}` (nested lists become tensors, numbers stay numbers),
-- a `torch.save`d dict of tensors, read only with `--allow-pickle` (it is a pickle).
-Every value prints as `describe(v)`, a `ValueSummary` record: tensors with dtype, shape, device, a few values and
-summary statistics.
+An inputs file is read by `opwire.program.read_inputs` (a Values file, a plain JSON object, or a torch.save'd
+dict with `--allow-pickle`). Every value prints as `describe(v)`, a `ValueSummary` record: tensors with dtype,
+shape, device, a few values and summary statistics.
 """
 
 from __future__ import annotations
 
-import json
-import zipfile
-from collections.abc import Mapping
 from typing import Any
 
-from opwire.errors import DecodeError, first_line, printable
+from opwire.errors import first_line, printable
 from opwire.schema import models as m
 
-__all__ = ["INPUTS_HELP", "describe", "read_inputs", "text"]
+__all__ = ["INPUTS_HELP", "describe", "text"]
 
 INPUTS_HELP = (
     'An inputs file is a plain JSON object of nested lists and numbers ({"x": [[1.0, 2.0]]}), a Values file '
     "(`opwire run --out` writes one; it keeps dtypes), or a torch.save'd dict of tensors (only with --allow-pickle)."
 )
 _SHOWN = 6  # values shown per tensor
-
-
-def read_inputs(
-    path: str,
-    fmt: str | None,
-    *,
-    allow_pickle: bool = False,
-    dtypes: Mapping[str, str] | None = None,
-    max_elements: int | None = None,
-) -> dict[str, Any]:
-    """The Python values an inputs file holds, by name (`dtypes` gives plain-JSON tensors their dtype)."""
-    import opwire
-    from opwire.program import open as open_file
-    from opwire.schema import models as m
-    from opwire.serde import framing
-    from opwire.serde.files import read_head, read_input
-
-    try:
-        head = read_head(path)  # the first bytes decide before the rest is read (/dev/zero is refused here)
-        if head.startswith(b"PK\x03\x04"):
-            return _torch_saved(path, allow_pickle)
-        if fmt not in (None, "json") and not framing.has_header(head):  # raw Thrift: the caller named the codec
-            raw = read_input(path, what="--inputs file")
-            return opwire.serde.python_values(opwire.loads(raw, m.Values, format=fmt, max_elements=max_elements))  # type: ignore[call-overload]
-        if not (framing.has_header(head) or head.lstrip()[:1] == b"{"):
-            raise DecodeError(
-                f"{path}: not a Values JSON object (it starts with {head[:8]!r}), a plain JSON object, a "
-                "torch.save file nor a file opwire wrote in Thrift form; pass --inputs-format binary|compact "
-                "for raw Thrift"
-            )
-        data = read_input(path, what="--inputs file")  # within the input-size budget
-    except OSError as exc:
-        raise DecodeError(f"cannot read --inputs {path}: {exc.strerror or exc}") from None
-    if not framing.has_header(data) and not _is_values_json(data):
-        return _plain_json(data, path, dtypes or {})
-    values: m.Values = open_file(path, expect="values", max_elements=max_elements)  # sniffed and budgeted there
-    return opwire.serde.python_values(values)
-
-
-def _is_values_json(data: bytes) -> bool:
-    """A `Values` JSON file has one top-level key, "values", holding an object."""
-    try:
-        doc = json.loads(data)
-    except (ValueError, RecursionError):
-        return True  # let the Values decoder report where the JSON breaks
-    return not isinstance(doc, dict) or (set(doc) == {"values"} and isinstance(doc["values"], dict))
-
-
-def _plain_json(data: bytes, path: str, dtypes: Mapping[str, str]) -> dict[str, Any]:
-    import torch
-
-    doc = json.loads(data)  # _is_values_json parsed it already: an object that is not a Values record
-    out: dict[str, Any] = {}
-    for name, value in doc.items():
-        if isinstance(value, list):
-            try:
-                t = torch.tensor(value)
-            except (TypeError, ValueError, RuntimeError) as exc:
-                raise DecodeError(
-                    f"{path}: input {name!r} is a list that is not a rectangular array of numbers ({exc}); "
-                    "give a tensor as nested lists of equal length",
-                    name,
-                ) from None
-            want = dtypes.get(name)
-            if want is not None and (t.dtype != torch.bool or want == "bool"):
-                target = getattr(torch, want, None)
-                if isinstance(target, torch.dtype) and (target.is_floating_point or not t.is_floating_point()):
-                    t = t.to(target)
-            out[name] = t
-        elif value is None or isinstance(value, (bool, int, float, str)):
-            out[name] = value
-        else:
-            raise DecodeError(
-                f"{path}: input {name!r} is a JSON {type(value).__name__}; expected nested lists (a tensor) or a "
-                "number (or a Values file, as `opwire run --out` writes)",
-                name,
-            )
-    return out
-
-
-def _torch_saved(path: str, allow_pickle: bool) -> dict[str, Any]:
-    import torch
-
-    if not allow_pickle:
-        raise DecodeError(
-            f"--inputs {path} is a zip (a torch.save pickle); pickles run code when loaded: pass --allow-pickle "
-            'for a file you trust, or give the inputs as plain JSON ({"x": [[1.0, 2.0]]})'
-        )
-    try:
-        obj = torch.load(path, map_location="cpu", weights_only=True)
-    except (zipfile.BadZipFile, RuntimeError, OSError, EOFError, ValueError) as exc:
-        raise DecodeError(f"--inputs {path}: torch.load failed ({str(exc).splitlines()[0]})") from None
-    if not isinstance(obj, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in obj.items()):
-        raise DecodeError(
-            f"--inputs {path}: expected a torch.save'd dict of name -> tensor, got {type(obj).__name__}"
-            + (" with other values" if isinstance(obj, dict) else "")
-        )
-    return dict(obj)
 
 
 def describe(v: Any) -> m.ValueSummary:

@@ -48,31 +48,60 @@ from opwire._lazy import lazy_getattr
 from opwire.errors import BindError, BudgetError, KernelError, UnknownTargetError
 from opwire.proxy_executor.default_policy import DefaultPolicy
 
-# public name -> module that defines it (imported lazily by __getattr__: each imports torch)
+# public name -> module that defines it, imported on first use: most import torch, and `opwire --help` needs none
 _LAZY = {
     "ExecPolicy": "opwire.proxy_executor.exec_policy",
     "ProxyExecutor": "opwire.proxy_executor.executor",
     "load_extern_nodes": "opwire.proxy_executor.executor",
     "ProgramRunner": "opwire.proxy_executor.runner",
     "run_program": "opwire.proxy_executor.runner",
+    "in_process": "opwire.proxy_executor.isolate",
+    "run_in_child": "opwire.proxy_executor.isolate",
+    "progress_observer": "opwire.proxy_executor.isolate_program",
+    "explain": "opwire.proxy_executor.policy_report",
+    "policy_output": "opwire.proxy_executor.policy_report",
+    "WHILE_LOOP_ITERATIONS": "opwire.proxy_executor.run_budgets",
+    "check_time": "opwire.proxy_executor.run_budgets",
+    "time_limit": "opwire.proxy_executor.run_budgets",
+    "DEFAULT_TIMEOUT": "opwire.proxy_executor.sandbox",
+    "Limits": "opwire.proxy_executor.sandbox",
+    "default_max_memory": "opwire.proxy_executor.sandbox",
+    "parse_size": "opwire.proxy_executor.sandbox",
 }
 
 if TYPE_CHECKING:  # what mypy and IDEs see for the lazy names
     from opwire.proxy_executor.exec_policy import ExecPolicy
     from opwire.proxy_executor.executor import ProxyExecutor, load_extern_nodes
+    from opwire.proxy_executor.isolate import in_process, run_in_child
+    from opwire.proxy_executor.isolate_program import progress_observer
+    from opwire.proxy_executor.policy_report import explain, policy_output
+    from opwire.proxy_executor.run_budgets import WHILE_LOOP_ITERATIONS, check_time, time_limit
     from opwire.proxy_executor.runner import ProgramRunner, run_program
+    from opwire.proxy_executor.sandbox import DEFAULT_TIMEOUT, Limits, default_max_memory, parse_size
 
 __all__ = [
+    "DEFAULT_TIMEOUT",
+    "WHILE_LOOP_ITERATIONS",
     "BindError",
     "BudgetError",
     "DefaultPolicy",
     "ExecPolicy",
     "KernelError",
+    "Limits",
     "ProgramRunner",
     "ProxyExecutor",
     "UnknownTargetError",
+    "check_time",
+    "default_max_memory",
+    "explain",
+    "in_process",
     "load_extern_nodes",
+    "parse_size",
+    "policy_output",
+    "progress_observer",
+    "run_in_child",
     "run_program",
+    "time_limit",
 ]
 
 __getattr__ = lazy_getattr(

@@ -21,7 +21,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from opwire.errors import BindError, DecodeError
-from opwire.program import OpenedProgram
+from opwire.program import OpenedProgram, bind_inputs
 from opwire.program import open as open_program
 from opwire.program.specs import unregistered_pytree_types
 from opwire.proxy_executor.bound import BoundGraph
@@ -334,7 +334,7 @@ def _fresh(
 
 def run_program(
     program_or_archive: Openable,
-    args: Sequence[Any],
+    args: Sequence[Any] | Mapping[str, Any],
     kwargs: Mapping[str, Any] | None = None,
     device: str | torch.device | None = None,
     *,
@@ -350,13 +350,19 @@ def run_program(
     opened program, a lazy `opwire.serde.pt2.open(...)` archive, a model or a torch ExportedProgram. Given
     the same opened program or model again, the runner built the first time is reused (nodes bound once,
     tensors rebuilt once); editing the model's nodes in between is seen, replacing its weights or constants
-    builds a new runner. `allow_ops` runs ops the execution policy refuses by default;
-    `max_while_iterations` and `timeout` (seconds, between nodes) are the run's budgets (docs/executor.md).
+    builds a new runner. `args` may be the user inputs by name (a dict, as `opwire.program.read_inputs` reads
+    an inputs file): they are bound in the program's order and checked against its signature first, as
+    `opwire run` binds them (`opwire.program.bind_inputs`). `allow_ops` runs ops the execution policy refuses by
+    default; `max_while_iterations` and `timeout` (seconds, between nodes) are the run's budgets (docs/executor.md).
     `isolate=True` runs it in a sandboxed child process (`max_memory` bytes of address space, no writes, exec
     or sockets; a crash is a KernelError naming the node): docs/security.md.
     """
     exec_policy = ExecPolicy(allow_ops, max_while_iterations, timeout, max_memory)
     runner = _runner_for(program_or_archive, device, exec_policy)
+    if isinstance(args, Mapping):
+        if kwargs:
+            raise BindError("pass the inputs either by name (a dict as args) or as args and kwargs, not both")
+        args, kwargs = bind_inputs(runner.opened, args)
     if isolate:  # the opened program's persistent sandboxed child, on fresh buffers each call
         from opwire.proxy_executor.isolate_program import api_limits
         from opwire.proxy_executor.persistent import child_for

@@ -31,6 +31,7 @@ Modules:
     source: one read interface over both trace forms: records, tensor metadata, tensors on demand
     storages: storage identity, and storages whose memory was replaced where no dispatch mode sees
     stream_frames: the streamed trace format: frame kinds, the frame header, sniffing a file's first bytes
+    stream_inspect: `stream_summary`: what `opwire inspect` says of a streamed trace, from its frame index
     stream_reader: `TraceReader`: a streamed trace indexed on open, records and payloads read on demand
     stream_writer: `TraceWriter`: frames written as the calls happen, payloads hashed by a writer thread
     subclasses: tensor subclasses recorded through: wrappers run their ops on plain tensors, fakes have no values
@@ -56,11 +57,13 @@ _LAZY = {
     "replay": "opwire.recording.replayer",
     "TraceDiff": "opwire.recording.trace_diff",
     "diff_traces": "opwire.recording.trace_diff",
+    "stream_summary": "opwire.recording.stream_inspect",
 }
 
 if TYPE_CHECKING:  # what mypy and IDEs see for the lazy names
     from opwire.recording.recorder import Trace, load_trace, record
     from opwire.recording.replayer import Mismatch, ReplayReport, SchemaDrift, replay
+    from opwire.recording.stream_inspect import stream_summary
     from opwire.recording.trace_diff import TraceDiff, diff_traces
 
 __all__ = [
@@ -73,6 +76,7 @@ __all__ = [
     "load_trace",
     "record",
     "replay",
+    "stream_summary",
 ]
 
 __getattr__ = lazy_getattr(__name__, __path__, _LAZY)  # also `opwire.recording.<submodule>` without importing it first

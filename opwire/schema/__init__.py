@@ -21,23 +21,23 @@ Modules:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from opwire._lazy import submodule_getattr
+from opwire._lazy import lazy_getattr
 
-if TYPE_CHECKING:
+# public name -> module that defines it, imported on first use: `schema diff` reads IDL files and needs no model
+_LAZY = {
+    "RECORDS_VERSION": "opwire.schema.models",
+    "SCHEMA": "opwire.schema.models",
+    "SCHEMA_VERSION": "opwire.schema.models",
+    "required_bump": "opwire.schema.diff",
+    "schema_diff": "opwire.schema.diff",
+}
+
+if TYPE_CHECKING:  # what mypy and IDEs see for the lazy names
+    from opwire.schema.diff import required_bump, schema_diff
     from opwire.schema.models import RECORDS_VERSION, SCHEMA, SCHEMA_VERSION
 
-__all__ = ["RECORDS_VERSION", "SCHEMA", "SCHEMA_VERSION"]
+__all__ = ["RECORDS_VERSION", "SCHEMA", "SCHEMA_VERSION", "required_bump", "schema_diff"]
 
-_submodule = submodule_getattr(__name__, __path__)  # `opwire.schema.diff` without importing it first
-
-
-def __getattr__(name: str) -> Any:
-    """The versions and the IDL description from the generated models (imported on first use: `schema diff`
-    reads IDL files and needs no model), and the public submodules."""
-    if name in __all__:
-        from opwire.schema import models
-
-        return getattr(models, name)
-    return _submodule(name)
+__getattr__ = lazy_getattr(__name__, __path__, _LAZY)  # also `opwire.schema.<submodule>` without importing it first

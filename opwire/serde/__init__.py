@@ -43,23 +43,44 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
-from opwire._lazy import submodule_getattr
+from opwire._lazy import lazy_getattr
 from opwire.errors import DecodeError, EncodeError
 
 if TYPE_CHECKING:  # pydantic loads with the first codec, so `import opwire` (and `opwire --help`) stays light
     import torch.export
     from pydantic import BaseModel
 
+    from opwire.serde.bindings import first_missing
+    from opwire.serde.budgets import MAX_ELEMENTS
+    from opwire.serde.outfiles import check_output, write_output
+    from opwire.serde.pytree_spec import check_spec, program_specs
+
+# public name -> module that defines it, imported on first use (the codecs and their budgets stay unloaded)
+_LAZY = {
+    "MAX_ELEMENTS": "opwire.serde.budgets",
+    "check_output": "opwire.serde.outfiles",
+    "write_output": "opwire.serde.outfiles",
+    "check_spec": "opwire.serde.pytree_spec",
+    "program_specs": "opwire.serde.pytree_spec",
+    "first_missing": "opwire.serde.bindings",
+}
+
 __all__ = [
     "FORMATS",
+    "MAX_ELEMENTS",
     "DecodeError",
     "EncodeError",
+    "check_output",
+    "check_spec",
     "dumps",
+    "first_missing",
     "from_exported_program",
     "loads",
+    "program_specs",
     "python_values",
     "to_exported_program",
     "values",
+    "write_output",
 ]
 
 M = TypeVar("M", bound="BaseModel")
@@ -67,7 +88,7 @@ Format = Literal["json", "binary", "compact"]
 FORMATS: tuple[str, ...] = ("json", "binary", "compact")
 
 
-__getattr__ = submodule_getattr(__name__, __path__)  # `opwire.serde.pt2.read(...)` without importing it first
+__getattr__ = lazy_getattr(__name__, __path__, _LAZY)  # also `opwire.serde.pt2.read(...)` without importing it first
 
 
 def _check_format(format: str) -> None:
@@ -75,13 +96,16 @@ def _check_format(format: str) -> None:
         raise ValueError(f"unknown format {format!r}: expected one of {', '.join(FORMATS)}")
 
 
-def dumps(obj: BaseModel, format: Format = "json") -> bytes:
-    """Serialize a model: "json" (torch's export JSON), "binary" or "compact" (Thrift)."""
+def dumps(obj: BaseModel, format: Format = "json", *, indent: int | None = None) -> bytes:
+    """Serialize a model: "json" (torch's export JSON; `indent` spaces per level, None: compact), "binary" or
+    "compact" (Thrift)."""
     _check_format(format)
     if format == "json":
         from opwire.serde import json
 
-        return json.encode(obj)
+        return json.encode(obj, indent=indent)
+    if indent is not None:
+        raise ValueError(f"indent applies to JSON only, not to Thrift {format}")
     from opwire.serde import thrift
 
     return thrift.encode(obj, format)

@@ -15,11 +15,35 @@ Modules:
 
 from __future__ import annotations
 
-from opwire.validation.bccheck import BcChange, BcReport, bc_check
-from opwire.validation.catalog import CODES
-from opwire.validation.findings import Finding, Severity
-from opwire.validation.snapshot import load_snapshot, snapshot_ops
-from opwire.validation.validate import OpReport, validate_op
+from typing import TYPE_CHECKING
+
+from opwire._lazy import lazy_getattr
+
+# public name -> module that defines it, imported on first use: validating ops imports torch, `opwire --help` needs none
+_LAZY = {
+    "BcChange": "opwire.validation.bccheck",
+    "BcReport": "opwire.validation.bccheck",
+    "bc_check": "opwire.validation.bccheck",
+    "CODES": "opwire.validation.catalog",
+    "Finding": "opwire.validation.findings",
+    "Severity": "opwire.validation.findings",
+    "load_sample_inputs": "opwire.validation.opcheck",
+    "load_snapshot": "opwire.validation.snapshot",
+    "snapshot_ops": "opwire.validation.snapshot",
+    "OpReport": "opwire.validation.validate",
+    "checks_run": "opwire.validation.validate",
+    "format_reports": "opwire.validation.validate",
+    "validate_op": "opwire.validation.validate",
+    "validation_output": "opwire.validation.validate",
+}
+
+if TYPE_CHECKING:  # what mypy and IDEs see for the lazy names
+    from opwire.validation.bccheck import BcChange, BcReport, bc_check
+    from opwire.validation.catalog import CODES
+    from opwire.validation.findings import Finding, Severity
+    from opwire.validation.opcheck import load_sample_inputs
+    from opwire.validation.snapshot import load_snapshot, snapshot_ops
+    from opwire.validation.validate import OpReport, checks_run, format_reports, validate_op, validation_output
 
 __all__ = [
     "CODES",
@@ -29,7 +53,13 @@ __all__ = [
     "OpReport",
     "Severity",
     "bc_check",
+    "checks_run",
+    "format_reports",
+    "load_sample_inputs",
     "load_snapshot",
     "snapshot_ops",
     "validate_op",
+    "validation_output",
 ]
+
+__getattr__ = lazy_getattr(__name__, __path__, _LAZY)  # also `opwire.validation.<submodule>` without importing it first

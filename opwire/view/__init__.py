@@ -17,16 +17,39 @@ import sys
 import types
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from opwire._lazy import lazy_getattr
 from opwire.errors import DecodeError
 from opwire.schema import models as m
 from opwire.serde.outfiles import write_output
 from opwire.view.model import page_data
-from opwire.view.overlays import findings_document, load_findings, merge_findings
+from opwire.view.overlays import findings_document, findings_json, load_findings, merge_findings
 from opwire.view.page import render_page
 
-__all__ = ["findings_document", "load_findings", "load_viewable", "render_html", "view"]
+# public name -> module that defines it, imported on first use: node-by-node runs import torch, a page needs none
+_LAZY = {
+    "NodeComparer": "opwire.view.runs",
+    "NodeRecorder": "opwire.view.runs",
+    "read_nodes": "opwire.view.runs",
+}
+
+if TYPE_CHECKING:  # what mypy and IDEs see for the lazy names
+    from opwire.view.runs import NodeComparer, NodeRecorder, read_nodes
+
+__all__ = [
+    "NodeComparer",
+    "NodeRecorder",
+    "findings_document",
+    "findings_json",
+    "load_findings",
+    "load_viewable",
+    "read_nodes",
+    "render_html",
+    "view",
+]
+
+__getattr__ = lazy_getattr(__name__, __path__, _LAZY)  # also `opwire.view.<submodule>` without importing it first
 
 Viewable = m.ExportedProgram | m.OpwireArchive | m.ExternKernelNodes
 

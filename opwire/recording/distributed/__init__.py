@@ -18,3 +18,40 @@ Modules:
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from opwire._lazy import lazy_getattr
+
+# public name -> module that defines it, imported on first use: most import torch, and `opwire --help` needs none
+_LAZY = {
+    "diff_runs": "opwire.recording.distributed.diff_run",
+    "launch_info": "opwire.recording.distributed.launch",
+    "rank_file": "opwire.recording.distributed.launch",
+    "replay_live": "opwire.recording.distributed.live",
+    "check_ranks": "opwire.recording.distributed.ranks",
+    "format_ranks": "opwire.recording.distributed.ranks",
+    "is_run": "opwire.recording.distributed.run",
+    "launched_share": "opwire.recording.distributed.share",
+}
+
+if TYPE_CHECKING:  # what mypy and IDEs see for the lazy names
+    from opwire.recording.distributed.diff_run import diff_runs
+    from opwire.recording.distributed.launch import launch_info, rank_file
+    from opwire.recording.distributed.live import replay_live
+    from opwire.recording.distributed.ranks import check_ranks, format_ranks
+    from opwire.recording.distributed.run import is_run
+    from opwire.recording.distributed.share import launched_share
+
+__all__ = [
+    "check_ranks",
+    "diff_runs",
+    "format_ranks",
+    "is_run",
+    "launch_info",
+    "launched_share",
+    "rank_file",
+    "replay_live",
+]
+
+__getattr__ = lazy_getattr(__name__, __path__, _LAZY)  # also `opwire.recording.distributed.<submodule>`
