@@ -1,11 +1,12 @@
 """Distributed runs under torch.distributed: one streamed trace per rank, checked and replayed rank by rank.
 
+A client of the recording core, never called by it: what recording a rank needs (`recording.launch`,
+`recording.collective_capture`, the `recording.collectives` table) lives in `opwire.recording`, and an
+import-linter contract keeps every arrow pointing from here into the core.
+
 Modules:
-    capture: recording one c10d call: process groups and reductions as references, results read when done
-    collectives: the collectives opwire records, replays and checks across ranks: one row per op
     diff_run: `opwire diff RUN_A RUN_B`: two runs rank by rank, the first local divergence first
     execute: one recorded collective run for real on live tensors, in a replay under torchrun
-    launch: a rank's place in a distributed run, read from the launcher's environment
     live: `opwire replay RUN --collectives` under torchrun: every rank replays chained, collectives for real
     live_exchange: how the ranks of a `--collectives` replay hand their outcome to rank 0 (through the store)
     numerics: what a collective must produce on every rank from all ranks' inputs, and where a rank differs

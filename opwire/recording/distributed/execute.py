@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from opwire.errors import BindError
-from opwire.recording.distributed.collectives import collective_of
+from opwire.recording.collectives import collective_of
 from opwire.recording.distributed.sequence import CollectiveCall, Names
 from opwire.schema import models as m
 from opwire.serde.tensors import TORCH_DTYPES

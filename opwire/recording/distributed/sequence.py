@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from opwire.recording.distributed.collectives import Collective, collective_of
+from opwire.recording.collectives import Collective, collective_of
 from opwire.recording.mutations import written_arguments
 from opwire.recording.source import TraceSource
 from opwire.schema import models as m

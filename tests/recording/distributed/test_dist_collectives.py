@@ -9,8 +9,8 @@ import torch
 import torch.distributed
 
 import opwire
-from opwire.recording.distributed.collectives import COLLECTIVES, NOT_CHECKED, collective_of
-from opwire.recording.distributed.launch import launch_info, rank_path
+from opwire.recording.collectives import COLLECTIVES, NOT_CHECKED, collective_of
+from opwire.recording.launch import launch_info, rank_path
 
 
 def _schemas() -> dict[str, torch._C.FunctionSchema]:

@@ -2,7 +2,7 @@
 
 c10d's schemas carry no alias annotations (`allreduce_` writes its `tensors` without `(a!)`), so which
 arguments a collective writes, which hold its inputs and which name the group is kept here;
-`tests/recording/distributed/test_collectives.py` checks every row against the schemas the installed torch
+`tests/recording/distributed/test_dist_collectives.py` checks every row against the schemas the installed torch
 registers and that every c10d op torch registers is either a row or listed in `NOT_CHECKED`.
 """
 
