@@ -5,11 +5,12 @@ A client of the recording core, never called by it: what recording a rank needs 
 import-linter contract keeps every arrow pointing from here into the core.
 
 Modules:
+    collective_rules: one row per collective kind: how a replay under torchrun runs it, what it must produce
     diff_run: `opwire diff RUN_A RUN_B`: two runs rank by rank, the first local divergence first
     execute: one recorded collective run for real on live tensors, in a replay under torchrun
     live: `opwire replay RUN --collectives` under torchrun: every rank replays chained, collectives for real
     live_exchange: how the ranks of a `--collectives` replay hand their outcome to rank 0 (through the store)
-    numerics: what a collective must produce on every rank from all ranks' inputs, and where a rank differs
+    numerics: where a rank's recorded outputs differ from what the collective's rule says they must be
     ranks: `opwire ranks RUN`: collective order per group, then every collective's numbers
     replay_run: `opwire replay RUN`: every rank replayed in a sandboxed child, collectives checked across ranks
     run: a run directory: one trace per rank, checked to belong together
