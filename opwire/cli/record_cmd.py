@@ -99,7 +99,7 @@ def _unwritable(out: Path, inputs: list[str]) -> str | None:
 
 def _rank_out(out: str) -> str:
     """Under a launcher (RANK/WORLD_SIZE set, e.g. torchrun), `--out RUN` is a run directory: RUN/rank<N>.trace."""
-    from opwire.recording.distributed import launch_info, rank_file
+    from opwire.recording import launch_info, rank_file
 
     info = launch_info()
     if info is None:

@@ -7,13 +7,16 @@ Modules:
     aliases: which recorded tensor objects a chained replay holds as views of one another
     align: two call sequences aligned as a diff tool does (prefix, suffix, anchors, minimal edit script)
     arguments: Python values of a live dispatcher call to `Argument`s, the member picked from the schema/ops.py table
+    collective_capture: recording one c10d call: process groups and reductions as references, results read when done
+    collectives: the collectives opwire records, replays and checks across ranks: one row per op, its `Kind`
     compare: a replayed value against what the trace recorded: dtype, shape, strides, then values or digests
     coverage_writes: which bytes of a storage a write covers (a strided view's elements, an indexed write's positions)
     definedness: which recorded values have defined content, and which were written where no dispatch mode sees
     diff_frames: `FrameCalls`: two streamed traces compared from their frame bytes, models built only where they differ
     dispatch_mode: `RecorderMode`, the dispatch mode behind `record`: one `CallRecord` per dispatcher call
-    distributed: runs under torch.distributed: one trace per rank, `opwire ranks`, replay and diff of run directories
+    distributed: run directories (one trace per rank): `opwire ranks`, replay and diff; a client of the modules here
     frames: a streamed trace read without a model per frame (what `opwire ranks` and `opwire diff` use)
+    launch: a rank's place in a distributed run, read from the launcher's environment (`RANK`, `WORLD_SIZE`)
     locate: where a recorded call comes from: the first Python frame outside torch and opwire, and its `nn.Module`
     mutations: the `mutated` metadata of a recorded call: which arguments its kernel wrote in place
     origin: local or inherited: does a call that differs between two runs disagree itself, or only its inputs?
@@ -58,9 +61,12 @@ _LAZY = {
     "TraceDiff": "opwire.recording.trace_diff",
     "diff_traces": "opwire.recording.trace_diff",
     "stream_summary": "opwire.recording.stream_inspect",
+    "launch_info": "opwire.recording.launch",
+    "rank_file": "opwire.recording.launch",
 }
 
 if TYPE_CHECKING:  # what mypy and IDEs see for the lazy names
+    from opwire.recording.launch import launch_info, rank_file
     from opwire.recording.recorder import Trace, load_trace, record
     from opwire.recording.replayer import Mismatch, ReplayReport, SchemaDrift, replay
     from opwire.recording.stream_inspect import stream_summary
@@ -73,7 +79,9 @@ __all__ = [
     "Trace",
     "TraceDiff",
     "diff_traces",
+    "launch_info",
     "load_trace",
+    "rank_file",
     "record",
     "replay",
     "stream_summary",

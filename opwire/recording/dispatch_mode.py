@@ -21,6 +21,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from opwire.errors import EncodeError, OpwireWarning
 from opwire.recording.aliases import AliasGroups
 from opwire.recording.arguments import bind_arguments, named_inputs, to_argument
+from opwire.recording.collective_capture import CollectiveRecorder, record_call
+from opwire.recording.collectives import is_distributed_op
 from opwire.recording.compare import GENERATOR_KEY
 from opwire.recording.coverage_writes import Spans, indexed_spans, indexed_write
 from opwire.recording.definedness import (
@@ -86,8 +88,6 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
         self.aliases = AliasGroups()
         self.names = TensorNames(sink, digest, self.defs, self.addresses, self.aliases)
         self._tracked = False  # the current call's results are in `defs` (set by `_track`, reset by `_defined`)
-        from opwire.recording.distributed.capture import CollectiveRecorder
-
         self.collectives = CollectiveRecorder(sink.group)
 
     # -------------------------------------------------------------------------------- filtering
@@ -164,9 +164,7 @@ class RecorderMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
             schema = self._schemas[func] = op_schema(func)
             self.sink.op_schema(target_name(func), schema.schema)
         target = target_name(func)
-        if target.startswith(("c10d::", "_c10d_functional::")):  # process groups as references, results awaited
-            from opwire.recording.distributed.capture import record_call
-
+        if is_distributed_op(target):  # process groups as references, results awaited
             return record_call(self, func, schema, args, kwargs, target)
         written: list[tuple[str, Any]] = []
         try:

@@ -28,8 +28,8 @@ from opwire.proxy_executor.executor import ProxyExecutor
 from opwire.proxy_executor.guard import RunGuard
 from opwire.proxy_executor.isolate import Child, run_in_child
 from opwire.proxy_executor.isolate_program import api_limits
+from opwire.recording.collectives import collective_of
 from opwire.recording.compare import compare_tensor
-from opwire.recording.distributed.collectives import collective_of
 from opwire.recording.replay_engine import Replayer, ReplayOptions
 from opwire.recording.replay_isolated import descriptors
 from opwire.recording.source import TraceSource

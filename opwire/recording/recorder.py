@@ -22,6 +22,7 @@ import torch
 
 from opwire.errors import DecodeError
 from opwire.recording.dispatch_mode import RecorderMode
+from opwire.recording.launch import launch_info, rank_path
 from opwire.recording.locate import Locator
 from opwire.recording.progress import Progress
 from opwire.recording.sinks import MemorySink
@@ -256,7 +257,6 @@ def load_trace(path: str | Path, *, max_elements: int | None = None, max_bytes: 
 
 def _header(outputs: str) -> m.TraceHeader:
     from opwire._version import __version__
-    from opwire.recording.distributed.launch import launch_info
 
     return m.TraceHeader(
         distributed=launch_info(),
@@ -289,8 +289,6 @@ def record(
     if isinstance(include, str) or isinstance(exclude, str):
         raise TypeError("include/exclude take a list of patterns such as ['aten::*'], not a single string")
     if path is not None:
-        from opwire.recording.distributed.launch import rank_path
-
         path = rank_path(path)
     trace = Trace()
     sink: MemorySink | TraceWriter = MemorySink() if path is None else TraceWriter(path, _header(outputs))

@@ -1,14 +1,16 @@
 """Distributed runs under torch.distributed: one streamed trace per rank, checked and replayed rank by rank.
 
+A client of the recording core, never called by it: what recording a rank needs (`recording.launch`,
+`recording.collective_capture`, the `recording.collectives` table) lives in `opwire.recording`, and an
+import-linter contract keeps every arrow pointing from here into the core.
+
 Modules:
-    capture: recording one c10d call: process groups and reductions as references, results read when done
-    collectives: the collectives opwire records, replays and checks across ranks: one row per op
+    collective_rules: one row per collective kind: how a replay under torchrun runs it, what it must produce
     diff_run: `opwire diff RUN_A RUN_B`: two runs rank by rank, the first local divergence first
     execute: one recorded collective run for real on live tensors, in a replay under torchrun
-    launch: a rank's place in a distributed run, read from the launcher's environment
     live: `opwire replay RUN --collectives` under torchrun: every rank replays chained, collectives for real
     live_exchange: how the ranks of a `--collectives` replay hand their outcome to rank 0 (through the store)
-    numerics: what a collective must produce on every rank from all ranks' inputs, and where a rank differs
+    numerics: where a rank's recorded outputs differ from what the collective's rule says they must be
     ranks: `opwire ranks RUN`: collective order per group, then every collective's numbers
     replay_run: `opwire replay RUN`: every rank replayed in a sandboxed child, collectives checked across ranks
     run: a run directory: one trace per rank, checked to belong together
@@ -26,8 +28,6 @@ from opwire._lazy import lazy_getattr
 # public name -> module that defines it, imported on first use: most import torch, and `opwire --help` needs none
 _LAZY = {
     "diff_runs": "opwire.recording.distributed.diff_run",
-    "launch_info": "opwire.recording.distributed.launch",
-    "rank_file": "opwire.recording.distributed.launch",
     "replay_live": "opwire.recording.distributed.live",
     "check_ranks": "opwire.recording.distributed.ranks",
     "format_ranks": "opwire.recording.distributed.ranks",
@@ -37,7 +37,6 @@ _LAZY = {
 
 if TYPE_CHECKING:  # what mypy and IDEs see for the lazy names
     from opwire.recording.distributed.diff_run import diff_runs
-    from opwire.recording.distributed.launch import launch_info, rank_file
     from opwire.recording.distributed.live import replay_live
     from opwire.recording.distributed.ranks import check_ranks, format_ranks
     from opwire.recording.distributed.run import is_run
@@ -48,9 +47,7 @@ __all__ = [
     "diff_runs",
     "format_ranks",
     "is_run",
-    "launch_info",
     "launched_share",
-    "rank_file",
     "replay_live",
 ]
 

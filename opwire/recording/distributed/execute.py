@@ -10,9 +10,11 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+import torch.distributed as dist
 
 from opwire.errors import BindError
-from opwire.recording.distributed.collectives import collective_of
+from opwire.recording.collectives import collective_of
+from opwire.recording.distributed.collective_rules import RULES, Running
 from opwire.recording.distributed.sequence import CollectiveCall, Names
 from opwire.schema import models as m
 from opwire.serde.tensors import TORCH_DTYPES
@@ -42,12 +44,11 @@ def run_collective(
     meta: Callable[[str], m.TensorValue | None],
 ) -> list[torch.Tensor]:
     """Execute `call` on the live tensors; the tensors holding its results, in the order of `call.outputs`."""
-    import torch.distributed as dist
-
     spec = collective_of(call.target)
-    where = f"call {call.index} ({call.target})"
-    if spec is None or spec.kind == "wait":
+    run = RULES[spec.kind].run if spec is not None else None
+    if spec is None or run is None:
         return [live(str(n)) for n in call.inputs]  # waiting (or unwrapping) returns its input
+    where = f"call {call.index} ({call.target})"
     pg, members = groups[call.group], ranks[call.group]
     red = str(call.scalar(spec.reduce) or "SUM").upper() if spec.reduce else "SUM"
     op = getattr(dist.ReduceOp, red, None)
@@ -61,52 +62,7 @@ def run_collective(
         outs = _map(call.inputs if spec.outputs == spec.inputs else _written(call), live)
     else:
         outs = []
-    kind = spec.kind
-    if kind in ("all_reduce", "broadcast", "reduce") and spec.outputs == "return":
-        for o, i in zip(outs, ins, strict=True):
-            o.copy_(i)
-    if kind == "all_reduce":
-        for t in outs:
-            dist.all_reduce(t, op=op, group=pg)
-    elif kind == "broadcast":
-        for t in outs:
-            dist.broadcast(t, src=members[root], group=pg)
-    elif kind == "reduce":
-        for t in outs:
-            dist.reduce(t, dst=members[root], op=op, group=pg)
-    elif kind == "all_gather":
-        for o, i in zip(outs, ins, strict=True):
-            dist.all_gather(o, i, group=pg)
-    elif kind == "cat":
-        for o, i in zip(outs, ins, strict=True):
-            dist.all_gather_into_tensor(o, i, group=pg)
-    elif kind == "reduce_scatter":
-        for o, i in zip(outs, ins, strict=True):
-            dist.reduce_scatter(o, i, op=op, group=pg)
-    elif kind == "reduce_scatter_cat":
-        for o, i in zip(outs, ins, strict=True):
-            dist.reduce_scatter_tensor(o, i, op=op, group=pg)
-    elif kind == "all_to_all_single":
-        out_s, in_s = call.scalar("output_split_sizes") or None, call.scalar("input_split_sizes") or None
-        dist.all_to_all_single(outs[0], ins[0], out_s, in_s, group=pg)
-    elif kind == "all_to_all":
-        dist.all_to_all(outs, ins, group=pg)
-    elif kind == "gather":
-        mine = members.index(dist.get_rank()) == root
-        dist.gather(ins[0], outs[0] if mine else None, dst=members[root], group=pg)
-    elif kind == "scatter":
-        mine = members.index(dist.get_rank()) == root
-        dist.scatter(outs[0], ins[0] if mine else None, src=members[root], group=pg)
-    elif kind == "barrier":
-        dist.barrier(group=pg)
-    elif kind == "send":
-        for t in ins:
-            dist.send(t, dst=members[root], group=pg, tag=int(call.scalar("tag") or 0))
-    elif kind == "recv":
-        for t in outs:
-            dist.recv(t, src=members[root], group=pg, tag=int(call.scalar("tag") or 0))
-    else:
-        raise BindError(f"{where}: no replay for collective kind {kind!r}")
+    run(Running(call, pg, members, op, root, ins, outs))
     return _flat(outs)
 
 

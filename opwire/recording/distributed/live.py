@@ -40,15 +40,15 @@ from opwire.proxy_executor.exec_policy import ExecPolicy
 from opwire.proxy_executor.executor import ProxyExecutor
 from opwire.proxy_executor.isolate import Child, in_process, run_in_child
 from opwire.proxy_executor.sandbox import Limits, default_max_memory
+from opwire.recording.collectives import is_distributed_op
 from opwire.recording.compare import Errors
-from opwire.recording.distributed.collectives import is_distributed_op
 from opwire.recording.distributed.execute import run_collective
-from opwire.recording.distributed.launch import launch_info
 from opwire.recording.distributed.live_exchange import Exchange
 from opwire.recording.distributed.ranks import check_ranks
 from opwire.recording.distributed.replay_run import RunReplay
 from opwire.recording.distributed.run import Run
 from opwire.recording.distributed.sequence import collective_calls
+from opwire.recording.launch import launch_info
 from opwire.recording.origin import flat_names
 from opwire.recording.replay_worker import report_from_dict, worker_report
 from opwire.recording.report import Mismatch, OpStats, ReplayReport

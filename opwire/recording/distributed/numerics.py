@@ -1,8 +1,8 @@
-"""What a collective must produce on every rank from all ranks' recorded inputs, and where a rank's outputs differ.
+"""Where a rank's recorded outputs differ from what the collective must produce from all ranks' recorded inputs.
 
-Reductions are computed in float64 (integers exactly) and compared within the dtype's tolerance scaled by
-the sum of the magnitudes reduced (the ranks may add in any order); data movement (gather, broadcast,
-all-to-all, scatter, send/receive) must be bitwise equal (NaN equal to NaN).
+What each kind must produce is its row of `collective_rules.RULES`. Reductions are compared within the dtype's
+tolerance scaled by the sum of the magnitudes reduced (the ranks may add in any order); data movement (gather,
+broadcast, all-to-all, scatter, send/receive) must be bitwise equal (NaN equal to NaN).
 """
 
 from __future__ import annotations
@@ -13,14 +13,10 @@ from dataclasses import dataclass
 import torch
 
 from opwire.recording.compare import tolerance
-from opwire.recording.distributed.sequence import CollectiveCall, Names
+from opwire.recording.distributed.collective_rules import REDUCTIONS, RULES, Expected, Load, Recorded, name_at
+from opwire.recording.distributed.sequence import CollectiveCall
 
 __all__ = ["Disagreement", "check_collective", "check_p2p"]
-
-Load = Callable[[int, str], torch.Tensor]
-"""(rank, tensor name) -> the recorded tensor."""
-
-_REDUCTIONS = ("SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR")
 
 
 @dataclass(frozen=True)
@@ -30,41 +26,6 @@ class Disagreement:
     rank: int
     what: str  # "output 0", "output [1][0]"
     detail: str
-
-
-def _at(names: Names, path: tuple[int, ...]) -> str:
-    x: object = names
-    for p in path:
-        x = x[p]  # type: ignore[index]
-    return str(x)
-
-
-def _reduce(op: str, xs: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """The reduction of `xs` (float64 for floating inputs) and the magnitude scale for its tolerance."""
-    floating = xs[0].is_floating_point() or xs[0].is_complex()
-    if floating and all(x.dtype == xs[0].dtype for x in xs):  # one conversion of the stack: the same values
-        stack = torch.stack(xs).to(torch.complex128 if xs[0].is_complex() else torch.float64)
-        ys = list(stack)
-    else:
-        ys = [x.to(torch.complex128 if x.is_complex() else torch.float64) if floating else x for x in xs]
-        stack = torch.stack(ys)
-    scale = stack.abs().sum(0) if floating else None
-    if op == "SUM":
-        return stack.sum(0), scale
-    if op == "AVG":
-        return stack.sum(0) / len(xs) if floating else stack.sum(0) // len(xs), scale / len(
-            xs
-        ) if scale is not None else None
-    if op == "PRODUCT":
-        return stack.prod(0), stack.abs().prod(0) if floating else None
-    if op == "MIN":
-        return stack.amin(0), None
-    if op == "MAX":
-        return stack.amax(0), None
-    out = ys[0].clone()
-    for y in ys[1:]:
-        out = {"BAND": torch.bitwise_and, "BOR": torch.bitwise_or, "BXOR": torch.bitwise_xor}[op](out, y)
-    return out, None
 
 
 def _differs(got: torch.Tensor, want: torch.Tensor, scale: torch.Tensor | None) -> str | None:
@@ -104,65 +65,14 @@ def _beyond(g: torch.Tensor, want: torch.Tensor, scale: torch.Tensor, rtol: floa
     return bool(err.gt_(scale.mul(rtol).add_(atol)).logical_or_(nan).any())
 
 
-def _expected(
-    calls: Sequence[CollectiveCall], load: Load
-) -> dict[tuple[int, tuple[int, ...]], tuple[torch.Tensor, torch.Tensor | None]]:
-    """(group rank, output path) -> (expected value, tolerance scale or None for exact)."""
+def _expected(calls: Sequence[CollectiveCall], load: Load) -> Expected:
+    """(group rank, output path) -> (expected value, tolerance scale or None for exact), from the kind's rule."""
     first = calls[0]
-    kind, w = first.spec.kind, len(calls)
-    ins = [c.inputs for c in calls]
-
-    def tensor(j: int, path: tuple[int, ...]) -> torch.Tensor:
-        return load(calls[j].rank, _at(ins[j], path))
-
+    expect = RULES[first.spec.kind].expect
     red = str(first.scalar(first.spec.reduce) or "").upper()
-    out: dict[tuple[int, tuple[int, ...]], tuple[torch.Tensor, torch.Tensor | None]] = {}
-    if kind in ("all_reduce", "reduce", "reduce_scatter", "reduce_scatter_cat") and red not in _REDUCTIONS:
-        return out  # PREMUL_SUM and unknown reductions are not checked
-    if kind == "all_reduce":
-        for k in range(len(ins[0])):
-            value = _reduce(red, [tensor(j, (k,)) for j in range(w)])
-            out.update({(i, (k,)): value for i in range(w)})
-    elif kind == "reduce":
-        root = int(first.scalar(first.spec.root))
-        for k in range(len(ins[0])):
-            out[(root, (k,))] = _reduce(red, [tensor(j, (k,)) for j in range(w)])
-    elif kind == "all_gather":
-        for k in range(len(ins[0])):
-            out.update({(i, (k, j)): (tensor(j, (k,)), None) for i in range(w) for j in range(w)})
-    elif kind == "cat":
-        for k in range(len(ins[0])):
-            gathered = torch.cat([tensor(j, (k,)) for j in range(w)])
-            out.update({(i, (k,)): (gathered, None) for i in range(w)})
-    elif kind == "reduce_scatter":
-        for k in range(len(ins[0])):
-            out.update({(i, (k,)): _reduce(red, [tensor(j, (k, i)) for j in range(w)]) for i in range(w)})
-    elif kind == "reduce_scatter_cat":
-        for k in range(len(ins[0])):
-            chunks = [tensor(j, (k,)).chunk(w) for j in range(w)]
-            out.update({(i, (k,)): _reduce(red, [chunks[j][i] for j in range(w)]) for i in range(w)})
-    elif kind == "broadcast":
-        root = int(first.scalar(first.spec.root))
-        for k in range(len(ins[0])):
-            out.update({(i, (k,)): (tensor(root, (k,)), None) for i in range(w)})
-    elif kind == "all_to_all":
-        out.update({(i, (j,)): (tensor(j, (i,)), None) for i in range(w) for j in range(w)})
-    elif kind == "all_to_all_single":
-        parts = [_split(tensor(j, (0,)), calls[j].scalar("input_split_sizes"), w) for j in range(w)]
-        out.update({(i, (0,)): (torch.cat([p[i] for p in parts]), None) for i in range(w)})
-    elif kind == "gather":
-        root = int(first.scalar(first.spec.root))
-        out.update({(root, (0, j)): (tensor(j, (0,)), None) for j in range(w)})
-    elif kind == "scatter":
-        root = int(first.scalar(first.spec.root))
-        out.update({(i, (0,)): (tensor(root, (0, i)), None) for i in range(w)})
-    return out
-
-
-def _split(t: torch.Tensor, sizes: object, w: int) -> list[torch.Tensor]:
-    if isinstance(sizes, list) and sizes:
-        return list(torch.split(t, [int(s) for s in sizes]))
-    return list(t.chunk(w))
+    if expect is None or (first.spec.reduce and red not in REDUCTIONS):
+        return {}  # PREMUL_SUM and unknown reductions are not checked
+    return expect(Recorded(calls, load, red))
 
 
 def check_collective(
@@ -175,7 +85,7 @@ def check_collective(
     found = []
     seen: dict[tuple[int, object], str | None] = {}
     for (i, path), (want, scale) in sorted(_expected(calls, load).items(), key=lambda kv: kv[0]):
-        name = _at(calls[i].outputs, path)
+        name = name_at(calls[i].outputs, path)
         k = key(calls[i].rank, name) if key is not None else None
         memo = (id(want), k) if k is not None else None  # `want` objects live until the loop ends
         if memo is not None and memo in seen:

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from opwire.recording.distributed.collectives import is_distributed_op
+from opwire.recording.collectives import is_distributed_op
 from opwire.recording.distributed.ranks import check_ranks, format_ranks
 from opwire.recording.distributed.run import Run
 from opwire.recording.distributed.share import Share

@@ -13,8 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from opwire.errors import DecodeError
-from opwire.recording.distributed.launch import rank_file
 from opwire.recording.frames import open_source
+from opwire.recording.launch import rank_file
 from opwire.recording.source import TraceSource
 from opwire.schema import models as m
 

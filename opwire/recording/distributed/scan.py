@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from opwire.recording.distributed.collectives import collective_of
+from opwire.recording.collectives import collective_of
 from opwire.recording.distributed.run import Run
 from opwire.recording.distributed.sequence import CollectiveCall, collective_calls, signature
 from opwire.recording.source import TraceSource

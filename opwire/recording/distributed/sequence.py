@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from opwire.recording.distributed.collectives import Collective, collective_of
+from opwire.recording.collectives import Collective, Kind, collective_of
 from opwire.recording.mutations import written_arguments
 from opwire.recording.source import TraceSource
 from opwire.schema import models as m
@@ -108,7 +108,12 @@ def _layout(src: TraceSource, names: Names) -> str:
     return "[" + ", ".join(parts) + "]"
 
 
-_SAME_INPUTS = ("all_reduce", "all_gather", "cat", "reduce_scatter", "reduce_scatter_cat", "reduce", "all_to_all")
+_SAME_INPUTS: tuple[Kind, ...] = (
+    "all_reduce", "all_gather", "cat", "reduce_scatter", "reduce_scatter_cat", "reduce", "all_to_all",
+)  # fmt: skip
+"""Kinds whose members must pass inputs of one layout."""
+_SAME_OUTPUTS: tuple[Kind, ...] = ("broadcast", "all_reduce", "cat", "all_gather")
+"""Kinds whose members must receive outputs of one layout."""
 
 
 def signature(call: CollectiveCall, src: TraceSource) -> str:
@@ -117,6 +122,6 @@ def signature(call: CollectiveCall, src: TraceSource) -> str:
     extra = [f"{k}={call.scalar(k)}" for k in (call.spec.reduce, call.spec.root) if k]
     if call.spec.kind in _SAME_INPUTS:
         extra.append(f"inputs {_layout(src, call.inputs)}")
-    if call.spec.kind in ("broadcast", "all_reduce", "cat", "all_gather"):
+    if call.spec.kind in _SAME_OUTPUTS:
         extra.append(f"outputs {_layout(src, call.outputs)}")
     return f"{op}({', '.join(extra)})"

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from opwire.recording.distributed.launch import launch_info
+from opwire.recording.launch import launch_info
 
 __all__ = ["Share", "gather_json", "launched_share"]
 

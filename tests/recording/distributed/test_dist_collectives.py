@@ -9,8 +9,8 @@ import torch
 import torch.distributed
 
 import opwire
-from opwire.recording.distributed.collectives import COLLECTIVES, NOT_CHECKED, collective_of
-from opwire.recording.distributed.launch import launch_info, rank_path
+from opwire.recording.collectives import COLLECTIVES, NOT_CHECKED, collective_of
+from opwire.recording.launch import launch_info, rank_path
 
 
 def _schemas() -> dict[str, torch._C.FunctionSchema]:
@@ -68,13 +68,14 @@ def test_record_path_takes_the_rank(monkeypatch: pytest.MonkeyPatch, tmp_path: P
 
 
 def test_a_reduction_check_reads_its_tensors_without_writing_them() -> None:
-    from opwire.recording.distributed.numerics import _differs, _reduce
+    from opwire.recording.distributed.collective_rules import reduce
+    from opwire.recording.distributed.numerics import _differs
 
     xs = [
         torch.tensor([1.0, 2.0, float("nan")], dtype=torch.float64),
         torch.tensor([3.0, -1.0, 0.0], dtype=torch.float64),
     ]
-    want, scale = _reduce("SUM", xs)
+    want, scale = reduce("SUM", xs)
     assert scale is not None
     got = want.clone()
     assert _differs(got, want, scale) is None and torch.equal(got.nan_to_num(), want.nan_to_num())

@@ -2,23 +2,32 @@
 
 c10d's schemas carry no alias annotations (`allreduce_` writes its `tensors` without `(a!)`), so which
 arguments a collective writes, which hold its inputs and which name the group is kept here;
-`tests/recording/distributed/test_collectives.py` checks every row against the schemas the installed torch
+`tests/recording/distributed/test_dist_collectives.py` checks every row against the schemas the installed torch
 registers and that every c10d op torch registers is either a row or listed in `NOT_CHECKED`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
-__all__ = ["COLLECTIVES", "NOT_CHECKED", "Collective", "collective_of"]
+__all__ = ["COLLECTIVES", "NOT_CHECKED", "Collective", "Kind", "collective_of", "is_distributed_op"]
+
+
+Kind = Literal[
+    "all_reduce", "reduce", "all_gather", "cat", "reduce_scatter", "reduce_scatter_cat", "broadcast", "all_to_all",
+    "all_to_all_single", "gather", "scatter", "barrier", "send", "recv", "wait",
+]  # fmt: skip
+"""What a collective does with its tensors: `cat` gathers into one tensor, `reduce_scatter_cat` scatters from
+one, `wait` only waits. How a replay runs each kind and what it must produce on every rank is its row of
+`recording.distributed.collective_rules.RULES`."""
 
 
 @dataclass(frozen=True)
 class Collective:
     """What one collective op does with its arguments."""
 
-    kind: str  # the numeric rule: all_reduce, all_gather, cat, reduce_scatter, reduce_scatter_cat, broadcast,
-    #            all_to_all, all_to_all_single, reduce, gather, scatter, barrier, send, recv, wait, unchecked
+    kind: Kind
     inputs: str = ""  # argument holding the inputs ("" for none)
     outputs: str = ""  # argument written with the results, or "return"
     reduce: str = ""  # argument naming the reduction
@@ -32,12 +41,12 @@ class Collective:
         return self.kind in ("send", "recv")
 
 
-def _c10d(kind: str, inputs: str, outputs: str = "", reduce: str = "", root: str = "") -> Collective:
+def _c10d(kind: Kind, inputs: str, outputs: str = "", reduce: str = "", root: str = "") -> Collective:
     writes = (outputs,) if outputs and outputs != "return" else ()
     return Collective(kind, inputs, outputs, reduce, root, writes)
 
 
-def _fn(kind: str, inputs: str, outputs: str = "return", reduce: str = "", root: str = "") -> Collective:
+def _fn(kind: Kind, inputs: str, outputs: str = "return", reduce: str = "", root: str = "") -> Collective:
     return Collective(kind, inputs, outputs, reduce, root, group="group_name")
 
 

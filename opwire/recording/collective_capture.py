@@ -15,14 +15,14 @@ from typing import Any
 import torch
 
 from opwire.errors import EncodeError
-from opwire.recording.arguments import named_inputs, to_argument
+from opwire.recording.arguments import bind_arguments, named_inputs, to_argument
+from opwire.recording.collectives import collective_of
 from opwire.recording.definedness import flat_tensors
-from opwire.recording.distributed.collectives import collective_of
 from opwire.recording.mutations import MUTATED, mutated_metadata
 from opwire.schema import models as m
 from opwire.schema.ops import OpArg, OpSchema
 
-__all__ = ["CollectiveRecorder"]
+__all__ = ["CollectiveRecorder", "record_call", "wait"]
 
 _PG = "__torch__.torch.classes.c10d.ProcessGroup"
 _REDUCE = "__torch__.torch.classes.c10d.ReduceOp"
@@ -128,8 +128,6 @@ def wait(target: str, out: Any) -> Any:
 
 def record_call(mode: Any, func: Any, schema: OpSchema, args: Any, kwargs: dict[str, Any], target: str) -> Any:
     """Run and record c10d call `func` for RecorderMode `mode` (its naming, sink and bookkeeping)."""
-    from opwire.recording.arguments import bind_arguments
-
     spec = collective_of(target)
     extra = spec.writes if spec is not None else ()
     try:

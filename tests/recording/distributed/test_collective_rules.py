@@ -1,0 +1,158 @@
+"""The one table of collective kinds: every kind the recorder records has a rule, and each rule runs and checks.
+
+The kinds the recorder can record come from where it decides a call is a collective: `is_distributed_op`
+sends a c10d call to `collective_capture.record_call`, which takes its row from `collectives.COLLECTIVES`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any, get_args
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from opwire.recording.collectives import COLLECTIVES, Kind, collective_of, is_distributed_op
+from opwire.recording.distributed.collective_rules import RULES, Recorded
+from opwire.recording.distributed.execute import run_collective
+from opwire.recording.distributed.numerics import check_collective
+from opwire.recording.distributed.sequence import CollectiveCall, Names
+from opwire.schema import models as m
+
+
+def test_the_rules_cover_exactly_the_kinds_the_recorder_records() -> None:
+    assert [op for op in COLLECTIVES if not is_distributed_op(op)] == [], "rows the recorder never sends to its table"
+    recorded = {spec.kind for spec in COLLECTIVES.values()}
+    kinds = set(get_args(Kind))
+    assert recorded == kinds, f"kinds no c10d op records: {kinds - recorded}; kinds outside Kind: {recorded - kinds}"
+    assert set(RULES) == kinds, f"kinds without a rule: {kinds - set(RULES)}; rules of no kind: {set(RULES) - kinds}"
+
+
+def test_every_rule_says_how_to_run_it_and_why_nothing_is_checked_when_nothing_is() -> None:
+    for kind, rule in RULES.items():
+        assert rule.run is not None or kind == "wait", f"{kind}: a replay cannot run it"
+        assert (rule.expect is None) == bool(rule.why), f"{kind}: give an `expect`, or say `why` there is none"
+
+
+def test_the_rows_of_one_kind_agree_on_reduction_and_root() -> None:
+    """`execute` and `numerics` read a reduction and a root from the row: every op of a kind must name them."""
+    for kind in get_args(Kind):
+        rows = {op: (bool(s.reduce), bool(s.root)) for op, s in COLLECTIVES.items() if s.kind == kind}
+        assert len(set(rows.values())) == 1, f"{kind}: the ops disagree on naming a reduction or a root: {rows}"
+
+
+def _call(op: str, rank: int, inputs: Names, outputs: Names, **values: Any) -> CollectiveCall:
+    spec = collective_of(op)
+    assert spec is not None
+    return CollectiveCall(rank, 0, op, spec, "0", {}, inputs, outputs, "", "", values)
+
+
+def _disagreeing(calls: list[CollectiveCall], tensors: dict[tuple[int, str], torch.Tensor]) -> list[int]:
+    return [d.rank for d in check_collective(calls, lambda r, n: tensors[(r, n)])]
+
+
+def test_reduce_gives_the_reduction_on_the_root_alone() -> None:
+    calls = [_call("c10d::reduce_", r, ["x"], ["y"], reduce_op="MAX", root_rank=1) for r in range(3)]
+    tensors = {(r, "x"): torch.tensor([float(r), -float(r)]) for r in range(3)}
+    tensors |= {(r, "y"): torch.zeros(2) for r in range(3)}  # what the others hold after a reduce is not checked
+    tensors[(1, "y")] = torch.tensor([2.0, 0.0])
+    assert _disagreeing(calls, tensors) == []
+    tensors[(1, "y")] = torch.tensor([2.0, -2.0])
+    assert _disagreeing(calls, tensors) == [1]
+
+
+def test_reduce_scatter_gives_rank_i_the_sum_of_every_rank_s_ith_tensor() -> None:
+    calls = [_call("c10d::reduce_scatter_", r, [["a", "b"]], ["y"], reduce_op="SUM") for r in range(2)]
+    tensors = {(r, n): torch.tensor([float(10 * r + k)]) for r in range(2) for k, n in enumerate("ab")}
+    tensors |= {(0, "y"): torch.tensor([10.0]), (1, "y"): torch.tensor([12.0])}
+    assert _disagreeing(calls, tensors) == []
+    tensors[(0, "y")] = torch.tensor([11.0])
+    assert _disagreeing(calls, tensors) == [0]
+
+
+def test_all_to_all_gather_and_scatter_move_tensors_bitwise() -> None:
+    a2a = [_call("c10d::alltoall_", r, ["i0", "i1"], ["o0", "o1"]) for r in range(2)]
+    tensors = {(r, f"i{j}"): torch.tensor([float(10 * r + j)]) for r in range(2) for j in range(2)}
+    tensors |= {(r, f"o{j}"): tensors[(j, f"i{r}")] for r in range(2) for j in range(2)}
+    assert _disagreeing(a2a, tensors) == []
+    tensors[(1, "o0")] = torch.tensor([1.5])
+    assert _disagreeing(a2a, tensors) == [1]
+
+    gather = [_call("c10d::gather_", r, ["x"], [["g0", "g1"]] if r == 0 else [[]], root_rank=0) for r in range(2)]
+    tensors = {(r, "x"): torch.tensor([float(r + 1)]) for r in range(2)}
+    tensors |= {(0, "g0"): torch.tensor([1.0]), (0, "g1"): torch.tensor([2.0])}
+    assert _disagreeing(gather, tensors) == []
+    tensors[(0, "g1")] = torch.tensor([3.0])
+    assert _disagreeing(gather, tensors) == [0]
+
+    scatter = [_call("c10d::scatter_", r, [["s0", "s1"]] if r == 1 else [[]], ["y"], root_rank=1) for r in range(2)]
+    tensors = {(1, "s0"): torch.tensor([5.0]), (1, "s1"): torch.tensor([6.0])}
+    tensors |= {(0, "y"): torch.tensor([5.0]), (1, "y"): torch.tensor([6.0])}
+    assert _disagreeing(scatter, tensors) == []
+    tensors[(0, "y")] = torch.tensor([6.0])
+    assert _disagreeing(scatter, tensors) == [0]
+
+
+def test_an_unknown_reduction_is_not_checked() -> None:
+    calls = [_call("c10d::allreduce_", r, ["x"], ["x"], reduce_op="PREMUL_SUM") for r in range(2)]
+    assert check_collective(calls, lambda r, n: torch.tensor([float(r)])) == []
+
+
+@pytest.fixture
+def one_rank() -> Iterator[Any]:
+    """A one-rank gloo group in this process (destroyed after the test)."""
+    dist.init_process_group("gloo", rank=0, world_size=1, store=dist.HashStore())  # type: ignore[attr-defined]
+    try:
+        yield dist.group.WORLD
+    finally:
+        dist.destroy_process_group()
+
+
+def _arg(names: Names) -> m.Argument:
+    if names and isinstance(names[0], list):
+        return m.Argument(as_nested_tensors=[[m.TensorArgument(name=n) for n in row] for row in names])
+    return m.Argument(as_tensors=[m.TensorArgument(name=n) for n in names])
+
+
+# one op per kind the replay runs in a one-rank group: (inputs, outputs, scalars)
+_ONE_RANK: dict[str, tuple[Names, Names, dict[str, Any]]] = {
+    "c10d::allreduce_": (["a", "b"], ["a", "b"], {"reduce_op": "SUM"}),
+    "c10d::reduce_": (["a"], ["a"], {"reduce_op": "MAX", "root_rank": 0}),
+    "c10d::allgather_": (["a"], [["o"]], {}),
+    "c10d::_allgather_base_": (["a"], ["o"], {}),
+    "c10d::reduce_scatter_": ([["a"]], ["o"], {"reduce_op": "SUM"}),
+    "c10d::_reduce_scatter_base_": (["a"], ["o"], {"reduce_op": "AVG"}),
+    "_c10d_functional::broadcast": (["a"], ["o"], {"src": 0}),
+    "c10d::alltoall_": (["a"], ["o"], {}),
+    "c10d::alltoall_base_": (["a"], ["o"], {}),
+    "c10d::gather_": (["a"], [["o"]], {"root_rank": 0}),
+    "c10d::scatter_": ([["a"]], ["o"], {"root_rank": 0}),
+    "c10d::barrier": ([], [], {}),
+}
+
+
+def _run_and_expect(op: str, ins: Names, outs: Names, scalars: dict[str, Any], pg: Any) -> None:
+    """Run `op` in the one-rank group `pg` and compare its results with what its kind's rule expects."""
+    spec = COLLECTIVES[op]
+    tensors = {n: torch.randn(3) for n in ("a", "b")} | {"o": torch.zeros(3)}
+    recorded = {n: t.clone() for n, t in tensors.items()}
+    args = {spec.outputs: _arg(outs)} if spec.outputs not in ("", "return", spec.inputs) else {}
+    call = CollectiveCall(0, 0, op, spec, "0", args, ins, outs, "", "", scalars)
+    meta: Any = SimpleNamespace(dtype=m.ScalarType.FLOAT.value, sizes=[3], strides=[1])
+    got = run_collective(call, {"0": pg}, {"0": [0]}, tensors.__getitem__, lambda n: meta)
+    expect = RULES[spec.kind].expect
+    want = expect(Recorded([call], lambda r, n: recorded[n], str(scalars.get(spec.reduce, "")))) if expect else {}
+    flat = [n for x in outs for n in (x if isinstance(x, list) else [x])]
+    assert len(got) == len(flat), op
+    for (_, path), (value, _) in want.items():
+        k = flat.index(str(outs[path[0]][path[1]] if len(path) == 2 else outs[path[0]]))
+        assert torch.allclose(got[k].to(value.dtype), value), f"{op}: output {path}"
+
+
+def test_each_kind_runs_and_gives_what_its_rule_expects(one_rank: Any) -> None:
+    ran = {COLLECTIVES[op].kind for op in _ONE_RANK}
+    assert ran == {k for k, r in RULES.items() if r.run is not None} - {"send", "recv"}  # p2p needs a peer
+    for op, (ins, outs, scalars) in _ONE_RANK.items():
+        _run_and_expect(op, ins, outs, scalars, one_rank)
