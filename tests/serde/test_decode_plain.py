@@ -97,3 +97,16 @@ def test_a_budget_is_charged_and_refused_as_decode_charges_it() -> None:
             read(budgets.Budget(5))
         messages.append(str(caught.value))
     assert messages[0] == messages[1] and "exceeds the budget max_elements=5" in messages[0]
+
+
+def test_a_padded_archive_is_left_to_decode() -> None:
+    """An archive's paddings are checked and dropped by `decode` (serde/_padding.py); `decode_plain` declines them."""
+    import torch
+
+    from opwire.serde import torch_bridge
+
+    archive = torch_bridge.archive_from_exported_program(torch.export.export(torch.nn.Linear(2, 3), (torch.ones(2),)))
+    data = thrift.encode(archive, "compact", framed=False)
+    decoded = thrift.decode(data, m.OpwireArchive, "compact", framed=False)
+    assert decoded.weights and all(tv.padding is None for tv in decoded.weights.values())
+    assert thrift.decode_plain(data, m.OpwireArchive) is None

@@ -94,6 +94,16 @@ def _plain(name: str) -> type:
     }
     if any(s == name for s, _ in EXPRESSIONS):
         ns["__new__"] = _decline
+    elif name in _SETTLED:
+        check, settled = _check(name), _SETTLED[name]
+
+        def new_settled(cls: type, **kw: Any) -> Any:
+            if kw.get(settled) is not None:
+                raise _Invalid(name)
+            check(kw)
+            return SimpleNamespace.__new__(cls)
+
+        ns["__new__"] = new_settled
     else:
         p = plan(name)
         if p.is_union or p.required or p.enums:
@@ -105,6 +115,11 @@ def _plain(name: str) -> type:
 
             ns["__new__"] = new
     return type(f"Plain{name}", (SimpleNamespace, TFrozenBase), ns)
+
+
+_SETTLED = {"TensorValue": "padding"}
+"""Fields `decode` checks and drops after the build (serde/_padding.py: an archive's alignment, refused elsewhere):
+`decode_plain` declines a value holding one, and `decode` decides."""
 
 
 def _decline(cls: type, **kw: Any) -> None:
