@@ -17,12 +17,13 @@ run instead would cost what binding saves.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from opwire.errors import DecodeError
 from opwire.schema import models as m
 from opwire.serde.bindings import bound_tensors, first_missing
+from opwire.serde.tensor_tables import TABLES, Table, TensorTables, check_table
 
 if TYPE_CHECKING:
     import torch
@@ -34,26 +35,18 @@ if TYPE_CHECKING:
 __all__ = ["LazyArchive", "OpenedProgram", "opened_of"]
 
 
-class LazyArchive(Protocol):
-    """What an archive opened lazily offers (`opwire.serde.pt2.Pt2Archive`, `opwire.serde.opw.OpwArchive`):
-    the program, entries by name, one tensor as a TensorValue, and every tensor mapped (`tensors`)."""
+class LazyArchive(TensorTables, Protocol):
+    """What an archive opened lazily offers (`opwire.serde.pt2.Pt2Archive`, `opwire.serde.opw.OpwArchive`,
+    `opwire.serde.thrift_archive.ThriftArchive`): the program and the tensor tables' four words."""
 
     @property
     def program(self) -> m.ExportedProgram: ...
-    @property
-    def weight_entries(self) -> Mapping[str, Any]: ...
-    @property
-    def constant_entries(self) -> Mapping[str, Any]: ...
-    def weight(self, name: str) -> m.TensorValue: ...
-    def constant(self, name: str) -> m.TensorValue: ...
-    def tensors(self, device: str | torch.device | None) -> tuple[dict[str, Tensor], dict[str, Tensor]]: ...
     def verify(self) -> None: ...
     def materialize(self) -> m.OpwireArchive: ...
     def close(self) -> None: ...
 
 
 T = TypeVar("T")
-Table = Literal["weights", "constants"]
 
 
 class OpenedProgram:
@@ -117,22 +110,44 @@ class OpenedProgram:
         return program_signature(self.program)
 
     # ---------------------------------------------------------------------------------- tensors
-    def tensor_names(self, table: Table) -> list[str]:
+    def names(self, table: Table) -> list[str]:
         """Names of the weights or constants this holds, without reading any of them."""
+        table = check_table(table)
         model = self._resolved()
         if isinstance(model, m.OpwireArchive):
-            return list(model.weights if table == "weights" else model.constants)
+            return list(getattr(model, table))
         if self._pt2 is not None:
-            entries = self._pt2.weight_entries if table == "weights" else self._pt2.constant_entries
             # a legacy .pt2 keeps its tensors in one pickle with no index: the names the program binds
-            return list(entries or bound_tensors(self.program)[0 if table == "weights" else 1])
+            return self._pt2.names(table) or list(bound_tensors(self.program)[TABLES.index(table)])
         return []
 
-    def tensor_values(self, table: Table) -> dict[str, m.TensorValue]:
+    def value(self, table: Table, name: str) -> m.TensorValue:
+        """Weight or constant `name` as a TensorValue (read from the file now, unless its table was read)."""
+        table = check_table(table)
+        if self._resolved() is None and self._pt2 is not None and table not in self._tables:
+            if name in self._pt2.names(table):
+                return self._pt2.value(table, name)
+        tv = self._values(table).get(name)
+        if tv is None:
+            raise DecodeError(f"{self.source} holds no {table[:-1]} named {name!r}", f"{table}[{name!r}]")
+        return tv
+
+    def tensor(self, table: Table, name: str, device: str | torch.device | None = None) -> Tensor:
+        """Weight or constant `name` as a tensor on `device`, gradients off (mapped from a lazy archive's file)."""
+        from opwire.serde import tensors
+
+        table = check_table(table)
+        if self._resolved() is None and self._pt2 is not None and name in self._pt2.names(table):
+            out = self._pt2.tensor(table, name, device)
+        else:
+            out = tensors.shared_tensor(self.value(table, name), device, f"{table}[{name!r}]")
+        return out.requires_grad_(False)
+
+    def _values(self, table: Table) -> dict[str, m.TensorValue]:
         """The weights or constants as TensorValues (each read from the file once, when first asked for)."""
         model = self._resolved()
         if isinstance(model, m.OpwireArchive):
-            return dict(model.weights if table == "weights" else model.constants)
+            return dict(getattr(model, table))
         if self._pt2 is None:
             return {}
         with self._lock:
@@ -144,16 +159,13 @@ class OpenedProgram:
         pt2 = self._pt2
         assert pt2 is not None
         need_w, need_c = bound_tensors(pt2.program)
-        listed = set(pt2.weight_entries) | set(pt2.constant_entries)
+        listed = {*pt2.names("weights"), *pt2.names("constants")}
         if any(n not in listed for n in [*need_w, *need_c]):  # pickled tables (legacy layouts): pt2 reads them
             whole = pt2.materialize()
             return {"weights": dict(whole.weights), "constants": dict(whole.constants)}
-        return {
-            "weights": {n: pt2.weight(n) for n in pt2.weight_entries},
-            "constants": {n: pt2.constant(n) for n in pt2.constant_entries},
-        }
+        return {t: {n: pt2.value(t, n) for n in pt2.names(t)} for t in TABLES}
 
-    def load_tensors(self, device: str | torch.device | None) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
+    def tensors(self, device: str | torch.device | None = None) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
         """(parameters and persistent buffers, constants) as tensors on `device`, gradients off.
 
         Nothing is copied that need not be: a lazy archive maps its tensors from the file (copy-on-write), an
@@ -166,10 +178,9 @@ class OpenedProgram:
         if model is None and self._pt2 is not None:
             state, consts = self._pt2.tensors(device)
         else:
-            tables = {t: self.tensor_values(t) for t in ("weights", "constants")}
+            tables = {t: self._values(t) for t in TABLES}
             state, consts = (
-                {k: tensors.shared_tensor(v, device, f"{t}[{k!r}]") for k, v in tables[t].items()}
-                for t in ("weights", "constants")
+                {k: tensors.shared_tensor(v, device, f"{t}[{k!r}]") for k, v in tables[t].items()} for t in TABLES
             )
         for t in [*state.values(), *consts.values()]:
             t.requires_grad_(False)
@@ -195,7 +206,7 @@ class OpenedProgram:
             from opwire.program.specs import pytree_specs
 
             program = self.program
-            missing = first_missing(program, set(self.tensor_names("weights")), set(self.tensor_names("constants")))
+            missing = first_missing(program, set(self.names("weights")), set(self.names("constants")))
             if missing is not None:
                 raise DecodeError(
                     f"the program binds {missing} but {self.source} holds no tensor for it; pass an archive with "

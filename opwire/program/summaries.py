@@ -85,8 +85,8 @@ def _program(opened: OpenedProgram) -> dict[str, Any]:
     return {
         **(head or {"kind": f"archive ({type(pt2).__name__})"}),
         **fields,
-        "weights": len(opened.tensor_names("weights")),
-        "stored_constants": len(opened.tensor_names("constants")),
+        "weights": len(opened.names("weights")),
+        "stored_constants": len(opened.names("constants")),
     }
 
 

@@ -87,7 +87,7 @@ class ProgramRunner:
         self.graph = gm.graph
         self.signature = gm.signature
         self.in_spec, self.out_spec = opened.check()  # specs parsed and bindings checked once per opened program
-        self._base_state, self._base_constants = opened.load_tensors(device)
+        self._base_state, self._base_constants = opened.tensors(device)
         if isinstance(program_or_archive, str | Path):
             opened.close()  # opened here from a path: everything needed is read, the file is not kept open
         self.state, self.constants = _fresh(self._base_state, self._base_constants, self.program)

@@ -29,6 +29,7 @@ Modules:
     python_carriers: Python objects <-> the members of `Argument` and `Value`, built from the IDL types
     pytree_spec: opwire's own reader of pytree spec strings, importing nothing
     tensor_layout: a stored tensor's dtype and layout checked without torch
+    tensor_tables: the one vocabulary of an archive's weights and constants: `names`, `tensor`, `tensors`, `value`
     tensors: `TensorValue` <-> `torch.Tensor`
     thrift: the Thrift binary and compact codecs for every model type, driven by the IDL
     thrift_archive: an `OpwireArchive` as one Thrift blob with opwire's header, opened from its file mapped

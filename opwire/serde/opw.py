@@ -22,6 +22,7 @@ from opwire.errors import DecodeError
 from opwire.schema import models as m
 from opwire.serde import _opw_table, budgets
 from opwire.serde._mapping import MAPPABLE, Buffer, MappedFile, view_tensor
+from opwire.serde.tensor_tables import Table, check_table
 
 if TYPE_CHECKING:
     import torch
@@ -116,55 +117,40 @@ class OpwArchive:
         return self._meta.program
 
     # -- tensors ------------------------------------------------------------------------------
-    def names(self, kind: str) -> list[str]:
+    def names(self, table: Table) -> list[str]:
         """Names of the weights or constants, aliases included, in table order."""
-        return [*self.table.tensors[kind], *self.table.aliases[kind]]
+        table = check_table(table)
+        return [*self.table.tensors[table], *self.table.aliases[table]]
 
-    @property
-    def weight_entries(self) -> dict[str, int]:
-        """Weight name -> its blob (aliases name their target's blob), without reading any."""
-        return self._entries("weights")
-
-    @property
-    def constant_entries(self) -> dict[str, int]:
-        """Constant name -> its blob (aliases name their target's blob), without reading any."""
-        return self._entries("constants")
-
-    def _entries(self, kind: str) -> dict[str, int]:
-        out = {n: index for n, (index, _) in self.table.tensors[kind].items()}
-        for n, target in self.table.aliases[kind].items():
-            t_kind, _, t_name = target.partition("/")
-            hit = self.table.tensors[t_kind].get(t_name)
+    def locations(self, table: Table) -> dict[str, int]:
+        """Weight or constant name -> its blob (aliases name their target's blob), without reading any."""
+        table = check_table(table)
+        out = {n: index for n, (index, _) in self.table.tensors[table].items()}
+        for n, target in self.table.aliases[table].items():
+            t_table, _, t_name = target.partition("/")
+            hit = self.table.tensors[t_table].get(t_name)
             out[n] = -1 if hit is None else hit[0]
         return out
 
-    def weight(self, name: str) -> m.TensorValue:
-        """Weight `name` as a TensorValue (its bytes copied once)."""
+    def value(self, table: Table, name: str) -> m.TensorValue:
+        """Weight or constant `name` as a TensorValue (its bytes copied once)."""
         from opwire.serde import tensors
 
-        return tensors.from_tensor(self.tensor("weights", name, "cpu"), f"weights[{name!r}]")
+        return tensors.from_tensor(self.tensor(table, name, "cpu"), f"{table}[{name!r}]")
 
-    def constant(self, name: str) -> m.TensorValue:
-        """Constant `name` as a TensorValue (its bytes copied once)."""
-        from opwire.serde import tensors
+    def tensor(self, table: Table, name: str, device: str | torch.device | None = None) -> torch.Tensor:
+        """Weight or constant `name` (`table` "weights" or "constants"), viewing the mapped file."""
+        return self._tensor(check_table(table), name, device, private=False)
 
-        return tensors.from_tensor(self.tensor("constants", name, "cpu"), f"constants[{name!r}]")
-
-    def tensor(
-        self, kind: str, name: str, device: str | torch.device | None = None, *, private: bool = False
-    ) -> torch.Tensor:
-        """Weight or constant `name` (`kind` "weights" or "constants"), viewing the mapped file.
-
-        `private=True` maps its bytes separately, so it shares no memory with any other tensor."""
-        if kind not in ("weights", "constants"):
-            raise ValueError(f"kind must be 'weights' or 'constants', got {kind!r}")
-        where = f"{kind}[{name!r}]"
-        target = self.table.aliases[kind].get(name)
+    def _tensor(self, table: str, name: str, device: str | torch.device | None, *, private: bool) -> torch.Tensor:
+        """`tensor`; `private=True` maps its bytes separately, so it shares no memory with any other tensor."""
+        where = f"{table}[{name!r}]"
+        target = self.table.aliases[table].get(name)
         if target is not None:
-            kind, _, name = target.partition("/")
-        hit = self.table.tensors[kind].get(name)
+            table, _, name = target.partition("/")
+        hit = self.table.tensors[table].get(name)
         if hit is None:
-            raise DecodeError(f"{self._src}: no {kind[:-1]} named {name!r}", where)
+            raise DecodeError(f"{self._src}: no {table[:-1]} named {name!r}", where)
         index, layout = hit
         buffer, start, length = self._blob(index)
         if private and self._file is not None:
@@ -184,16 +170,16 @@ class OpwArchive:
             self._file.check()
         used: set[int] = set()  # blobs already viewed: a second tensor storing the same bytes gets pages of its own
         stored: dict[str, dict[str, torch.Tensor]] = {"weights": {}, "constants": {}}
-        for kind in stored:
-            for n, (index, _) in self.table.tensors[kind].items():
-                stored[kind][n] = self.tensor(kind, n, device, private=index in used)
+        for table in stored:
+            for n, (index, _) in self.table.tensors[table].items():
+                stored[table][n] = self._tensor(table, n, device, private=index in used)
                 used.add(index)
-        for kind, aliases in self.table.aliases.items():
+        for table, aliases in self.table.aliases.items():
             for n, target in aliases.items():
-                t_kind, _, t_name = target.partition("/")
-                t = stored[t_kind][t_name]
+                t_table, _, t_name = target.partition("/")
+                t = stored[t_table][t_name]
                 view = t.detach().as_strided(t.shape, t.stride(), t.storage_offset())
-                stored[kind][n] = view.requires_grad_(t.requires_grad)
+                stored[table][n] = view.requires_grad_(t.requires_grad)
         return stored["weights"], stored["constants"]
 
     def verify(self) -> None:

@@ -25,6 +25,7 @@ from opwire.serde._mapping import MAPPABLE, Buffer, MappedFile, view_tensor
 from opwire.serde._pt2_layout import Pt2Layout, read_layout
 from opwire.serde._pt2_write import write
 from opwire.serde.archive import ZipArchive
+from opwire.serde.tensor_tables import TABLES, Table, check_table
 
 if TYPE_CHECKING:
     import torch
@@ -60,6 +61,7 @@ class Pt2Archive:
         self._src = str(self.path)
         self._zip = ZipArchive(self.path, max_bytes=max_bytes, max_ratio=max_ratio)
         self._infos = self._zip.infos
+        self._locations: dict[str, dict[str, m.PayloadMeta]] = {}
         #: entries stored pickled, as (kind, name, entry) - reported, loaded only with allow_pickle
         self.pickled: list[tuple[str, str, str]] = []
         try:
@@ -93,33 +95,38 @@ class Pt2Archive:
 
         return json.decode(self.program_json, m.ExportedProgram, source=f"{self._src}", max_elements=self.max_elements)
 
-    def _config(self, kind: str) -> dict[str, m.PayloadMeta]:
+    def _config(self, table: str) -> dict[str, m.PayloadMeta]:
         from opwire.serde import json
 
-        name = self._where.config(kind)
+        name = self._where.config(table)
         if name not in self._infos:
-            if self._where.single_file(kind) in self._infos:
+            if self._where.single_file(table) in self._infos:
                 return {}
-            raise DecodeError(f"{self._src}: missing entry `{name}` (the {kind} index)", name)
+            raise DecodeError(f"{self._src}: missing entry `{name}` (the {table} index)", name)
         return json.decode(self._bytes(name), m.PayloadConfig, source=f"{self._src}:{name}").config
 
-    @cached_property
-    def weight_entries(self) -> dict[str, m.PayloadMeta]:
-        """Weight name -> where and how it is stored (empty when all sit in one pickle)."""
-        return {} if self.layout == "legacy" else self._config("weights")
+    def locations(self, table: Table) -> dict[str, m.PayloadMeta]:
+        """Weight or constant name -> where and how it is stored (empty when all sit in one pickle); read once."""
+        table = check_table(table)
+        if table not in self._locations:
+            self._locations[table] = {} if self.layout == "legacy" else self._config(table)
+        return self._locations[table]
 
-    @cached_property
-    def constant_entries(self) -> dict[str, m.PayloadMeta]:
-        """Constant name -> where and how it is stored (empty for the legacy layout)."""
-        return {} if self.layout == "legacy" else self._config("constants")
+    def names(self, table: Table) -> list[str]:
+        """Names of the weights or constants the archive indexes (none when a table sits in one pickle)."""
+        return list(self.locations(table))
 
-    def _tensor(self, kind: str, name: str) -> m.TensorValue:
-        entries = self.weight_entries if kind == "weights" else self.constant_entries
+    def _meta_of(self, table: Table, name: str) -> tuple[m.PayloadMeta, str, str]:
+        """(how it is stored, its zip entry, where to report) of weight or constant `name`."""
+        entries = self.locations(table)
         meta = entries.get(name)
         if meta is None:
-            raise DecodeError(f"{self._src}: no {kind[:-1]} named {name!r}; known: {', '.join(entries)}", name)
-        entry = self._where.tensor(kind, meta.path_name)
-        where = f"{kind}[{name!r}]"
+            raise DecodeError(f"{self._src}: no {table[:-1]} named {name!r}; known: {', '.join(entries)}", name)
+        return meta, self._where.tensor(table, meta.path_name), f"{table}[{name!r}]"
+
+    def value(self, table: Table, name: str) -> m.TensorValue:
+        """Weight or constant `name` as a TensorValue, read now."""
+        meta, entry, where = self._meta_of(table, name)
         if meta.use_pickle:
             return self._pickled_tensor(entry, where)
         try:
@@ -160,33 +167,18 @@ class Pt2Archive:
         obj = _pt2_payload.unpickle(self._bytes(entry), self._src, entry)
         return _to_value(obj, self._src, entry, where)
 
-    def weight(self, name: str) -> m.TensorValue:
-        """One weight (parameter or buffer), read now."""
-        return self._tensor("weights", name)
-
-    def constant(self, name: str) -> m.TensorValue:
-        """One tensor constant, read now."""
-        return self._tensor("constants", name)
-
     # -- mapped tensors ---------------------------------------------------------------------
-    def tensor(self, kind: str, name: str, device: str | torch.device | None = None) -> torch.Tensor:
-        """Weight or constant `name` (`kind` is "weights" or "constants") as a tensor viewing the mapped file.
+    def tensor(self, table: Table, name: str, device: str | torch.device | None = None) -> torch.Tensor:
+        """Weight or constant `name` (`table` "weights" or "constants") as a tensor viewing the mapped file.
 
         A stored entry is mapped copy-on-write (writes stay private to this process; the file is never
         written), a deflated one inflated within the budgets; each entry once, however many tensors name it
         (those tensors share it, as torch's loader shares a storage). Pickled entries follow `allow_pickle`."""
         from opwire.serde import tensors
 
-        if kind not in ("weights", "constants"):
-            raise ValueError(f"kind must be 'weights' or 'constants', got {kind!r}")
-        entries = self.weight_entries if kind == "weights" else self.constant_entries
-        meta = entries.get(name)
-        if meta is None:
-            raise DecodeError(f"{self._src}: no {kind[:-1]} named {name!r}; known: {', '.join(entries)}", name)
-        entry = self._where.tensor(kind, meta.path_name)
-        where = f"{kind}[{name!r}]"
+        meta, entry, where = self._meta_of(table, name)
         if meta.use_pickle or not MAPPABLE:
-            return tensors.to_tensor(self._tensor(kind, name), device, where)
+            return tensors.to_tensor(self.value(table, name), device, where)
         buffer, start, length = self._buffer(entry)
         try:
             layout = _pt2_payload.payload_layout(meta, where)
@@ -203,14 +195,13 @@ class Pt2Archive:
         if self._mapped is not None:
             self._mapped.check()
         out: list[dict[str, torch.Tensor]] = []
-        for kind in ("weights", "constants"):
-            single = self._where.single_file(kind)
+        for table in TABLES:
+            single = self._where.single_file(table)
             if self.layout == "legacy" or single in self._infos:
-                table = self._pickled_table(kind, single)
-                out.append({k: tensors.to_tensor(v, device, f"{kind}[{k!r}]") for k, v in table.items()})
+                pickled = self._pickled_table(table, single)
+                out.append({k: tensors.to_tensor(v, device, f"{table}[{k!r}]") for k, v in pickled.items()})
             else:
-                names = self.weight_entries if kind == "weights" else self.constant_entries
-                out.append({n: self.tensor(kind, n, device) for n in names})
+                out.append({n: self.tensor(table, n, device) for n in self.locations(table)})
         return out[0], out[1]
 
     def _buffer(self, entry: str) -> tuple[Buffer, int, int]:
@@ -265,25 +256,24 @@ class Pt2Archive:
             opwire_version=__version__,
         )
 
-    def _tensors(self, kind: str) -> dict[str, m.TensorValue]:
-        entry = self._where.single_file(kind)
+    def _tensors(self, table: Table) -> dict[str, m.TensorValue]:
+        entry = self._where.single_file(table)
         if self.layout == "legacy" or entry in self._infos:
-            return self._pickled_table(kind, entry)
-        read = self.weight if kind == "weights" else self.constant
-        return {n: read(n) for n in (self.weight_entries if kind == "weights" else self.constant_entries)}
+            return self._pickled_table(table, entry)
+        return {n: self.value(table, n) for n in self.locations(table)}
 
-    def _pickled_table(self, kind: str, entry: str) -> dict[str, m.TensorValue]:
+    def _pickled_table(self, table: str, entry: str) -> dict[str, m.TensorValue]:
         from opwire.serde.bindings import bound_tensors
 
-        needed = bound_tensors(self.program)[0 if kind == "weights" else 1]
+        needed = bound_tensors(self.program)[0 if table == "weights" else 1]
         if not needed:
             return {}
         if not self.allow_pickle:
-            raise _pt2_payload.pickle_refused(self._src, entry, f"the {kind} ({', '.join(sorted(needed)[:3])}, ...)")
-        table = _pt2_payload.unpickle(self._bytes(entry), self._src, entry)
-        if not isinstance(table, dict):
-            raise DecodeError(f"{self._src}: `{entry}` holds a {type(table).__name__}, expected a dict", entry)
-        return {str(k): _to_value(v, self._src, entry, f"{kind}[{k!r}]") for k, v in table.items()}
+            raise _pt2_payload.pickle_refused(self._src, entry, f"the {table} ({', '.join(sorted(needed)[:3])}, ...)")
+        pickled = _pt2_payload.unpickle(self._bytes(entry), self._src, entry)
+        if not isinstance(pickled, dict):
+            raise DecodeError(f"{self._src}: `{entry}` holds a {type(pickled).__name__}, expected a dict", entry)
+        return {str(k): _to_value(v, self._src, entry, f"{table}[{k!r}]") for k, v in pickled.items()}
 
     def _example_inputs(self) -> tuple[list[m.Value] | None, dict[str, m.Value] | None]:
         entry = self._where.example_inputs

@@ -28,6 +28,7 @@ from opwire.schema import models as m
 from opwire.serde import budgets, framing
 from opwire.serde._mapping import MAPPABLE, MappedFile, TensorLayout, view_tensor
 from opwire.serde._thrift import tables
+from opwire.serde.tensor_tables import Table, check_table
 
 if TYPE_CHECKING:
     import torch
@@ -90,26 +91,18 @@ class ThriftArchive:
         """The exported program (no payload read)."""
         return self._meta.program
 
-    @property
-    def weight_entries(self) -> dict[str, Span]:
-        """Weight name -> (offset, length) of its payload in the file, without reading any."""
-        return {n: self.spans["weights"].get(n, (0, 0)) for n in self._meta.weights}
+    def names(self, table: Table) -> list[str]:
+        """Names of the weights or constants, in the order the file holds them."""
+        return list(getattr(self._meta, check_table(table)))
 
-    @property
-    def constant_entries(self) -> dict[str, Span]:
-        """Constant name -> (offset, length) of its payload in the file, without reading any."""
-        return {n: self.spans["constants"].get(n, (0, 0)) for n in self._meta.constants}
+    def locations(self, table: Table) -> dict[str, Span]:
+        """Weight or constant name -> (offset, length) of its payload in the file, without reading any."""
+        spans = self.spans[check_table(table)]
+        return {n: spans.get(n, (0, 0)) for n in getattr(self._meta, table)}
 
-    def weight(self, name: str) -> m.TensorValue:
-        """Weight `name` as a TensorValue (its bytes copied once)."""
-        return self._value("weights", name)
-
-    def constant(self, name: str) -> m.TensorValue:
-        """Constant `name` as a TensorValue (its bytes copied once)."""
-        return self._value("constants", name)
-
-    def _value(self, table: str, name: str) -> m.TensorValue:
-        tv = getattr(self._meta, table).get(name)
+    def value(self, table: Table, name: str) -> m.TensorValue:
+        """Weight or constant `name` as a TensorValue (its bytes copied once)."""
+        tv = getattr(self._meta, check_table(table)).get(name)
         if tv is None:
             raise DecodeError(f"{self._src}: no {table[:-1]} named {name!r}", f"{table}[{name!r}]")
         start, length = self.spans[table].get(name, (0, 0))
@@ -117,14 +110,13 @@ class ThriftArchive:
             return tv  # type: ignore[no-any-return]
         return tv.model_copy(update={"data": bytes(memoryview(self._buffer())[start : start + length])})  # type: ignore[no-any-return]
 
-    def tensor(self, table: str, name: str, device: str | torch.device | None = None) -> torch.Tensor:
+    def tensor(self, table: Table, name: str, device: str | torch.device | None = None) -> torch.Tensor:
         """Weight or constant `name` (`table` "weights" or "constants"): a view of the mapped file when its payload
         is contiguous and aligned for its dtype, else a copy."""
         from opwire.serde import tensors
         from opwire.serde.tensor_layout import contiguous_strides
 
-        if table not in tables.TABLES.values():
-            raise ValueError(f"table must be 'weights' or 'constants', got {table!r}")
+        table = check_table(table)
         where = f"{table}[{name!r}]"
         tv = getattr(self._meta, table).get(name)
         if tv is None:
@@ -146,7 +138,7 @@ class ThriftArchive:
                 return view_tensor(self._buffer(), start, length, layout, where, device)
             except DecodeError as exc:
                 raise DecodeError(f"{self._src}: {exc}", exc.path) from None
-        return tensors.shared_tensor(self._value(table, name), device, where)  # restrided (or big-endian): a copy
+        return tensors.shared_tensor(self.value(table, name), device, where)  # restrided (or big-endian): a copy
 
     def _read_into(self, start: int, length: int, out: torch.Tensor, where: str) -> torch.Tensor:
         """`length` bytes at `start` of the file (the one mapped: same device, inode and size) into `out`."""
@@ -187,8 +179,8 @@ class ThriftArchive:
         meta = self._meta
         return meta.model_copy(
             update={
-                "weights": {n: self.weight(n) for n in meta.weights},
-                "constants": {n: self.constant(n) for n in meta.constants},
+                "weights": {n: self.value("weights", n) for n in meta.weights},
+                "constants": {n: self.value("constants", n) for n in meta.constants},
             }
         )
 

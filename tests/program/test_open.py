@@ -138,14 +138,14 @@ def test_programs_are_decoded_on_first_use(files: dict[str, Any], monkeypatch: p
 
 
 def test_a_pt2_opens_without_reading_a_weight(files: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
-    def refuse(self: Any, name: str) -> Any:
-        raise AssertionError(f"weight {name} was read")
+    def refuse(self: Any, table: str, name: str, *args: Any) -> Any:
+        raise AssertionError(f"{table} {name} was read")
 
-    monkeypatch.setattr(pt2.Pt2Archive, "weight", refuse)
-    monkeypatch.setattr(pt2.Pt2Archive, "constant", refuse)
+    monkeypatch.setattr(pt2.Pt2Archive, "value", refuse)
+    monkeypatch.setattr(pt2.Pt2Archive, "tensor", refuse)
     opened = opwire.open(files["dir"] / "net.pt2")
     assert opened.signature().inputs[0].name == "x"
-    assert sorted(opened.tensor_names("weights")) == ["lin.bias", "lin.weight", "scale"]
+    assert sorted(opened.names("weights")) == ["lin.bias", "lin.weight", "scale"]
     opened.check()  # bindings checked by name: still nothing read
 
 

@@ -90,7 +90,7 @@ def test_writes_stay_private(saved: tuple[Path, torch.export.ExportedProgram]) -
 def test_shared_entry_is_mapped_once_and_shared_like_torch(saved: tuple[Path, torch.export.ExportedProgram]) -> None:
     path, _ = saved
     archive = pt2.open(path)
-    assert archive.weight_entries["tied"].path_name == archive.weight_entries["lin.weight"].path_name
+    assert archive.locations("weights")["tied"].path_name == archive.locations("weights")["lin.weight"].path_name
     weights, _ = archive.tensors()
     assert weights["tied"].data_ptr() == weights["lin.weight"].data_ptr()  # torch's loader shares them too
 
@@ -161,9 +161,9 @@ def test_deflated_entry_named_by_many_weights_is_inflated_once(
     assert materialized.weights["extra3"].data is materialized.weights["extra4"].data  # one bytes object
     # asking for the same entry again and again is charged to the archive's ratio, not per entry
     again = pt2.open(dst, max_ratio=1)  # the archive is a little larger than the entry: one inflation fits
-    again.weight("extra0")
+    again.value("weights", "extra0")
     with pytest.raises(DecodeError, match=r"bytes inflated from this archive .* exceeds the budget max_ratio=1"):
-        again.weight("extra1")
+        again.value("weights", "extra1")
 
 
 def test_bad_layouts_are_refused_before_a_view(

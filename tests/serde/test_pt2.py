@@ -69,9 +69,9 @@ def test_lazy_open_reads_only_json(saved: tuple[Path, nn.Module, torch.export.Ex
         assert archive.layout == "pt2" and archive.model == "model"
         assert archive.program.graph_module.graph.nodes
         assert all(n.endswith((".json", "archive_format", "archive_version")) for n in read), read
-        assert set(archive.weight_entries) == {"lin.weight", "lin.bias", "tw", "scale"}
+        assert set(archive.names("weights")) == {"lin.weight", "lin.bias", "tw", "scale"}
         assert not any("/weight_" in n for n in read)
-        archive.weight("scale")
+        archive.value("weights", "scale")
     assert any("/weight_" in n for n in read)
     assert pt2.read_program(path) == archive.program
 
