@@ -20,7 +20,15 @@ from opwire.serde.tensor_tables import TABLES, TensorTables, check_table
 
 READERS: tuple[type, ...] = (opw.OpwArchive, pt2.Pt2Archive, thrift_archive.ThriftArchive, OpenedProgram)
 WORDS = [name for name in vars(TensorTables) if not name.startswith("_")]
-OLD_WORDS = ("weight", "constant", "weight_entries", "constant_entries", "tensor_names", "load_tensors", "tensor_values")
+OLD_WORDS = (
+    "weight",
+    "constant",
+    "weight_entries",
+    "constant_entries",
+    "tensor_names",
+    "load_tensors",
+    "tensor_values",
+)
 
 
 def _shape(fn: Callable[..., object]) -> tuple[list[tuple[str, object, object]], object]:
