@@ -89,7 +89,16 @@ def _readers(files: dict[str, Path]) -> list[TensorTables]:
         thrift_archive.open(files["compact"]),
         opwire.open(files["pt2"]),
         opwire.open(files["compact"]),
+        opwire.open(thrift_archive.open(files["compact"])),
+        opwire.open(opw.open(files["opw"])),
     ]
+
+
+def test_every_lazy_archive_runs_as_a_program(files: dict[str, Path]) -> None:
+    x = torch.randn(4, 3)
+    want = opwire.run_program(files["pt2"], (x,))
+    for archive in (pt2.open(files["pt2"]), opw.open(files["opw"]), thrift_archive.open(files["compact"])):
+        assert torch.equal(opwire.run_program(archive, (x,)), want), type(archive).__name__
 
 
 def test_every_reader_reads_the_same_tables(files: dict[str, Path]) -> None:

@@ -28,6 +28,7 @@ from opwire.serde.tensor_tables import TABLES, Table, TensorTables, check_table
 if TYPE_CHECKING:
     import torch
     from torch import Tensor
+    from torch.utils._pytree import TreeSpec
 
     from opwire.program.signature import Signature
 
@@ -70,7 +71,7 @@ class OpenedProgram:
         self._owns_pt2 = owns_pt2
         self._lock = threading.RLock()
         self._tables: dict[str, dict[str, m.TensorValue]] = {}
-        self._checked: tuple[Any, Any] | None = None
+        self._checked: tuple[TreeSpec | None, TreeSpec | None] | None = None
         self._checked_token: tuple[Any, ...] = ()
         self._bound: dict[Hashable, tuple[tuple[Any, ...], Any]] = {}
 
@@ -197,7 +198,7 @@ class OpenedProgram:
         return m.OpwireArchive(program=model, weights={}, constants={}, opwire_version="")
 
     # ----------------------------------------------------------------------------------- checks
-    def check(self) -> tuple[Any, Any]:
+    def check(self) -> tuple[TreeSpec | None, TreeSpec | None]:
         """Check once that the pytree specs parse and every bound tensor exists; returns (in_spec, out_spec)."""
         checked = self._checked
         if checked is not None and self._model_token_is_current():

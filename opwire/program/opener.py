@@ -174,6 +174,7 @@ def _open_object(obj: Any, expect: Kind | None) -> Opened:
     """Models and programs already in memory: wrapped, never copied."""
     from opwire.serde.opw import OpwArchive
     from opwire.serde.pt2 import Pt2Archive
+    from opwire.serde.thrift_archive import ThriftArchive
 
     if isinstance(obj, OpenedProgram):
         want(obj.kind, expect, obj.source)
@@ -182,7 +183,7 @@ def _open_object(obj: Any, expect: Kind | None) -> Opened:
         opened = opened_of(obj)
         want(opened.kind, expect, opened.source)
         return opened
-    if isinstance(obj, Pt2Archive | OpwArchive):
+    if isinstance(obj, Pt2Archive | OpwArchive | ThriftArchive):
         want("archive", expect, str(obj.path))
         return OpenedProgram("archive", str(obj.path), pt2=obj)
     if type(obj).__name__ == "ExportedProgram" and type(obj).__module__.startswith("torch."):

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from torch.utils._pytree import TreeSpec
 
 from opwire.errors import DecodeError
 from opwire.schema import models as m
@@ -11,7 +14,7 @@ from opwire.schema import models as m
 __all__ = ["pytree_specs", "unregistered_pytree_types"]
 
 
-def pytree_specs(gm: m.GraphModule) -> tuple[Any, Any]:
+def pytree_specs(gm: m.GraphModule) -> tuple[TreeSpec | None, TreeSpec | None]:
     """(in_spec, out_spec) of the top-level call (None, None when the program has no module call graph).
 
     Whichever parser reads the spec strings, a failure is explained here: a class the spec names that no

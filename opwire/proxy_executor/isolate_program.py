@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 import torch.utils._pytree as pytree
@@ -22,10 +22,8 @@ from opwire.schema import models as m
 from opwire.serde import thrift
 from opwire.serde.objects import from_python, to_python
 
-if TYPE_CHECKING:
-    from opwire.proxy_executor.runner import ProgramRunner
-
 __all__ = [
+    "IsolatedRunner",
     "api_limits",
     "mutated_names",
     "node_label",
@@ -36,6 +34,30 @@ __all__ = [
 ]
 
 Observer = Callable[[m.Node, Mapping[str, Any]], None]
+Tables = dict[str, torch.Tensor]
+
+
+class IsolatedRunner(Protocol):
+    """What the isolated paths (here and `persistent`) need of a runner; `runner.ProgramRunner` offers it.
+
+    The runner calls into this module and `persistent`; they see it only through this protocol, so neither
+    imports the runner."""
+
+    isolate: bool  # run each call in a sandboxed child (False in the child's own copy)
+    observer: Observer | None
+    graph: m.Graph
+    signature: m.GraphSignature
+    out_spec: pytree.TreeSpec | None
+    state: Tables
+    constants: Tables
+
+    def run_with(self, state: Tables, constants: Tables, args: Sequence[Any], kwargs: Any) -> Any:
+        """Run on `args`/`kwargs`, reading and updating the given parameter/buffer tables."""
+        ...
+
+    def fresh_tables(self) -> tuple[Tables, Tables]:
+        """Fresh copies of the parameter/buffer tables."""
+        ...
 
 
 def api_limits(max_memory: int | None, timeout: float | None) -> Limits:
@@ -70,7 +92,7 @@ def progress_observer(graph: m.Graph, child: Child, inner: Observer | None) -> O
     return observe
 
 
-def mutated_names(runner: ProgramRunner) -> list[str]:
+def mutated_names(runner: IsolatedRunner) -> list[str]:
     """Buffers (a graph may write them in place) and the parameters the program declares it mutates."""
     names = [s.value.buffer_name for s in runner.signature.input_specs if s.type == "buffer"]
     for spec in runner.signature.output_specs:
@@ -80,7 +102,7 @@ def mutated_names(runner: ProgramRunner) -> list[str]:
 
 
 def run_isolated(
-    runner: ProgramRunner,
+    runner: IsolatedRunner,
     state: dict[str, torch.Tensor],
     constants: dict[str, torch.Tensor],
     args: Sequence[Any],
@@ -117,7 +139,7 @@ def run_isolated(
     return shape_outputs(runner, leaves)
 
 
-def shape_outputs(runner: ProgramRunner, leaves: list[Any]) -> Any:
+def shape_outputs(runner: IsolatedRunner, leaves: list[Any]) -> Any:
     """The output leaves shaped by the program's output spec."""
     if runner.out_spec is None:
         return leaves[0] if len(leaves) == 1 else tuple(leaves)

@@ -21,7 +21,7 @@ import threading
 import time
 import weakref
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 import torch.utils._pytree as pytree
@@ -39,6 +39,7 @@ from opwire.proxy_executor.isolate import (
     timeout_error,
 )
 from opwire.proxy_executor.isolate_program import (
+    IsolatedRunner,
     mutated_names,
     node_label,
     progress_observer,
@@ -47,9 +48,6 @@ from opwire.proxy_executor.isolate_program import (
 )
 from opwire.proxy_executor.sandbox import Limits
 from opwire.proxy_executor.shared_values import Region, layout, read, store
-
-if TYPE_CHECKING:
-    from opwire.proxy_executor.runner import ProgramRunner
 
 __all__ = ["IsolatedChild", "child_for"]
 
@@ -60,7 +58,7 @@ _MAX_MESSAGE = 64 << 20
 class IsolatedChild:
     """The sandboxed child that runs `runner`'s calls; started on the first call, again after a crash."""
 
-    def __init__(self, runner: ProgramRunner, limits: Limits) -> None:
+    def __init__(self, runner: IsolatedRunner, limits: Limits) -> None:
         self._runner = runner
         self.limits = replace(limits, cpu_seconds=None)
         self._lock = threading.Lock()
@@ -177,7 +175,7 @@ class IsolatedChild:
         self._holder.clear()
 
 
-def child_for(runner: ProgramRunner, limits: Limits) -> IsolatedChild:
+def child_for(runner: IsolatedRunner, limits: Limits) -> IsolatedChild:
     """The persistent isolated child of `runner` for `limits` (one per runner and limits, started on first use)."""
     children: dict[Limits, IsolatedChild] = runner.__dict__.setdefault("_isolated_children", {})
     if limits not in children:
@@ -227,7 +225,7 @@ def _shut(owner: int, holder: list[_Live], inputs: Region, outputs: Region) -> N
     outputs.close()
 
 
-def _serve(runner: ProgramRunner, child: Child, requests: int, replies: int, inputs: Region, outputs: Region) -> None:
+def _serve(runner: IsolatedRunner, child: Child, requests: int, replies: int, inputs: Region, outputs: Region) -> None:
     """The child's loop: read a request, run, place the outputs, reply; until the parent closes the pipe."""
     runner.isolate = False  # the child's own copy of the runner runs in-process
     runner.observer = progress_observer(runner.graph, child, runner.observer)

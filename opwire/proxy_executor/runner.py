@@ -23,6 +23,7 @@ import torch.utils._pytree as pytree
 from opwire.errors import BindError, DecodeError
 from opwire.program import OpenedProgram, bind_inputs
 from opwire.program import open as open_program
+from opwire.program.opened import LazyArchive
 from opwire.program.specs import unregistered_pytree_types
 from opwire.proxy_executor.bound import BoundGraph
 from opwire.proxy_executor.context import BindContext
@@ -36,6 +37,8 @@ from opwire.proxy_executor.graphchecks import (
     protected_inputs,
 )
 from opwire.proxy_executor.guard import RunGuard
+from opwire.proxy_executor.isolate_program import api_limits, run_isolated
+from opwire.proxy_executor.persistent import IsolatedChild, child_for
 from opwire.proxy_executor.plan import NodePlan
 from opwire.proxy_executor.run_budgets import MAX_MEMORY, WHILE_LOOP_ITERATIONS, loop_budget, time_limit
 from opwire.schema import models as m
@@ -45,8 +48,18 @@ from opwire.schema.spec_roles import spec_member, target_name
 __all__ = ["ProgramRunner", "run_program", "unregistered_pytree_types"]
 
 Env = dict[str, Any]
-Openable = m.OpwireArchive | m.ExportedProgram | OpenedProgram | str | Path | Any
-"""What a program can be given as: anything `opwire.open` opens as a program."""
+Openable = (
+    m.OpwireArchive
+    | m.ExportedProgram
+    | OpenedProgram
+    | LazyArchive
+    | torch.export.ExportedProgram
+    | str
+    | Path
+    | bytes
+)
+"""What a program can be given as: anything `opwire.open` opens as a program (a path, a program's bytes, a model,
+an opened program, a lazy archive, a torch ExportedProgram)."""
 
 
 class ProgramRunner:
@@ -135,10 +148,7 @@ class ProgramRunner:
         for child in self.__dict__.get("_isolated_children", {}).values():
             child.close()
 
-    def _isolated_child(self) -> Any:
-        from opwire.proxy_executor.isolate_program import api_limits  # deferred: a cycle (isolate_program -> runner)
-        from opwire.proxy_executor.persistent import child_for
-
+    def _isolated_child(self) -> IsolatedChild:
         return child_for(self, api_limits(self.max_memory, self.exec_policy.timeout))
 
     def run_with(
@@ -148,8 +158,6 @@ class ProgramRunner:
         if self.isolate and state is self.state and constants is self.constants:
             return self._isolated_child().call(False, args, kwargs)  # the persistent child (its copy of the tables)
         if self.isolate:
-            from opwire.proxy_executor.isolate_program import api_limits, run_isolated
-
             limits = api_limits(self.max_memory, self.exec_policy.timeout)
             return run_isolated(self, state, constants, args, kwargs, limits)
         env = self._bind_inputs(state, constants, args, kwargs)
@@ -364,14 +372,11 @@ def run_program(
             raise BindError("pass the inputs either by name (a dict as args) or as args and kwargs, not both")
         args, kwargs = bind_inputs(runner.opened, args)
     if isolate:  # the opened program's persistent sandboxed child, on fresh buffers each call
-        from opwire.proxy_executor.isolate_program import api_limits
-        from opwire.proxy_executor.persistent import child_for
-
         return child_for(runner, api_limits(max_memory, timeout)).call(True, args, kwargs or {})
     return runner.run_fresh(args, kwargs)
 
 
-def _runner_for(obj: Any, device: str | torch.device | None, exec_policy: ExecPolicy) -> ProgramRunner:
+def _runner_for(obj: Openable, device: str | torch.device | None, exec_policy: ExecPolicy) -> ProgramRunner:
     """The runner of the opened program for this device and policy: the opened program owns it."""
     opened = open_program(obj, expect="program")
     return opened.bound(
