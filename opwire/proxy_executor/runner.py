@@ -307,7 +307,7 @@ def _value(arg: m.Argument, env: Env, where: str) -> Any:
         raise BindError(f"{where}: refers to {exc.args[0]!r}, which no input or node produced") from None
 
 
-def _flatten_user(args: Sequence[Any], kwargs: Mapping[str, Any], spec: Any) -> list[Any]:
+def _flatten_user(args: Sequence[Any], kwargs: Mapping[str, Any], spec: pytree.TreeSpec | None) -> list[Any]:
     leaves, got = pytree.tree_flatten((tuple(args), dict(kwargs)))
     if spec is not None and got != spec:
         if spec.num_leaves == len(leaves):
@@ -319,7 +319,7 @@ def _flatten_user(args: Sequence[Any], kwargs: Mapping[str, Any], spec: Any) -> 
     return list(leaves)
 
 
-def _one_line(spec: Any) -> str:
+def _one_line(spec: pytree.TreeSpec) -> str:
     return " ".join(str(spec).split())
 
 
