@@ -42,6 +42,8 @@ SIZE_ARGS = frozenset(
 )  # fmt: skip
 """Argument names whose value sets how much an op allocates: a node with one runs the memory check."""
 
+_SEEN = 16  # argument shapes whose estimate a plan keeps
+
 _SYM_OPERANDS = frozenset({"as_int", "as_float", "as_bool", "as_sym_int", "as_sym_float", "as_sym_bool"})
 _SYM_RESULTS = {"as_sym_int": (int,), "as_sym_float": (float, int), "as_sym_bool": (bool,)}
 
@@ -63,8 +65,9 @@ class Checks:
     only when its inputs differ in shape or one is expanded (a zero stride): the case where outputs outgrow them."""
     tensor_args: tuple[tuple[int, str], ...] = ()
     """(position, name) of the op's Tensor arguments: what the light filter reads."""
-    seen: tuple[Any, int | None] | None = None
-    """The last (argument shapes, output bytes) estimated: a node run again on the same shapes is not re-run on meta."""
+    seen: dict[Any, int | None] | None = None
+    """Output bytes by argument shapes, the last `_SEEN` estimated: a plan run again on shapes it saw (a plan
+    serves every node of its op, so a model's layers take turns) is not re-run on meta."""
     arg_names: tuple[tuple[int, str], ...] = ()
     """(position, name) of every schema argument: what the estimate's cache key reads."""
     small: Callable[[list[Any], dict[str, Any]], bool] | None = None
@@ -110,16 +113,20 @@ class Checks:
             return  # every output element at 16 bytes fits the budget: nothing can go over it
         if self.light and _same_size_out(self.tensor_args, pos, kw):
             return  # one shape in, nothing expanded: the outputs are no larger than the inputs
-        key = key if key is not None else shape_key(self.arg_kinds, pos, kw)
+        key = key if key is not None else _hashable(shape_key(self.arg_kinds, pos, kw))
         need: int | str | None
-        if self.seen is not None and self.seen[0] == key:
-            need = self.seen[1]
+        seen = self.seen if self.seen is not None else {}
+        if key is not None and key in seen:
+            need = seen[key]
         else:
             need = output_bytes(fn, pos, kw, self.device_arg)
-            if need is not None or self.size_rule is None:
-                self.seen = (key, need)  # by shapes; a size rule reads the data: run again on every call
-            else:
-                need = self.size_rule(pos, kw)
+            if need is None and self.size_rule is not None:
+                need = self.size_rule(pos, kw)  # a size rule reads the data: run again on every call
+            elif key is not None:  # by shapes
+                if len(seen) >= _SEEN:
+                    del seen[next(iter(seen))]  # the oldest
+                seen[key] = need
+                self.seen = seen
         if isinstance(need, str):
             raise KernelError(f"{self.where}: refused before the kernel ran: {need}")
         if need is not None and need > self.memory:
@@ -129,6 +136,16 @@ class Checks:
                 "max_memory=BYTES (ProxyExecutor, run_program, ProgramRunner)",
                 "max_memory",
             )
+
+
+def _hashable(key: list[Any]) -> tuple[Any, ...] | None:
+    """`key` as a tuple, None when a value in it is unhashable (that call is estimated every time)."""
+    out = tuple(key)
+    try:
+        hash(out)
+    except TypeError:
+        return None
+    return out
 
 
 @cache

@@ -251,8 +251,10 @@ def _count(data: bytes, start: int, name: str, codec: str, max_depth: int, limit
 
 def _check_program_version(obj: Any, where: str) -> None:
     """An ExportedProgram of another major schema version is refused, naming both versions."""
+    if type(obj).__name__ != "ExportedProgram":
+        return  # before the attribute: a missing one goes through pydantic's slow `__getattr__`
     version = getattr(obj, "schema_version", None)
-    if type(obj).__name__ != "ExportedProgram" or version is None:
+    if version is None:
         return
     problem = schema_version_error((version.major, version.minor), where.removesuffix(": "))
     if problem is not None:

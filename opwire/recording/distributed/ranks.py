@@ -21,7 +21,7 @@ from typing import Any
 
 from opwire.recording.distributed.numerics import Disagreement, check_collective, check_p2p
 from opwire.recording.distributed.run import Run
-from opwire.recording.distributed.scan import RankTensors, calls_of, groups_of, summarize
+from opwire.recording.distributed.scan import RankTensors, calls_of, costs_of, groups_of, summarize
 from opwire.recording.distributed.sequence import CollectiveCall
 from opwire.recording.distributed.share import Share
 from opwire.recording.origin import any_undefined, flat_names
@@ -31,6 +31,7 @@ from opwire.serde import json
 __all__ = ["check_ranks", "format_ranks"]
 
 _ENDED = "(no call: the rank's sequence ended)"
+_CALL = 64 << 10  # what a call costs a numeric check besides its tensors' bytes, in bytes read
 
 
 @dataclass
@@ -73,8 +74,10 @@ def _check(run: Run, numerics: bool, max_findings: int, share: Share, tensors: R
     checks = [e for e in events if isinstance(e, _Check)]
     found: dict[int, Any] = {}
     if numerics:
+        cost = costs_of(summaries)
+        taken = share.balanced([sum(cost[c.rank, c.index] + _CALL for c in x.calls if c is not None) for x in checks])
         for k, check in enumerate(checks):
-            if share.mine(k):
+            if k in taken:
                 f = _numeric(check, tensors)
                 found[k] = None if f is None else json.encode(f).decode("ascii")
         for part in share.gather({str(k): v for k, v in found.items()}):

@@ -20,11 +20,12 @@ import torch
 from opwire.recording.collectives import collective_of
 from opwire.recording.distributed.run import Run
 from opwire.recording.distributed.sequence import CollectiveCall, collective_calls, signature
+from opwire.recording.origin import flat_names
 from opwire.recording.source import TraceSource
 from opwire.schema import models as m
 from opwire.serde import json
 
-__all__ = ["RankTensors", "calls_of", "groups_of", "summarize"]
+__all__ = ["RankTensors", "calls_of", "costs_of", "groups_of", "summarize"]
 
 _THREADED = 1 << 20  # bytes of a collective's inputs from which its ranks are read on threads
 _SCALARS = ("tag", "input_split_sizes")  # read by the checks besides each op's reduction and root
@@ -48,7 +49,8 @@ def summarize(src: TraceSource, rank: int) -> dict[str, Any]:
         names = (c.spec.reduce, c.spec.root, *_SCALARS)
         values = {k: _plain(c.scalar(k)) for k in names if k}
         sig = "" if c.spec.p2p else signature(c, src)
-        calls.append([c.index, c.target, c.group, sig, c.inputs, c.outputs, c.source, c.module, values])
+        cost = sum(src.nbytes(n) for n in (*flat_names(c.inputs), *flat_names(c.outputs)))
+        calls.append([c.index, c.target, c.group, sig, c.inputs, c.outputs, c.source, c.module, values, cost])
     return {"rank": rank, "groups": groups, "calls": calls}
 
 
@@ -62,11 +64,16 @@ def groups_of(summaries: Sequence[dict[str, Any]]) -> list[m.TraceProcessGroup]:
     return list(found.values())
 
 
+def costs_of(summaries: Sequence[dict[str, Any]]) -> dict[tuple[int, int], int]:
+    """(rank, call index) -> bytes of the collective's recorded tensors, for sharing the checks out by cost."""
+    return {(int(s["rank"]), int(c[0])): int(c[-1]) for s in summaries for c in s["calls"]}
+
+
 def calls_of(summary: dict[str, Any]) -> list[tuple[CollectiveCall, str]]:
     """A summary's collectives as `CollectiveCall`s (arguments replaced by the scalars kept), with signatures."""
     rank = int(summary["rank"])
     out = []
-    for index, target, group, sig, inputs, outputs, source, module, values in summary["calls"]:
+    for index, target, group, sig, inputs, outputs, source, module, values, _ in summary["calls"]:
         spec = collective_of(target)
         assert spec is not None  # summarize kept collectives only
         call = CollectiveCall(rank, index, target, spec, group, {}, inputs, outputs, source, module, values)

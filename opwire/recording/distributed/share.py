@@ -8,7 +8,7 @@ process 0 prints. Outside a launcher (or with one process) the same code runs wi
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +37,19 @@ class Share:
     def mine(self, k: int) -> bool:
         """Whether item `k` of a list every process computes alike is this process's to work on."""
         return k % self.count == self.index
+
+    def balanced(self, costs: Sequence[int]) -> set[int]:
+        """The items of a list every process computes alike (`costs`, one each) this process works on: the
+        costliest first, each to the process with the least cost so far (ties: the lowest index), so a run
+        whose costly items recur with the process count's period is not all one process's."""
+        loads = [0] * self.count
+        taken: set[int] = set()
+        for k in sorted(range(len(costs)), key=lambda k: -costs[k]):
+            p = loads.index(min(loads))
+            loads[p] += costs[k]
+            if p == self.index:
+                taken.add(k)
+        return taken
 
     @property
     def prints(self) -> bool:
