@@ -1,18 +1,13 @@
 """Codecs: models in, bytes out, and back. `dumps`/`loads` pick the codec by format name.
 
 Modules:
+    _archive: the containers' internals behind `opw`, `pt2`, `thrift_archive`: layouts, tables, mapped views, writers
     _build: model builders compiled once from the IDL: parsed values to models without pydantic's per-field work
     _cplan: the plan table of the C model builder (`_cbuild`, sources in `_cbuild_src/`), compiled from the IDL
     _depth: nesting depth of a decoded model, counted as every codec counts it
     _json_write: JSON writers compiled once from the IDL: a model to torch's exact JSON text in one pass
-    _mapping: tensors viewed over a memory-mapped file or an inflated buffer, after every check a view needs
-    _opw_table: the `.opw` header and tensor table: packed by the writer, checked field by field by the reader
-    _opw_write: a `.opw` archive written: header, tensor table, aligned blobs, identical storages once
     _padding: `TensorValue.padding`: the zero bytes that align an archive's payloads in a Thrift file
     _paths: paths into models (`graph_module.graph.nodes[3].inputs[1].arg`) and the IDL types found there
-    _pt2_layout: where a .pt2 archive keeps its program, weights, constants and example inputs
-    _pt2_payload: one weight or constant of a .pt2 archive read into a TensorValue, never unpickling by default
-    _pt2_write: an OpwireArchive written as a .pt2 archive that `torch.export.load` accepts
     _thrift: the Thrift wire engine behind `thrift`: protocols, the checking decoder, the encoder, the fast path
     _walk: a model tree checked against the IDL, naming the first value no codec could write
     archive: the one checked zip reader (.pt2 archives, AOTInductor packages): hostile zips are data
