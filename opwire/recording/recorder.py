@@ -226,9 +226,9 @@ def _decode(data: bytes, source: str, max_elements: int | None = None) -> m.Call
 
 def _check_kind(data: bytes, source: str) -> None:
     """DecodeError unless `data` (or its first bytes) starts like a trace: opwire's header or a JSON object."""
-    from opwire.serde import framing
+    from opwire.serde.json import is_document_head
 
-    if framing.has_header(data) or data.lstrip()[:1] == b"{":
+    if is_document_head(data):
         return
     raise DecodeError(
         f"{source}: Expected a trace (JSON, or Thrift with opwire's header), got {len(data)} bytes starting "

@@ -13,7 +13,6 @@ Modules:
     archive: the one checked zip reader (.pt2 archives, AOTInductor packages): hostile zips are data
     bindings: which weights and constants a program's signature binds
     budgets: the decoding budgets: what a file opwire did not write may cost, and how to raise each
-    detect: what bytes hold (JSON by its top-level keys, Thrift by opwire's header), decoded
     files: a whole input file read within a byte budget
     framing: the header of files opwire writes in Thrift form, and the nesting bound every codec shares
     json: the JSON codec: byte-identical to torch's export JSON, validated on the way in
@@ -193,10 +192,27 @@ def _json_not_thrift(data: bytes | bytearray | memoryview, format: str) -> Decod
 
 def _loads_any(data: bytes | str, format: str | None, max_depth: int, max_elements: int) -> Any:
     """`loads` without a type: the header's root type, or the JSON root its keys show."""
-    from opwire.serde import detect, framing
+    from opwire.schema import models as m
+    from opwire.serde import framing, json
 
-    if format in (None, "json") or (not isinstance(data, str) and framing.has_header(data)):
-        return detect.decode_bytes(data, max_depth=max_depth, max_elements=max_elements)
+    if not isinstance(data, str) and framing.has_header(data):  # codec and root type from the header
+        header = framing.read_header(data)
+        cls = m.MODELS.get(header.root)
+        if cls is None:
+            raise DecodeError(f"input: the header names root type {header.root!r}, which this opwire does not know")
+        from opwire.serde import thrift
+
+        codec: Any = header.codec
+        return thrift.decode(bytes(data), cls, codec, framed=True, max_depth=max_depth, max_elements=max_elements)
+    if format in (None, "json"):  # the root type from the JSON keys
+        if not json.looks_like_json(data):
+            raise DecodeError(
+                "input: neither JSON nor Thrift with opwire's header; raw Thrift needs its codec and type: "
+                "opwire.loads(data, cls, format=...)"
+            )
+        raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
+        json.check_elements(raw, max_elements, "input")  # before detection parses it
+        return json.decode(raw, json.detect_json_root(raw), max_depth=max_depth, max_elements=max_elements)
     raise DecodeError(
         f"raw Thrift {format} (no opwire header) does not say what type it holds; pass the type: "
         f"opwire.loads(data, m.ExportedProgram, format={format!r}) (models: opwire.schema.models)"
