@@ -146,7 +146,7 @@ def _open(src: Path, model: str | None, allow_pickle: bool, max_elements: int) -
 def _bare_archive(program: m.ExportedProgram, src: Path) -> m.OpwireArchive:
     """An archive with no tensors, for a program that binds none."""
     from opwire import __version__
-    from opwire.serde import first_missing
+    from opwire.schema import first_missing
 
     missing = first_missing(program, (), ())
     if missing is not None:

@@ -11,7 +11,6 @@ Modules:
     _thrift: the Thrift wire engine behind `thrift`: protocols, the checking decoder, the encoder, the fast path
     _walk: a model tree checked against the IDL, naming the first value no codec could write
     archive: the one checked zip reader (.pt2 archives, AOTInductor packages): hostile zips are data
-    bindings: which weights and constants a program's signature binds
     budgets: the decoding budgets: what a file opwire did not write may cost, and how to raise each
     files: a whole input file read within a byte budget
     framing: the header of files opwire writes in Thrift form, and the nesting bound every codec shares
@@ -44,7 +43,6 @@ if TYPE_CHECKING:  # pydantic loads with the first codec, so `import opwire` (an
     import torch.export
     from pydantic import BaseModel
 
-    from opwire.serde.bindings import first_missing
     from opwire.serde.budgets import MAX_ELEMENTS
     from opwire.serde.outfiles import check_output, write_output
     from opwire.serde.pytree_spec import check_spec, program_specs
@@ -56,7 +54,6 @@ _LAZY = {
     "write_output": "opwire.serde.outfiles",
     "check_spec": "opwire.serde.pytree_spec",
     "program_specs": "opwire.serde.pytree_spec",
-    "first_missing": "opwire.serde.bindings",
 }
 
 __all__ = [
@@ -67,7 +64,6 @@ __all__ = [
     "check_output",
     "check_spec",
     "dumps",
-    "first_missing",
     "from_exported_program",
     "loads",
     "program_specs",

@@ -274,7 +274,7 @@ class Pt2Archive:
         return {n: read(n) for n in (self.weight_entries if kind == "weights" else self.constant_entries)}
 
     def _pickled_table(self, kind: str, entry: str) -> dict[str, m.TensorValue]:
-        from opwire.serde.bindings import bound_tensors
+        from opwire.schema.spec_roles import bound_tensors
 
         needed = bound_tensors(self.program)[0 if kind == "weights" else 1]
         if not needed:
