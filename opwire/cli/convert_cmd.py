@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from opwire.cli.options import LOADING_HELP, add_budget_flags, add_loading
 from opwire.errors import DecodeError
+from opwire.program import check_output, write_output
 from opwire.schema import models as m
-from opwire.serde import MAX_ELEMENTS, check_output, write_output
+from opwire.serde import MAX_ELEMENTS
 
 if TYPE_CHECKING:
     from opwire.program import OpenedProgram

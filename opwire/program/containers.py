@@ -12,12 +12,12 @@ from typing import Any
 from pydantic import BaseModel
 
 from opwire.errors import DecodeError
+from opwire.program.files import read_head, read_input
 from opwire.program.kinds import KINDS, ROOT_KINDS, FindingsFile, Kind, StreamedTrace
 from opwire.program.opened import OpenedProgram
 from opwire.schema import models as m
 from opwire.serde import budgets, framing, json
 from opwire.serde.archive import ZipArchive, is_zip_head
-from opwire.serde.files import read_head, read_input
 
 __all__ = ["CONTAINERS", "Budgets", "Container", "Opened", "aoti_wrapper", "from_bytes", "want"]
 

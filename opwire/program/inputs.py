@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from opwire.errors import BindError, DecodeError
+from opwire.program.files import read_head, read_input
 from opwire.program.opener import open
 from opwire.program.signature import check_inputs
 from opwire.schema import models as m
 from opwire.serde import framing, loads, python_values
 from opwire.serde.archive import is_zip_head
-from opwire.serde.files import read_head, read_input
 from opwire.serde.json import is_document_head
 
 if TYPE_CHECKING:

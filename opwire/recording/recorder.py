@@ -21,6 +21,7 @@ from typing import Literal
 import torch
 
 from opwire.errors import DecodeError
+from opwire.program.outfiles import write_output
 from opwire.recording.dispatch_mode import RecorderMode
 from opwire.recording.launch import launch_info, rank_path
 from opwire.recording.locate import Locator
@@ -31,7 +32,6 @@ from opwire.recording.stream_frames import is_stream
 from opwire.recording.stream_writer import TraceWriter
 from opwire.schema import models as m
 from opwire.schema.models import SCHEMA_VERSION
-from opwire.serde.outfiles import write_output
 
 __all__ = ["Trace", "load_trace", "record"]
 

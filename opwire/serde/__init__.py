@@ -12,12 +12,10 @@ Modules:
     _walk: a model tree checked against the IDL, naming the first value no codec could write
     archive: the one checked zip reader (.pt2 archives, AOTInductor packages): hostile zips are data
     budgets: the decoding budgets: what a file opwire did not write may cost, and how to raise each
-    files: a whole input file read within a byte budget
     framing: the header of files opwire writes in Thrift form, and the nesting bound every codec shares
     json: the JSON codec: byte-identical to torch's export JSON, validated on the way in
     objects: `Value` records <-> Python objects, for example inputs and inputs files
     opw: opwire's own archive, `.opw`: a header, a tensor table and aligned blobs that are mapped
-    outfiles: output files opened through `open_output`, never clobbering an input
     pt2: torch .pt2 archives read lazily and written, no pickle (`open`, `read`, `write`)
     python_carriers: Python objects <-> the members of `Argument` and `Value`, built from the IDL types
     pytree_spec: opwire's own reader of pytree spec strings, importing nothing
@@ -44,14 +42,11 @@ if TYPE_CHECKING:  # pydantic loads with the first codec, so `import opwire` (an
     from pydantic import BaseModel
 
     from opwire.serde.budgets import MAX_ELEMENTS
-    from opwire.serde.outfiles import check_output, write_output
     from opwire.serde.pytree_spec import check_spec, program_specs
 
 # public name -> module that defines it, imported on first use (the codecs and their budgets stay unloaded)
 _LAZY = {
     "MAX_ELEMENTS": "opwire.serde.budgets",
-    "check_output": "opwire.serde.outfiles",
-    "write_output": "opwire.serde.outfiles",
     "check_spec": "opwire.serde.pytree_spec",
     "program_specs": "opwire.serde.pytree_spec",
 }
@@ -61,7 +56,6 @@ __all__ = [
     "MAX_ELEMENTS",
     "DecodeError",
     "EncodeError",
-    "check_output",
     "check_spec",
     "dumps",
     "from_exported_program",
@@ -70,7 +64,6 @@ __all__ = [
     "python_values",
     "to_exported_program",
     "values",
-    "write_output",
 ]
 
 M = TypeVar("M", bound="BaseModel")
