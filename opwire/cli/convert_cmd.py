@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from opwire.cli.options import LOADING_HELP, add_budget_flags, add_loading
 from opwire.errors import DecodeError
+from opwire.program import check_output, write_output
 from opwire.schema import models as m
-from opwire.serde import MAX_ELEMENTS, check_output, write_output
+from opwire.serde import MAX_ELEMENTS
 
 if TYPE_CHECKING:
     from opwire.program import OpenedProgram
@@ -146,7 +147,7 @@ def _open(src: Path, model: str | None, allow_pickle: bool, max_elements: int) -
 def _bare_archive(program: m.ExportedProgram, src: Path) -> m.OpwireArchive:
     """An archive with no tensors, for a program that binds none."""
     from opwire import __version__
-    from opwire.serde import first_missing
+    from opwire.schema import first_missing
 
     missing = first_missing(program, (), ())
     if missing is not None:

@@ -108,7 +108,7 @@ def run_snapshot(args: argparse.Namespace) -> int:
     """Write the snapshot of the namespaces."""
 
     import opwire
-    from opwire.serde import check_output, write_output
+    from opwire.program import check_output, write_output
     from opwire.validation import snapshot_ops
 
     if args.out:

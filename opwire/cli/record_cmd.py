@@ -80,7 +80,7 @@ def _module_exists(name: str) -> bool:
 def _unwritable(out: Path, inputs: list[str]) -> str | None:
     """Why the trace could not be written to `out` (None when it can), found before the script runs."""
     from opwire.errors import OpwireError
-    from opwire.serde import check_output
+    from opwire.program import check_output
 
     try:
         check_output(out, inputs)  # no symlink, FIFO, device or the script itself

@@ -12,8 +12,9 @@ from opwire.cli.options import LOADING_HELP, add_budget_flags, add_device, add_l
 from opwire.cli.values import INPUTS_HELP, describe, text
 from opwire.cli.wording import for_cli
 from opwire.errors import DecodeError, OpwireError, printable
+from opwire.program import check_output, write_output
 from opwire.schema import models as m
-from opwire.serde import check_output, dumps, loads, values, write_output
+from opwire.serde import dumps, loads, values
 
 __all__ = ["add_parser", "run"]
 

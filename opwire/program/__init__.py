@@ -6,10 +6,12 @@ budgets, and returns an `OpenedProgram` (programs and archives, opened lazily) o
 
 Modules:
     containers: the containers recognised by a file's first bytes (a zip, Thrift with opwire's header, JSON)
+    files: a whole input file read within a byte budget (`read_input`, `read_head`): devices, pipes never exhaust it
     inputs: a program's inputs read from a file by name (`read_inputs`) and bound by name (`bind_inputs`)
     kinds: what `open` can return: the kinds of file opwire reads, by name, and the handles of two of them
     opened: `OpenedProgram`: a program or archive opened lazily, owner of everything derived from it
     opener: `open`: paths, bytes, models and torch programs to a typed, opened object
+    outfiles: output files opened through `open_output`, never clobbering an input (`check_output`, `write_output`)
     signature: what a program takes and returns, read from its graph signature alone
     specs: the pytree specs of a program's top-level call, read by opwire's own parser
     summaries: `summary(opened)`: what `opwire inspect` says of anything `open` returns, one `InspectOutput`
@@ -23,6 +25,7 @@ from opwire.program.inputs import bind_inputs, input_dtypes, read_inputs
 from opwire.program.kinds import KINDS, FindingsFile, Kind, StreamedTrace
 from opwire.program.opened import OpenedProgram, opened_of
 from opwire.program.opener import open
+from opwire.program.outfiles import check_output, write_output
 from opwire.program.signature import check_inputs, dtype_name, extern_inputs, op_name, program_signature
 from opwire.program.summaries import summary
 
@@ -37,6 +40,7 @@ __all__ = [
     "StreamedTrace",
     "bind_inputs",
     "check_inputs",
+    "check_output",
     "dtype_name",
     "extern_inputs",
     "input_dtypes",
@@ -46,6 +50,7 @@ __all__ = [
     "program_signature",
     "read_inputs",
     "summary",
+    "write_output",
 ]
 
 __getattr__ = submodule_getattr(__name__, __path__)  # `opwire.program.signature` without importing it first

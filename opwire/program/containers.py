@@ -4,7 +4,6 @@ how the bytes of one become the kind its root type names. Adding a container for
 
 from __future__ import annotations
 
-import json as _stdlib_json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,13 +12,14 @@ from typing import Any
 from pydantic import BaseModel
 
 from opwire.errors import DecodeError
+from opwire.program.files import read_head, read_input
 from opwire.program.kinds import KINDS, ROOT_KINDS, FindingsFile, Kind, StreamedTrace
 from opwire.program.opened import OpenedProgram
 from opwire.schema import models as m
 from opwire.serde import budgets, framing, json
-from opwire.serde.files import read_head, read_input
+from opwire.serde.archive import ZipArchive, is_zip_head
 
-__all__ = ["CONTAINERS", "Budgets", "Container", "Opened", "from_bytes", "is_zip_head", "want"]
+__all__ = ["CONTAINERS", "Budgets", "Container", "Opened", "aoti_wrapper", "from_bytes", "want"]
 
 Opened = (
     OpenedProgram
@@ -65,9 +65,6 @@ def want(kind: Kind, expect: Kind | None, where: str) -> None:
 # ------------------------------------------------------------------------------------ containers
 def _open_zip(path: Path, b: Budgets, expect: Kind | None) -> Opened:
     """A .pt2 export archive (opened lazily), or the extern nodes of an AOTInductor package."""
-    from opwire.serde.archive import ZipArchive
-    from opwire.serde.detect import aoti_wrapper
-
     max_bytes = budgets.MAX_ARCHIVE_BYTES if b.max_bytes is None else b.max_bytes
     with ZipArchive(path, max_bytes=max_bytes, max_ratio=b.max_ratio) as z:
         names = z.names()
@@ -116,6 +113,18 @@ def _open_json(path: Path, b: Budgets, expect: Kind | None) -> Opened:
     return from_bytes(_read(path, b), str(path), b, expect)
 
 
+def aoti_wrapper(archive: ZipArchive) -> str | None:
+    """The one extern-node entry (`data/aotinductor/**/*.wrapper.json`) of an AOTInductor package, None if none.
+
+    A package with several is a DecodeError naming them."""
+    names = [n for n in archive.names() if "/data/aotinductor/" in n and n.endswith(".wrapper.json")]
+    if len(names) > 1:
+        raise DecodeError(
+            f"{archive.src}: AOTInductor package with {len(names)} extern-node files ({', '.join(names)}); expected one"
+        )
+    return names[0] if names else None
+
+
 def _is_opw_head(head: bytes) -> bool:
     return head.startswith(framing.OPW_MAGIC)
 
@@ -126,10 +135,6 @@ def _open_opw(path: Path, b: Budgets, expect: Kind | None) -> Opened:
     from opwire.serde import opw
 
     return OpenedProgram("archive", str(path), pt2=opw.open(path, max_elements=b.max_elements), owns_pt2=True)
-
-
-def is_zip_head(head: bytes) -> bool:
-    return head.startswith((b"PK\x03\x04", b"PK\x05\x06"))
 
 
 CONTAINERS: list[Container] = [
@@ -152,13 +157,13 @@ def from_bytes(data: bytes, where: str, b: Budgets, expect: Kind | None) -> Open
     if framing.has_header(data):
         root = framing.read_header(data, where).root if sniffed is None else sniffed[1]
         return _decode_root(root, data, where, b, expect)
-    if not json.looks_like_json(data):
+    if not json.looks_like_json(data):  # a JSON array is refused below, by what its top holds
         raise DecodeError(
             f"{where}: neither a .pt2 zip archive, JSON, nor a file opwire wrote in Thrift form (it starts with "
             f"{bytes(data[:8])!r}); raw Thrift needs its codec and type: opwire.loads(data, cls, format=...)"
         )
     json.check_elements(data, b.max_elements, where)  # before anything parses it
-    top = _json_top(data, where, object_only=expect != "findings")
+    top = json.json_top(data, where, object_only=expect != "findings")
     if expect == "findings" or "opwire_findings" in top or ("reports" in top and json.json_root(top) is None):
         want("findings", expect, where)  # a findings document is checked entry by entry where it is drawn
         return FindingsFile(where, top)
@@ -168,21 +173,6 @@ def from_bytes(data: bytes, where: str, b: Budgets, expect: Kind | None) -> Open
             f"{where}: a JSON object with keys {sorted(top)[:6]} is none of the types opwire reads ({', '.join(KINDS)})"
         )
     return _decode_root(found, data, where, b, expect)
-
-
-def _json_top(data: bytes, where: str, object_only: bool = True) -> Any:
-    try:
-        top = _stdlib_json.loads(data)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise DecodeError(f"{where}: not valid JSON ({exc})") from None
-    except RecursionError:
-        raise DecodeError(
-            f"{where}: JSON nested too deeply for Python's parser; opwire's JSON nesting stops at "
-            f"{json.JSON_PARSER_DEPTH}"
-        ) from None
-    if object_only and not isinstance(top, dict):
-        raise DecodeError(f"{where}: expected a JSON object at the top level, got {type(top).__name__}")
-    return top
 
 
 def _decode_root(root: str, data: bytes, where: str, b: Budgets, expect: Kind | None) -> Opened:

@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from opwire.errors import BindError, DecodeError
-from opwire.program.containers import is_zip_head
+from opwire.program.files import read_head, read_input
 from opwire.program.opener import open
 from opwire.program.signature import check_inputs
 from opwire.schema import models as m
 from opwire.serde import framing, loads, python_values
-from opwire.serde.files import read_head, read_input
+from opwire.serde.archive import is_zip_head
+from opwire.serde.json import is_document_head
 
 if TYPE_CHECKING:
     from opwire.program.opened import OpenedProgram
@@ -83,7 +84,7 @@ def read_inputs(
         if fmt not in (None, "json") and not framing.has_header(head):  # raw Thrift: the caller named the codec
             raw = read_input(path, what="--inputs file")
             return python_values(loads(raw, m.Values, format=fmt, max_elements=max_elements))  # type: ignore[call-overload]
-        if not (framing.has_header(head) or head.lstrip()[:1] == b"{"):
+        if not is_document_head(head):
             raise DecodeError(
                 f"{path}: not a Values JSON object (it starts with {head[:8]!r}), a plain JSON object, a "
                 "torch.save file nor a file opwire wrote in Thrift form; pass --inputs-format binary|compact "

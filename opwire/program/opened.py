@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from opwire.errors import DecodeError
 from opwire.schema import models as m
-from opwire.serde.bindings import bound_tensors, first_missing
+from opwire.schema.spec_roles import bound_tensors, first_missing
 from opwire.serde.tensor_tables import TABLES, Table, TensorTables, check_table
 
 if TYPE_CHECKING:

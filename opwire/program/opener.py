@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Any, Literal, overload
 
 from opwire.errors import DecodeError
-from opwire.program.containers import CONTAINERS, Budgets, Opened, from_bytes, is_zip_head, want
+from opwire.program.containers import CONTAINERS, Budgets, Opened, from_bytes, want
+from opwire.program.files import read_head
 from opwire.program.kinds import KINDS, ROOT_KINDS, FindingsFile, Kind, StreamedTrace
 from opwire.program.opened import OpenedProgram, opened_of
 from opwire.schema import models as m
 from opwire.serde import budgets
-from opwire.serde.files import read_head
+from opwire.serde.archive import is_zip_head
 
 __all__ = ["open"]
 

@@ -14,13 +14,13 @@ from typing import Any
 from pydantic import BaseModel
 
 from opwire.errors import DecodeError
-from opwire.program.containers import is_zip_head
+from opwire.program.files import read_head
 from opwire.program.kinds import FindingsFile, StreamedTrace
 from opwire.program.opened import OpenedProgram
 from opwire.program.signature import dtype_name, extern_inputs, op_name, program_signature
 from opwire.schema import models as m
 from opwire.serde import framing
-from opwire.serde.files import read_head
+from opwire.serde.archive import is_zip_head
 
 __all__ = ["codec_of", "summary"]
 

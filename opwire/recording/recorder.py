@@ -21,6 +21,7 @@ from typing import Literal
 import torch
 
 from opwire.errors import DecodeError
+from opwire.program.outfiles import write_output
 from opwire.recording.dispatch_mode import RecorderMode
 from opwire.recording.launch import launch_info, rank_path
 from opwire.recording.locate import Locator
@@ -31,7 +32,6 @@ from opwire.recording.stream_frames import is_stream
 from opwire.recording.stream_writer import TraceWriter
 from opwire.schema import models as m
 from opwire.schema.models import SCHEMA_VERSION
-from opwire.serde.outfiles import write_output
 
 __all__ = ["Trace", "load_trace", "record"]
 
@@ -226,9 +226,9 @@ def _decode(data: bytes, source: str, max_elements: int | None = None) -> m.Call
 
 def _check_kind(data: bytes, source: str) -> None:
     """DecodeError unless `data` (or its first bytes) starts like a trace: opwire's header or a JSON object."""
-    from opwire.serde import framing
+    from opwire.serde.json import is_document_head
 
-    if framing.has_header(data) or data.lstrip()[:1] == b"{":
+    if is_document_head(data):
         return
     raise DecodeError(
         f"{source}: Expected a trace (JSON, or Thrift with opwire's header), got {len(data)} bytes starting "

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from opwire.errors import EncodeError
+from opwire.program.outfiles import open_output
 from opwire.recording.stream_frames import DIGEST, FRAME, MEMBER_KIND, PAYLOAD, ROOT
 from opwire.schema import models as m
 from opwire.serde import framing, thrift
-from opwire.serde.outfiles import open_output
 
 if TYPE_CHECKING:
     import torch

@@ -12,7 +12,7 @@ Modules:
     ops: operator schemas and the one table of which `Argument` members carry each schema type
     opschema: torch `FunctionSchema` <-> `OpSchema` <-> snapshot records (the one module that reads torch)
     refs: the values an `Argument` names, found and renamed by walkers built from the IDL
-    spec_roles: what each member of the `InputSpec` and `OutputSpec` unions binds, read off the IDL
+    spec_roles: what each member of the `InputSpec` and `OutputSpec` unions binds, and which tensors a program binds
     symexpr: opwire's strict parser of `SymExpr.expr_str`, run before sympy sees one
     symexpr_fold: constant folding for `symexpr`, with a bound on every constant's size
     symexpr_gen: derives from torch the function names an expression may call (writes `symexpr_names`)
@@ -30,6 +30,7 @@ _LAZY = {
     "RECORDS_VERSION": "opwire.schema.models",
     "SCHEMA": "opwire.schema.models",
     "SCHEMA_VERSION": "opwire.schema.models",
+    "first_missing": "opwire.schema.spec_roles",
     "required_bump": "opwire.schema.diff",
     "schema_diff": "opwire.schema.diff",
 }
@@ -37,7 +38,8 @@ _LAZY = {
 if TYPE_CHECKING:  # what mypy and IDEs see for the lazy names
     from opwire.schema.diff import required_bump, schema_diff
     from opwire.schema.models import RECORDS_VERSION, SCHEMA, SCHEMA_VERSION
+    from opwire.schema.spec_roles import first_missing
 
-__all__ = ["RECORDS_VERSION", "SCHEMA", "SCHEMA_VERSION", "required_bump", "schema_diff"]
+__all__ = ["RECORDS_VERSION", "SCHEMA", "SCHEMA_VERSION", "first_missing", "required_bump", "schema_diff"]
 
 __getattr__ = lazy_getattr(__name__, __path__, _LAZY)  # also `opwire.schema.<submodule>` without importing it first

@@ -1,22 +1,34 @@
 """What each member of the `InputSpec` and `OutputSpec` unions binds, read off the IDL: one table for all.
 
-The graph runner (which value feeds an input, where an output is written back), the signature (what a
-program takes and returns), the archive writers and readers (which tensors are weights and which are
-constants) and the page all ask the same questions of a spec. The structure comes from the IDL: the
-graph-side field (`arg`, or `name` for a constant input) and the module-side name (the one `*_name`
-string field). What the member *means* (a user value, a weight, a constant, a write-back) is the one
-fact the IDL cannot say; it is given once per member in `_ROLES`, and an IDL member missing there fails
-at import with a message naming this file.
+The graph runner (which value feeds an input, where an output is written back), the signature (what a program
+takes and returns), the archive writers and readers (which tensors are weights and which are constants:
+`bound_tensors`, `parameter_names`, `first_missing`) and the page all ask the same questions of a spec. The
+structure comes from the IDL: the graph-side field (`arg`, or `name` for a constant input) and the module-side
+name (the one `*_name` string field). What the member *means* (a user value, a weight, a constant, a write-back)
+is the one fact the IDL cannot say; it is given once per member in `_ROLES`, and an IDL member missing there
+fails at import with a message naming this file.
 """
 
 from __future__ import annotations
 
+from collections.abc import Container
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from opwire.schema import models as m
 from opwire.schema.models import SCHEMA
 
-__all__ = ["INPUT", "OUTPUT", "SpecMember", "graph_name", "spec_member", "target_name"]
+__all__ = [
+    "INPUT",
+    "OUTPUT",
+    "SpecMember",
+    "bound_tensors",
+    "first_missing",
+    "graph_name",
+    "parameter_names",
+    "spec_member",
+    "target_name",
+]
 
 Role = Literal[
     "user_input",  # a value the caller passes
@@ -127,3 +139,37 @@ def target_name(spec: Any) -> str | None:
     """What a spec binds in the module ("l.weight", a buffer, a user input's name), or None."""
     field = spec_member(spec).target_field
     return None if field is None else str(getattr(spec.value, field))
+
+
+# ---------------------------------------------------------- what a program binds (weights, constants)
+def bound_tensors(program: m.ExportedProgram) -> tuple[dict[str, str], dict[str, str]]:
+    """(weights, constants): name -> what binds it ("parameter", "buffer", "tensor constant", "custom object").
+
+    Weights are what torch keeps in `state_dict` (parameters and persistent buffers); constants are
+    tensor constants, non-persistent buffers and custom objects (`ExportedProgram.constants`).
+    """
+    weights: dict[str, str] = {}
+    constants: dict[str, str] = {}
+    for spec in program.graph_module.signature.input_specs:
+        entry, name = spec_member(spec), target_name(spec)
+        if name is None or entry.target_kind is None:
+            continue  # binds nothing of the module (a user input, a token, a specialized constant)
+        weight = entry.role == "parameter" or (entry.role == "buffer" and spec.value.persistent)
+        (weights if weight else constants)[name] = entry.target_kind
+    return weights, constants
+
+
+def parameter_names(program: m.ExportedProgram) -> set[str]:
+    """The names of the parameters a program binds (torch keeps them apart from buffers in a .pt2)."""
+    specs = program.graph_module.signature.input_specs
+    return {str(target_name(s)) for s in specs if spec_member(s).role == "parameter"}
+
+
+def first_missing(program: m.ExportedProgram, weights: Container[str], constants: Container[str]) -> str | None:
+    """`"parameter 'l.weight'"` for the first bound tensor neither container holds, else None."""
+    need_w, need_c = bound_tensors(program)
+    for need, have in ((need_w, weights), (need_c, constants)):
+        for name, what in need.items():
+            if name not in have:
+                return f"{what} {name!r}"
+    return None

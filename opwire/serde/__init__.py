@@ -1,30 +1,21 @@
 """Codecs: models in, bytes out, and back. `dumps`/`loads` pick the codec by format name.
 
 Modules:
+    _archive: the containers' internals behind `opw`, `pt2`, `thrift_archive`: layouts, tables, mapped views, writers
     _build: model builders compiled once from the IDL: parsed values to models without pydantic's per-field work
     _cplan: the plan table of the C model builder (`_cbuild`, sources in `_cbuild_src/`), compiled from the IDL
     _depth: nesting depth of a decoded model, counted as every codec counts it
     _json_write: JSON writers compiled once from the IDL: a model to torch's exact JSON text in one pass
-    _mapping: tensors viewed over a memory-mapped file or an inflated buffer, after every check a view needs
-    _opw_table: the `.opw` header and tensor table: packed by the writer, checked field by field by the reader
-    _opw_write: a `.opw` archive written: header, tensor table, aligned blobs, identical storages once
     _padding: `TensorValue.padding`: the zero bytes that align an archive's payloads in a Thrift file
     _paths: paths into models (`graph_module.graph.nodes[3].inputs[1].arg`) and the IDL types found there
-    _pt2_layout: where a .pt2 archive keeps its program, weights, constants and example inputs
-    _pt2_payload: one weight or constant of a .pt2 archive read into a TensorValue, never unpickling by default
-    _pt2_write: an OpwireArchive written as a .pt2 archive that `torch.export.load` accepts
     _thrift: the Thrift wire engine behind `thrift`: protocols, the checking decoder, the encoder, the fast path
     _walk: a model tree checked against the IDL, naming the first value no codec could write
     archive: the one checked zip reader (.pt2 archives, AOTInductor packages): hostile zips are data
-    bindings: which weights and constants a program's signature binds
     budgets: the decoding budgets: what a file opwire did not write may cost, and how to raise each
-    detect: what bytes hold (JSON by its top-level keys, Thrift by opwire's header), decoded
-    files: a whole input file read within a byte budget
     framing: the header of files opwire writes in Thrift form, and the nesting bound every codec shares
     json: the JSON codec: byte-identical to torch's export JSON, validated on the way in
     objects: `Value` records <-> Python objects, for example inputs and inputs files
     opw: opwire's own archive, `.opw`: a header, a tensor table and aligned blobs that are mapped
-    outfiles: output files opened through `open_output`, never clobbering an input
     pt2: torch .pt2 archives read lazily and written, no pickle (`open`, `read`, `write`)
     python_carriers: Python objects <-> the members of `Argument` and `Value`, built from the IDL types
     pytree_spec: opwire's own reader of pytree spec strings, importing nothing
@@ -51,19 +42,14 @@ if TYPE_CHECKING:  # pydantic loads with the first codec, so `import opwire` (an
     import torch.export
     from pydantic import BaseModel
 
-    from opwire.serde.bindings import first_missing
     from opwire.serde.budgets import MAX_ELEMENTS
-    from opwire.serde.outfiles import check_output, write_output
     from opwire.serde.pytree_spec import check_spec, program_specs
 
 # public name -> module that defines it, imported on first use (the codecs and their budgets stay unloaded)
 _LAZY = {
     "MAX_ELEMENTS": "opwire.serde.budgets",
-    "check_output": "opwire.serde.outfiles",
-    "write_output": "opwire.serde.outfiles",
     "check_spec": "opwire.serde.pytree_spec",
     "program_specs": "opwire.serde.pytree_spec",
-    "first_missing": "opwire.serde.bindings",
 }
 
 __all__ = [
@@ -71,17 +57,14 @@ __all__ = [
     "MAX_ELEMENTS",
     "DecodeError",
     "EncodeError",
-    "check_output",
     "check_spec",
     "dumps",
-    "first_missing",
     "from_exported_program",
     "loads",
     "program_specs",
     "python_values",
     "to_exported_program",
     "values",
-    "write_output",
 ]
 
 M = TypeVar("M", bound="BaseModel")
@@ -199,10 +182,27 @@ def _json_not_thrift(data: bytes | bytearray | memoryview, format: str) -> Decod
 
 def _loads_any(data: bytes | str, format: str | None, max_depth: int, max_elements: int) -> Any:
     """`loads` without a type: the header's root type, or the JSON root its keys show."""
-    from opwire.serde import detect, framing
+    from opwire.schema import models as m
+    from opwire.serde import framing, json
 
-    if format in (None, "json") or (not isinstance(data, str) and framing.has_header(data)):
-        return detect.decode_bytes(data, max_depth=max_depth, max_elements=max_elements)
+    if not isinstance(data, str) and framing.has_header(data):  # codec and root type from the header
+        header = framing.read_header(data)
+        cls = m.MODELS.get(header.root)
+        if cls is None:
+            raise DecodeError(f"input: the header names root type {header.root!r}, which this opwire does not know")
+        from opwire.serde import thrift
+
+        codec: Any = header.codec
+        return thrift.decode(bytes(data), cls, codec, framed=True, max_depth=max_depth, max_elements=max_elements)
+    if format in (None, "json"):  # the root type from the JSON keys
+        if not json.looks_like_json(data):
+            raise DecodeError(
+                "input: neither JSON nor Thrift with opwire's header; raw Thrift needs its codec and type: "
+                "opwire.loads(data, cls, format=...)"
+            )
+        raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
+        json.check_elements(raw, max_elements, "input")  # before detection parses it
+        return json.decode(raw, json.detect_json_root(raw), max_depth=max_depth, max_elements=max_elements)
     raise DecodeError(
         f"raw Thrift {format} (no opwire header) does not say what type it holds; pass the type: "
         f"opwire.loads(data, m.ExportedProgram, format={format!r}) (models: opwire.schema.models)"

@@ -24,7 +24,7 @@ from typing import BinaryIO
 from opwire.errors import DecodeError
 from opwire.serde import budgets
 
-__all__ = ["ZipArchive", "is_zip"]
+__all__ = ["ZipArchive", "is_zip", "is_zip_head"]
 
 _LOCAL_HEADER = struct.Struct("<4sHHHHHIIIHH")
 _LOCAL_MAGIC = b"PK\x03\x04"
@@ -39,6 +39,11 @@ _METHODS = {
     95: "xz",
     99: "AES-encrypted",
 }
+
+
+def is_zip_head(head: bytes) -> bool:
+    """Whether a file's first bytes start a zip archive (a local file header, or an empty zip's end record)."""
+    return head.startswith((_LOCAL_MAGIC, b"PK\x05\x06"))
 
 
 def is_zip(path: str | Path) -> bool:

@@ -25,7 +25,7 @@ from opwire.serde._build import json_builders
 from opwire.serde._depth import check_depth
 from opwire.serde._json_write import json_writers
 from opwire.serde._paths import decode_error_from_validation, format_path
-from opwire.serde.framing import MAX_DEPTH, schema_version_error
+from opwire.serde.framing import MAX_DEPTH, has_header, schema_version_error
 
 __all__ = [
     "JSON_PARSER_DEPTH",
@@ -33,8 +33,11 @@ __all__ = [
     "check_elements",
     "count_values",
     "decode",
+    "detect_json_root",
     "encode",
+    "is_document_head",
     "json_root",
+    "json_top",
     "looks_like_json",
     "to_jsonable",
 ]
@@ -70,6 +73,39 @@ def looks_like_json(data: bytes | bytearray | memoryview | str) -> bool:
     if isinstance(data, str):
         return data.lstrip()[:1] in ("{", "[")
     return bytes(data[:4096]).lstrip()[:1] in (b"{", b"[")
+
+
+def is_document_head(head: bytes) -> bool:
+    """Whether a file's first bytes start a document opwire reads: opwire's Thrift header, or a JSON object."""
+    return has_header(head) or bytes(head[:4096]).lstrip()[:1] == b"{"
+
+
+def json_top(data: bytes, source: str = "", *, object_only: bool = True) -> Any:
+    """The parsed top of a JSON document (a dict unless `object_only` is False); a DecodeError saying where."""
+    where = source or "input"
+    try:
+        top = _json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise DecodeError(f"{where}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise DecodeError(
+            f"{where}: JSON nested too deeply for Python's parser; opwire's JSON nesting stops at {JSON_PARSER_DEPTH}"
+        ) from None
+    if object_only and not isinstance(top, dict):
+        raise DecodeError(f"{where}: expected a JSON object at the top level, got {type(top).__name__}")
+    return top
+
+
+def detect_json_root(data: bytes, source: str = "") -> type[BaseModel]:
+    """The model class a JSON document holds, judged by its top-level keys."""
+    top = json_top(data, source)
+    root = json_root(top)
+    if root is not None:
+        return MODELS[root]
+    known = ", ".join(name for name, _ in JSON_ROOTS)
+    raise DecodeError(
+        f"{source or 'input'}: JSON object with keys {sorted(top)[:6]} is none of the types opwire reads ({known})"
+    )
 
 
 def _converter(t: TypeRef) -> _Conv | None:

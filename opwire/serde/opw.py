@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 from opwire.errors import DecodeError
 from opwire.schema import models as m
-from opwire.serde import _opw_table, budgets
-from opwire.serde._mapping import MAPPABLE, Buffer, MappedFile, view_tensor
+from opwire.serde import budgets
+from opwire.serde._archive import opw_table
+from opwire.serde._archive.mapping import MAPPABLE, Buffer, MappedFile, view_tensor
 from opwire.serde.tensor_tables import Table, check_table
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MAGIC", "OpwArchive", "is_opw", "open", "read", "write"]
 
-MAGIC = _opw_table.MAGIC
+MAGIC = opw_table.MAGIC
 _MAX_TABLE = 1 << 30
 
 
@@ -65,7 +66,7 @@ class OpwArchive:
                 if not stat.S_ISREG(st.st_mode):
                     raise DecodeError(f"{self._src}: not a regular file; a .opw archive is one")
                 self.size = st.st_size
-                self.header = _opw_table.parse_header(f.read(_opw_table.HEADER.size), self.size, self._src)
+                self.header = opw_table.parse_header(f.read(opw_table.HEADER.size), self.size, self._src)
                 if self.header.table_length > _MAX_TABLE:
                     raise DecodeError(f"{self._src}: .opw table of {self.header.table_length} bytes exceeds 1 GiB")
                 raw = f.read(self.header.table_length)
@@ -73,7 +74,7 @@ class OpwArchive:
             raise DecodeError(f"{self._src}: cannot read ({exc.strerror or exc})") from None
         if len(raw) != self.header.table_length or zlib.crc32(raw) != self.header.table_crc:
             raise DecodeError(f"{self._src}: the .opw table fails its CRC-32; the file is corrupt")
-        self.table = _opw_table.parse_table(raw, self.header.data_length, self._src, max_elements)
+        self.table = opw_table.parse_table(raw, self.header.data_length, self._src, max_elements)
         self._file = MappedFile(self.path, self.size) if mmap and MAPPABLE else None
 
     # -- program ------------------------------------------------------------------------------
@@ -231,7 +232,8 @@ def write(archive: Any, path: str | Path) -> int:
     """Write an OpwireArchive, or an opened archive (`pt2.open`, `opw.open`: no weight copied), as .opw; its size."""
     from opwire._version import __version__
     from opwire.errors import EncodeError
-    from opwire.serde import _opw_write, json
+    from opwire.serde import json
+    from opwire.serde._archive import opw_write
 
     if isinstance(archive, m.OpwireArchive):
         meta = archive.model_copy(update={"weights": {}, "constants": {}, "opwire_version": __version__})
@@ -241,4 +243,4 @@ def write(archive: Any, path: str | Path) -> int:
         meta = m.OpwireArchive(program=archive.program, weights={}, constants={}, opwire_version=__version__)
     else:
         raise EncodeError(f"Expected an OpwireArchive or an opened archive, got {type(archive).__name__}")
-    return _opw_write.write(archive, path, json.encode(meta))
+    return opw_write.write(archive, path, json.encode(meta))

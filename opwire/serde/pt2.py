@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from opwire.errors import DecodeError
 from opwire.schema import models as m
-from opwire.serde import _pt2_payload, budgets
-from opwire.serde._mapping import MAPPABLE, Buffer, MappedFile, view_tensor
-from opwire.serde._pt2_layout import Pt2Layout, read_layout
-from opwire.serde._pt2_write import write
+from opwire.serde import budgets
+from opwire.serde._archive import pt2_payload
+from opwire.serde._archive.mapping import MAPPABLE, Buffer, MappedFile, view_tensor
+from opwire.serde._archive.pt2_layout import Pt2Layout, read_layout
+from opwire.serde._archive.pt2_write import write
 from opwire.serde.archive import ZipArchive
 from opwire.serde.tensor_tables import TABLES, Table, check_table
 
@@ -131,7 +132,7 @@ class Pt2Archive:
             return self._pickled_tensor(entry, where)
         try:
             storage = self._entry_bytes(entry)
-            value = _pt2_payload.raw_tensor_value(meta, storage, where)
+            value = pt2_payload.raw_tensor_value(meta, storage, where)
             if value.data is not storage:  # a part of the entry, copied: charged like a read
                 self._charge(len(value.data), entry)
             return value
@@ -163,8 +164,8 @@ class Pt2Archive:
 
     def _pickled_tensor(self, entry: str, where: str) -> m.TensorValue:
         if not self.allow_pickle:
-            raise _pt2_payload.pickle_refused(self._src, entry, where)
-        obj = _pt2_payload.unpickle(self._bytes(entry), self._src, entry)
+            raise pt2_payload.pickle_refused(self._src, entry, where)
+        obj = pt2_payload.unpickle(self._bytes(entry), self._src, entry)
         return _to_value(obj, self._src, entry, where)
 
     # -- mapped tensors ---------------------------------------------------------------------
@@ -181,7 +182,7 @@ class Pt2Archive:
             return tensors.to_tensor(self.value(table, name), device, where)
         buffer, start, length = self._buffer(entry)
         try:
-            layout = _pt2_payload.payload_layout(meta, where)
+            layout = pt2_payload.payload_layout(meta, where)
             return view_tensor(buffer, start, length, layout, where, device)
         except DecodeError as exc:
             raise DecodeError(f"{self._src}: {exc} (entry `{entry}`)", exc.path) from None
@@ -263,14 +264,14 @@ class Pt2Archive:
         return {n: self.value(table, n) for n in self.locations(table)}
 
     def _pickled_table(self, table: str, entry: str) -> dict[str, m.TensorValue]:
-        from opwire.serde.bindings import bound_tensors
+        from opwire.schema.spec_roles import bound_tensors
 
         needed = bound_tensors(self.program)[0 if table == "weights" else 1]
         if not needed:
             return {}
         if not self.allow_pickle:
-            raise _pt2_payload.pickle_refused(self._src, entry, f"the {table} ({', '.join(sorted(needed)[:3])}, ...)")
-        pickled = _pt2_payload.unpickle(self._bytes(entry), self._src, entry)
+            raise pt2_payload.pickle_refused(self._src, entry, f"the {table} ({', '.join(sorted(needed)[:3])}, ...)")
+        pickled = pt2_payload.unpickle(self._bytes(entry), self._src, entry)
         if not isinstance(pickled, dict):
             raise DecodeError(f"{self._src}: `{entry}` holds a {type(pickled).__name__}, expected a dict", entry)
         return {str(k): _to_value(v, self._src, entry, f"{table}[{k!r}]") for k, v in pickled.items()}
@@ -282,7 +283,7 @@ class Pt2Archive:
         if not self.allow_pickle:
             self.pickled.append(("example_inputs", "example_inputs", entry))
             return None, None
-        obj = _pt2_payload.unpickle(self._bytes(entry), self._src, entry)
+        obj = pt2_payload.unpickle(self._bytes(entry), self._src, entry)
         if not (isinstance(obj, tuple) and len(obj) == 2 and isinstance(obj[1], dict)):
             raise DecodeError(f"{self._src}: `{entry}` holds {type(obj).__name__}, expected (args, kwargs)", entry)
         from opwire.errors import EncodeError

@@ -1,6 +1,6 @@
 """An `OpwireArchive` sent as one Thrift blob (binary or compact, with opwire's header), opened from its file mapped.
 
-`open(path)` maps the file copy-on-write (`_mapping.MappedFile`) and walks the archive's bytes once: every
+`open(path)` maps the file copy-on-write (`_archive.mapping.MappedFile`) and walks the archive's bytes once: every
 tensor payload (`TensorValue.data` in `weights` and `constants`) is noted as an (offset, length) in the
 mapping and stepped over, never copied. What is left (the program, the tensors' metadata, the examples: a
 small copy of everything else, each payload cut to an empty string) is read by the one strict Thrift decoder,
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from opwire.errors import DecodeError
 from opwire.schema import models as m
 from opwire.serde import budgets, framing
-from opwire.serde._mapping import MAPPABLE, MappedFile, TensorLayout, view_tensor
+from opwire.serde._archive.mapping import MAPPABLE, MappedFile, TensorLayout, view_tensor
 from opwire.serde._thrift import tables
 from opwire.serde.tensor_tables import Table, check_table
 

@@ -16,7 +16,7 @@ import torch
 
 from opwire.errors import DecodeError, EncodeError
 from opwire.schema import models as m
-from opwire.serde.bindings import parameter_names
+from opwire.schema.spec_roles import parameter_names
 
 __all__ = ["archive_from_exported_program", "from_exported_program", "to_exported_program"]
 
@@ -135,7 +135,7 @@ def to_exported_program(
         raise DecodeError(
             f"Expected an OpwireArchive or ExportedProgram model, got {type(archive_or_program).__name__}"
         )
-    from opwire.serde.bindings import first_missing
+    from opwire.schema.spec_roles import first_missing
 
     missing = first_missing(program, sd_in, c_in)
     if missing is not None:

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from opwire._lazy import lazy_getattr
 from opwire.errors import DecodeError
+from opwire.program.outfiles import write_output
 from opwire.schema import models as m
-from opwire.serde.outfiles import write_output
 from opwire.view.model import page_data
 from opwire.view.overlays import findings_document, findings_json, load_findings, merge_findings
 from opwire.view.page import render_page

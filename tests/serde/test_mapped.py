@@ -191,7 +191,7 @@ def test_bad_layouts_are_refused_before_a_view(
 
 def test_misaligned_entry_is_refused(tmp_path: Path) -> None:
     from opwire.schema import models as m
-    from opwire.serde._mapping import TensorLayout, view_tensor
+    from opwire.serde._archive.mapping import TensorLayout, view_tensor
 
     buf = bytearray(64)
     layout = TensorLayout(int(m.ScalarType.FLOAT), [2], [1], 0, m.Device(type="cpu"))

@@ -18,7 +18,8 @@ from torch import nn
 import opwire
 from opwire.errors import DecodeError
 from opwire.schema import models as m
-from opwire.serde import _opw_table, opw, pt2, tensors
+from opwire.serde import opw, pt2, tensors
+from opwire.serde._archive import opw_table
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "opw" / "tiny.opw.hex"
 
@@ -178,7 +179,7 @@ def test_golden_layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "tiny.opw"
     opw.write(_tiny_archive(), path)
     data = path.read_bytes()
-    magic, version, flags, t_off, t_len, d_off, d_len, crc, r1, r2 = _opw_table.HEADER.unpack_from(data)
+    magic, version, flags, t_off, t_len, d_off, d_len, crc, r1, r2 = opw_table.HEADER.unpack_from(data)
     assert (magic, version, flags, t_off, r1, r2) == (b"\x89OPW\r\n\x1a\n", 1, 0, 64, 0, 0)
     assert d_off % 64 == 0 and d_off + d_len == len(data) and zlib.crc32(data[64 : 64 + t_len]) == crc
     assert set(data[64 + t_len : d_off]) <= {0}
@@ -205,12 +206,12 @@ def test_golden_layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def _patched_table(path: Path, dst: Path, edit: object) -> Path:
     """`path` with its table edited by `edit(table)` and the header's length and CRC fixed up to match."""
     data = path.read_bytes()
-    _, _, _, _, t_len, d_off, d_len, _, _, _ = _opw_table.HEADER.unpack_from(data)
+    _, _, _, _, t_len, d_off, d_len, _, _, _ = opw_table.HEADER.unpack_from(data)
     table = _stdlib_json.loads(data[64 : 64 + t_len])
     edit(table)  # type: ignore[operator]
     raw = _stdlib_json.dumps(table).encode()
     new_off = (64 + len(raw) + 63) // 64 * 64
-    header = _opw_table.pack_header(_opw_table.Header(64, len(raw), new_off, d_len, zlib.crc32(raw)))
+    header = opw_table.pack_header(opw_table.Header(64, len(raw), new_off, d_len, zlib.crc32(raw)))
     dst.write_bytes(header + raw + b"\0" * (new_off - 64 - len(raw)) + data[d_off:])
     return dst
 

@@ -208,7 +208,7 @@ def test_an_explicit_device_overrides_the_recorded_one() -> None:
 
 
 def test_pt2_zero_strides_past_the_storage_are_refused() -> None:
-    from opwire.serde._pt2_payload import raw_tensor_value
+    from opwire.serde._archive.pt2_payload import raw_tensor_value
 
     def meta(sizes: list[int], strides: list[int], device: str = "cpu") -> m.PayloadMeta:
         return m.PayloadMeta(

@@ -415,7 +415,7 @@ def _opw_with(edit: Callable[[dict[str, Any]], None], cut: int = 0) -> Callable[
 
     def build(work: Work) -> Path:
         from opwire.serde import opw
-        from opwire.serde._opw_table import HEADER, Header, pack_header
+        from opwire.serde._archive.opw_table import HEADER, Header, pack_header
         from opwire.serde.torch_bridge import archive_from_exported_program
 
         src = work.path("good.opw")

@@ -14,7 +14,7 @@ from typing import Any
 from opwire.errors import DecodeError
 from opwire.schema import models as m
 from opwire.serde import framing
-from opwire.serde._mapping import TensorLayout
+from opwire.serde._archive.mapping import TensorLayout
 
 __all__ = [
     "ALIGN",

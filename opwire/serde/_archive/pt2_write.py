@@ -14,7 +14,7 @@ from pathlib import Path
 
 from opwire.errors import EncodeError
 from opwire.schema import models as m
-from opwire.serde.bindings import parameter_names
+from opwire.schema.spec_roles import parameter_names
 
 __all__ = ["storage_bytes", "write"]
 

@@ -13,7 +13,7 @@ from typing import Any
 from opwire.errors import DecodeError
 from opwire.schema import models as m
 from opwire.serde import tensor_layout
-from opwire.serde._mapping import TensorLayout
+from opwire.serde._archive.mapping import TensorLayout
 
 __all__ = ["payload_layout", "pickle_refused", "raw_tensor_value", "unpickle"]
 

@@ -20,7 +20,8 @@ import torch
 
 from opwire.errors import EncodeError
 from opwire.schema import models as m
-from opwire.serde import _opw_table, tensors
+from opwire.serde import tensors
+from opwire.serde._archive import opw_table
 
 __all__ = ["write"]
 
@@ -41,13 +42,13 @@ def _storage_view(t: torch.Tensor) -> memoryview:
 
 def _from_value(tv: m.TensorValue, where: str) -> tuple[dict[str, Any], Buffer]:
     from opwire.errors import DecodeError
-    from opwire.serde import _pt2_write
+    from opwire.serde._archive import pt2_write
 
     try:
         tensors.check_layout(tv, tensors.torch_dtype(tv.dtype, f"{where}.dtype"), where)
     except DecodeError as exc:
         raise EncodeError(f"cannot write {where}: {exc}", where) from None
-    data = _pt2_write.storage_bytes(tv, where)
+    data = pt2_write.storage_bytes(tv, where)
     return _entry(int(tv.dtype), tv.sizes, tv.strides, tv.storage_offset, tv.device, tv.requires_grad), data
 
 
@@ -92,7 +93,7 @@ def _tensors_of(source: Any) -> Iterator[tuple[str, str, dict[str, Any], Buffer,
 
 
 def _pad(n: int) -> int:
-    return -n % _opw_table.ALIGN
+    return -n % opw_table.ALIGN
 
 
 def write(source: Any, path: str | Path, meta: bytes) -> int:
@@ -120,9 +121,9 @@ def write(source: Any, path: str | Path, meta: bytes) -> int:
         table["blobs"].append([offset, len(b), zlib.crc32(b)])
         offset += len(b)
     raw = json.dumps(table, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
-    data_offset = _opw_table.HEADER.size + len(raw) + _pad(_opw_table.HEADER.size + len(raw))
-    header = _opw_table.pack_header(
-        _opw_table.Header(_opw_table.HEADER.size, len(raw), data_offset, offset, zlib.crc32(raw))
+    data_offset = opw_table.HEADER.size + len(raw) + _pad(opw_table.HEADER.size + len(raw))
+    header = opw_table.pack_header(
+        opw_table.Header(opw_table.HEADER.size, len(raw), data_offset, offset, zlib.crc32(raw))
     )
     target = Path(path)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
@@ -132,7 +133,7 @@ def write(source: Any, path: str | Path, meta: bytes) -> int:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
         created = True
         with os.fdopen(fd, "wb") as f:
-            f.write(header + raw + b"\0" * (data_offset - _opw_table.HEADER.size - len(raw)))
+            f.write(header + raw + b"\0" * (data_offset - opw_table.HEADER.size - len(raw)))
             pos = 0
             for b in blobs:
                 f.write(b"\0" * _pad(pos))
