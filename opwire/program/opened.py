@@ -21,6 +21,8 @@ from collections.abc import Callable, Hashable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from opwire.errors import DecodeError
+from opwire.program.signature import program_signature
+from opwire.program.specs import pytree_specs
 from opwire.schema import models as m
 from opwire.serde.bindings import bound_tensors, first_missing
 
@@ -112,7 +114,6 @@ class OpenedProgram:
 
     def signature(self) -> Signature:
         """What the program takes and returns (`opwire.program.signature.program_signature`)."""
-        from opwire.program.signature import program_signature
 
         return program_signature(self.program)
 
@@ -159,7 +160,7 @@ class OpenedProgram:
         Nothing is copied that need not be: a lazy archive maps its tensors from the file (copy-on-write), an
         OpwireArchive's tensors view their payload bytes. Runners copy what the signature says a run mutates,
         so neither the file nor the caller's model is ever written."""
-        from opwire.serde import tensors
+        from opwire.serde import tensors  # deferred: imports torch
 
         self.check()
         model = self._resolved()
@@ -192,8 +193,6 @@ class OpenedProgram:
         if checked is not None and self._model_token_is_current():
             return checked
         with self._lock:
-            from opwire.program.specs import pytree_specs
-
             program = self.program
             missing = first_missing(program, set(self.tensor_names("weights")), set(self.tensor_names("constants")))
             if missing is not None:

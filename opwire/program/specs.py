@@ -7,6 +7,7 @@ from typing import Any
 
 from opwire.errors import DecodeError
 from opwire.schema import models as m
+from opwire.serde.pytree_spec import loads_spec
 
 __all__ = ["pytree_specs", "unregistered_pytree_types"]
 
@@ -17,7 +18,6 @@ def pytree_specs(gm: m.GraphModule) -> tuple[Any, Any]:
     Whichever parser reads the spec strings, a failure is explained here: a class the spec names that no
     imported module registered is reported by name with the import that fixes it.
     """
-    from opwire.serde.pytree_spec import loads_spec
 
     if not gm.module_call_graph or gm.module_call_graph[0].signature is None:
         return None, None

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from opwire.errors import BindError
+from opwire.program import open as open_file
 from opwire.proxy_executor.aoti import FlatPlan, build_flat
 from opwire.proxy_executor.bound import run_plan
 from opwire.proxy_executor.context import BindContext
@@ -35,7 +36,6 @@ _AD_HOC_PLANS = 4096
 
 def load_extern_nodes(path: str | Path, *, max_elements: int | None = None) -> m.ExternKernelNodes:
     """The extern-node JSON AOTInductor writes (`<hash>.wrapper.json`), or the one inside a `.pt2` package."""
-    from opwire.program import open as open_file
 
     nodes: m.ExternKernelNodes = open_file(path, expect="extern_nodes", max_elements=max_elements)
     return nodes

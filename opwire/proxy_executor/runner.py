@@ -36,6 +36,8 @@ from opwire.proxy_executor.graphchecks import (
     protected_inputs,
 )
 from opwire.proxy_executor.guard import RunGuard
+from opwire.proxy_executor.isolate_program import api_limits, run_isolated
+from opwire.proxy_executor.persistent import child_for
 from opwire.proxy_executor.plan import NodePlan
 from opwire.proxy_executor.run_budgets import MAX_MEMORY, WHILE_LOOP_ITERATIONS, loop_budget, time_limit
 from opwire.schema import models as m
@@ -137,7 +139,6 @@ class ProgramRunner:
 
     def _isolated_child(self) -> Any:
         from opwire.proxy_executor.isolate_program import api_limits  # deferred: a cycle (isolate_program -> runner)
-        from opwire.proxy_executor.persistent import child_for
 
         return child_for(self, api_limits(self.max_memory, self.exec_policy.timeout))
 
@@ -148,8 +149,6 @@ class ProgramRunner:
         if self.isolate and state is self.state and constants is self.constants:
             return self._isolated_child().call(False, args, kwargs)  # the persistent child (its copy of the tables)
         if self.isolate:
-            from opwire.proxy_executor.isolate_program import api_limits, run_isolated
-
             limits = api_limits(self.max_memory, self.exec_policy.timeout)
             return run_isolated(self, state, constants, args, kwargs, limits)
         env = self._bind_inputs(state, constants, args, kwargs)
@@ -364,9 +363,6 @@ def run_program(
             raise BindError("pass the inputs either by name (a dict as args) or as args and kwargs, not both")
         args, kwargs = bind_inputs(runner.opened, args)
     if isolate:  # the opened program's persistent sandboxed child, on fresh buffers each call
-        from opwire.proxy_executor.isolate_program import api_limits
-        from opwire.proxy_executor.persistent import child_for
-
         return child_for(runner, api_limits(max_memory, timeout)).call(True, args, kwargs or {})
     return runner.run_fresh(args, kwargs)
 

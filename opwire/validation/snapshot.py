@@ -13,6 +13,7 @@ import torch
 from pydantic import BaseModel
 
 from opwire.errors import OpValidationError
+from opwire.program import open as open_file
 from opwire.schema import models as m
 from opwire.schema.ops import OpSchema, op_schema, parse_op_schema
 
@@ -84,7 +85,6 @@ def load_snapshot(path: str | Path, *, max_elements: int | None = None) -> m.OpL
 
     Read through `opwire.program.open`, within its byte and element budgets; another kind of file is an
     OpValidationError saying what it holds."""
-    from opwire.program import open as open_file
 
     obj = open_file(path, max_elements=max_elements)
     if not isinstance(obj, m.OpLibrarySnapshot):

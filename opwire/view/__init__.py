@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from opwire._lazy import lazy_getattr
 from opwire.errors import DecodeError
+from opwire.program import OpenedProgram
+from opwire.program import open as open_file
 from opwire.schema import models as m
 from opwire.serde.outfiles import write_output
 from opwire.view.model import page_data
@@ -56,11 +58,9 @@ Viewable = m.ExportedProgram | m.OpwireArchive | m.ExternKernelNodes
 
 def load_viewable(obj: Any) -> Viewable:
     """A program, archive or extern-node file from a path or a model (a torch ExportedProgram is serialized)."""
-    from opwire.program import OpenedProgram
-    from opwire.program import open as open_file
 
     if type(obj).__module__.startswith("torch.") and type(obj).__name__ == "ExportedProgram":
-        from opwire.serde.torch_bridge import from_exported_program
+        from opwire.serde.torch_bridge import from_exported_program  # deferred: imports torch
 
         obj = from_exported_program(obj)  # the program alone: no weight is copied to draw it
     elif isinstance(obj, str | Path | OpenedProgram) or type(obj).__name__ == "Pt2Archive":

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from opwire.errors import DecodeError
+from opwire.program import open as open_file
 from opwire.schema import models as m
 from opwire.serde import json
 
@@ -65,7 +66,6 @@ def load_findings(path: str | Path) -> dict[str, Any]:
     """Read one findings file into the page's form: {"title", "first", "nodes": {name: [...]}, "targets": {...}}.
 
     Read through `opwire.program.open` (`expect="findings"`), within its byte and element budgets."""
-    from opwire.program import open as open_file
 
     p = Path(path)
     try:
