@@ -12,19 +12,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import Any, Literal, cast
 
 import opwire
-from opwire import __version__, serde
+from opwire import __version__, program, serde
 from opwire.cli.options import LOADING_HELP, add_budget_flags, add_loading
 from opwire.errors import DecodeError
 from opwire.program import OpenedProgram
-from opwire.program import open as open_file
 from opwire.schema import models as m
 from opwire.serde import MAX_ELEMENTS, check_output, check_spec, first_missing, program_specs, write_output
-
-if TYPE_CHECKING:
-    from opwire.program import OpenedProgram
 
 __all__ = ["TARGETS", "add_parser", "convert", "run"]
 
@@ -128,7 +124,7 @@ def _check_specs(program: m.ExportedProgram) -> None:
 def _open(src: Path, model: str | None, allow_pickle: bool, max_elements: int) -> OpenedProgram:
     """The input opened lazily (a .pt2's or .opw's weights stay unread until asked for)."""
 
-    opened = open_file(src, model=model, allow_pickle=allow_pickle, max_elements=max_elements)
+    opened = program.open(src, model=model, allow_pickle=allow_pickle, max_elements=max_elements)
     if not isinstance(opened, OpenedProgram):
         raise DecodeError(
             f"{src}: holds a {type(opened).__name__}; convert handles programs (ExportedProgram) and archives "

@@ -14,15 +14,7 @@ from opwire.cli.values import INPUTS_HELP, describe, text
 from opwire.cli.wording import for_cli
 from opwire.errors import BindError, DecodeError, OpwireError, printable
 from opwire.program import extern_inputs, op_name
-from opwire.proxy_executor import (
-    DefaultPolicy,
-    ProxyExecutor,
-    check_time,
-    in_process,
-    load_extern_nodes,
-    run_in_child,
-    time_limit,
-)
+from opwire.proxy_executor import DefaultPolicy, in_process, run_in_child
 from opwire.schema import models as m
 from opwire.serde import dumps, loads
 
@@ -110,6 +102,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _work(args: argparse.Namespace, child: Any) -> dict[str, bytes]:
     """Load the nodes and inputs, then run the nodes in order (the child's part); the report as JSON."""
+    from opwire.proxy_executor import (  # deferred: imports torch
+        ProxyExecutor,
+        check_time,
+        load_extern_nodes,
+        time_limit,
+    )
 
     env = program.read_inputs(
         args.inputs, args.inputs_format, allow_pickle=args.allow_pickle, max_elements=args.max_elements

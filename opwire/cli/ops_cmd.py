@@ -13,17 +13,8 @@ from typing import Any
 
 import opwire
 from opwire.cli.options import add_loading
-from opwire.proxy_executor import DefaultPolicy, explain, policy_output
+from opwire.proxy_executor import DefaultPolicy
 from opwire.serde import check_output, write_output
-from opwire.validation import (
-    bc_check,
-    checks_run,
-    format_reports,
-    load_sample_inputs,
-    snapshot_ops,
-    validate_op,
-    validation_output,
-)
 
 __all__ = ["add_parser", "run_bc_check", "run_policy", "run_snapshot", "run_validate"]
 
@@ -102,6 +93,13 @@ def add_parser(sub: Any) -> None:
 def run_validate(args: argparse.Namespace) -> int:
     """Validate the targets; exit 1 when any finding is an error."""
     from opwire.cli.output import print_record  # deferred: imports pydantic
+    from opwire.validation import (  # deferred: imports torch
+        checks_run,
+        format_reports,
+        load_sample_inputs,
+        validate_op,
+        validation_output,
+    )
 
     samples = load_sample_inputs(args.sample_inputs) if args.sample_inputs else None
     reports = [r for target in args.targets for r in validate_op(target, sample_inputs=samples)]
@@ -116,6 +114,8 @@ def run_validate(args: argparse.Namespace) -> int:
 
 def run_snapshot(args: argparse.Namespace) -> int:
     """Write the snapshot of the namespaces."""
+
+    from opwire.validation import snapshot_ops  # deferred: imports torch
 
     if args.out:
         check_output(args.out)  # before the work: a symlink or a FIFO at --out is refused first
@@ -138,6 +138,7 @@ def run_snapshot(args: argparse.Namespace) -> int:
 
 def run_bc_check(args: argparse.Namespace) -> int:
     """Compare two library versions; exit 1 when a change breaks under --policy."""
+    from opwire.validation import bc_check  # deferred: imports torch
 
     report = bc_check(args.old, args.new, policy=args.policy)
     if args.json:
@@ -151,6 +152,7 @@ def run_bc_check(args: argparse.Namespace) -> int:
 
 def run_policy(args: argparse.Namespace) -> int:
     """Print the policy's verdict on every overload of the ops; exit 1 when one is refused."""
+    from opwire.proxy_executor import explain, policy_output  # deferred: imports pydantic
 
     verdicts = [v for op in args.ops for v in explain(op)]
     record = policy_output(verdicts)

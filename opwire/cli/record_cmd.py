@@ -13,7 +13,6 @@ from typing import Any
 
 import opwire
 from opwire.errors import OpwireError, printable
-from opwire.recording import launch_info, rank_file
 from opwire.serde import check_output
 
 __all__ = ["add_parser", "run"]
@@ -100,6 +99,7 @@ def _unwritable(out: Path, inputs: list[str]) -> str | None:
 
 def _rank_out(out: str) -> str:
     """Under a launcher (RANK/WORLD_SIZE set, e.g. torchrun), `--out RUN` is a run directory: RUN/rank<N>.trace."""
+    from opwire.recording import launch_info, rank_file  # deferred: imports pydantic
 
     info = launch_info()
     if info is None:

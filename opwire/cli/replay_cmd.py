@@ -13,7 +13,6 @@ from opwire.cli.exec_flags import add_exec_flags
 from opwire.cli.options import LOADING_HELP, add_budget_flags, add_device, add_loading
 from opwire.proxy_executor import DefaultPolicy
 from opwire.recording import distributed
-from opwire.recording.distributed import is_run, launched_share, replay_live
 
 __all__ = ["add_parser", "run"]
 
@@ -109,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
             "opwire replay: error: --workers applies to isolated replay; drop --chained or --workers", file=sys.stderr
         )
         return 2
+    from opwire.recording.distributed import is_run  # deferred: imports torch
 
     if is_run(args.trace) or args.collectives:
         return _run_dir(args)
@@ -156,6 +156,8 @@ def run(args: argparse.Namespace) -> int:
 def _run_dir(args: argparse.Namespace) -> int:
     """Replay a run directory: every rank in a sandboxed child, or chained with real collectives under torchrun."""
     if args.collectives:
+        from opwire.recording.distributed import replay_live  # deferred: imports torch
+
         replay_findings = validation.replay_findings.replay_findings  # module and function share the name
 
         return replay_live(
@@ -169,6 +171,7 @@ def _run_dir(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    from opwire.recording.distributed import launched_share  # deferred: imports pydantic
 
     replay_run = distributed.replay_run.replay_run  # module and function share the name
 

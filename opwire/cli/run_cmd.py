@@ -15,10 +15,10 @@ from opwire.cli.output import print_record
 from opwire.cli.values import INPUTS_HELP, describe, text
 from opwire.cli.wording import for_cli
 from opwire.errors import DecodeError, OpwireError, printable
-from opwire.proxy_executor import ProgramRunner, in_process, progress_observer, run_in_child
+from opwire.proxy_executor import in_process, run_in_child
 from opwire.schema import models as m
 from opwire.serde import check_output, dumps, loads, values, write_output
-from opwire.view import NodeComparer, NodeRecorder, findings_json, read_nodes
+from opwire.view import findings_json
 
 __all__ = ["add_parser", "run"]
 
@@ -71,13 +71,13 @@ def _add_node_flags(p: Any) -> None:
 def _load_program(path: str, max_elements: int) -> Any:
     """The program or archive in `path`, opened lazily; an extern-node file (AOTInductor's) is sent to `opwire exec`."""
 
-    obj = opwire.open(path, max_elements=max_elements)
+    obj = program.open(path, max_elements=max_elements)
     if isinstance(obj, m.ExternKernelNodes):
         raise DecodeError(
             f"{path} holds AOTInductor extern nodes (ExternKernelNodes), not a program; run it with "
             f"`opwire exec {path} --inputs VALUES` (`opwire inspect {path}` lists the names it reads)"
         )
-    return opwire.open(obj, expect="program")  # another kind is a DecodeError saying what the file holds
+    return program.open(obj, expect="program")  # another kind is a DecodeError saying what the file holds
 
 
 def _labels(result: Any, n: int) -> list[str]:
@@ -121,6 +121,8 @@ def _work(args: argparse.Namespace, child: Any) -> dict[str, bytes]:
     """Load, bind, run (the child's part): the summary, outputs and node files as bytes for `_report`."""
     import torch
     import torch.utils._pytree as pytree
+
+    from opwire.proxy_executor import ProgramRunner, progress_observer  # deferred: imports torch
 
     runner = ProgramRunner(
         _load_program(args.program, args.max_elements),
@@ -264,6 +266,7 @@ def _summary(data: bytes) -> m.RunOutput:
 
 def _node_observer(args: argparse.Namespace, runner: Any) -> Any:
     """The per-node observer --save-nodes or --compare-nodes asks for (None without either)."""
+    from opwire.view import NodeComparer, NodeRecorder, read_nodes  # deferred: imports torch
 
     if args.save_nodes:
         return NodeRecorder(runner.graph)

@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterable, Mapping, MutableSequence, Sequen
 from pathlib import Path
 from typing import Any
 
+from opwire import program
 from opwire.errors import BindError
-from opwire.program import open as open_file
 from opwire.proxy_executor.aoti import FlatPlan, build_flat
 from opwire.proxy_executor.bound import run_plan
 from opwire.proxy_executor.context import BindContext
@@ -37,7 +37,7 @@ _AD_HOC_PLANS = 4096
 def load_extern_nodes(path: str | Path, *, max_elements: int | None = None) -> m.ExternKernelNodes:
     """The extern-node JSON AOTInductor writes (`<hash>.wrapper.json`), or the one inside a `.pt2` package."""
 
-    nodes: m.ExternKernelNodes = open_file(path, expect="extern_nodes", max_elements=max_elements)
+    nodes: m.ExternKernelNodes = program.open(path, expect="extern_nodes", max_elements=max_elements)
     return nodes
 
 

@@ -20,10 +20,10 @@ from typing import Literal
 
 import torch
 
+from opwire import program
 from opwire._version import __version__
 from opwire.errors import DecodeError
 from opwire.program import StreamedTrace
-from opwire.program import open as open_file
 from opwire.recording.dispatch_mode import RecorderMode
 from opwire.recording.launch import launch_info, rank_path
 from opwire.recording.locate import Locator
@@ -245,7 +245,7 @@ def load_trace(path: str | Path, *, max_elements: int | None = None, max_bytes: 
     trace is read within the same budgets (through `opwire.program.open`, as every file is).
     """
 
-    opened = open_file(path, expect="trace", max_elements=max_elements, max_bytes=max_bytes)
+    opened = program.open(path, expect="trace", max_elements=max_elements, max_bytes=max_bytes)
     if isinstance(opened, StreamedTrace):
         trace = Trace(source=StreamSource(opened.path, max_elements=max_elements, max_bytes=max_bytes))
     else:

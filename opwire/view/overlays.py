@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from opwire import program
 from opwire.errors import DecodeError
-from opwire.program import open as open_file
 from opwire.schema import models as m
 from opwire.serde import json
 
@@ -69,7 +69,7 @@ def load_findings(path: str | Path) -> dict[str, Any]:
 
     p = Path(path)
     try:
-        found = open_file(p, expect="findings", max_bytes=_MAX_BYTES)
+        found = program.open(p, expect="findings", max_bytes=_MAX_BYTES)
     except OSError as exc:
         raise DecodeError(f"cannot read findings file {p}: {exc.strerror or exc}") from None
     except DecodeError as exc:

@@ -15,8 +15,8 @@ from typing import Any
 
 import torch
 
+from opwire import program
 from opwire.errors import EncodeError, OpwireError
-from opwire.program import open as open_file
 from opwire.recording.compare import Difference, compare_scalar, compare_tensor
 from opwire.schema import models as m
 from opwire.schema.refs import value_names
@@ -67,7 +67,7 @@ class NodeRecorder(_Observer):
 def read_nodes(path: str | Path) -> m.Values:
     """A `.nodes` file written by `opwire run --save-nodes` (read by `opwire.program.open`, within its budgets)."""
 
-    nodes: m.Values = open_file(path, expect="values")
+    nodes: m.Values = program.open(path, expect="values")
     return nodes
 
 
