@@ -138,8 +138,6 @@ class ProgramRunner:
             child.close()
 
     def _isolated_child(self) -> Any:
-        from opwire.proxy_executor.isolate_program import api_limits  # deferred: a cycle (isolate_program -> runner)
-
         return child_for(self, api_limits(self.max_memory, self.exec_policy.timeout))
 
     def run_with(
