@@ -10,6 +10,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import opwire
+from opwire.proxy_executor import DefaultPolicy
+
 __all__ = ["main"]
 
 
@@ -109,9 +112,8 @@ def _wire_table() -> bool:
     from torch._export.serde import schema as torch_schema
     from torch._export.serde.serialize import SerializedArtifact, _bytes_to_dataclass, deserialize, serialize
 
-    import opwire
-    from opwire.schema import models as m
-    from opwire.serde.torch_bridge import archive_from_exported_program
+    from opwire.schema import models as m  # deferred: imports pydantic
+    from opwire.serde.torch_bridge import archive_from_exported_program  # deferred: imports torch
 
     print("1. on the wire: torch JSON -> opwire -> JSON (same bytes?) and a pickle-free compact archive")
     header = f"{'program':<10} {'nodes':>5} {'json':>8} {'compact':>8} {'same bytes':>10} {'torch runs':>10} "
@@ -159,9 +161,6 @@ def _replay_section() -> bool:
     """Record the custom-op model's calls, save them compact, replay under REQUIRE_SERIALIZED."""
     import tempfile
     from pathlib import Path
-
-    import opwire
-    from opwire.proxy_executor import DefaultPolicy
 
     print("\n2. record and replay: every dispatcher call of one forward pass, saved, read back and re-run")
     _, module, args = _models()[1]

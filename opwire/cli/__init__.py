@@ -35,6 +35,7 @@ import sys
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from opwire import __version__
 from opwire.errors import OpwireError, UnknownTargetError, printable
 
 __all__ = ["COMMANDS", "Command", "build_parser", "main"]
@@ -74,7 +75,6 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     The others are then listed by their summary, which is all `opwire --help` and a usage error show of them.
     """
-    from opwire import __version__
 
     parser = argparse.ArgumentParser(
         prog="opwire", description="Put PyTorch operator calls and exported graphs on the wire."
@@ -104,12 +104,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command != chosen:  # argparse read the command line otherwise than `_chosen`: parse it with that one
         args = build_parser(only=args.command).parse_args(argv)
     try:
-        from opwire.cli.options import prepare
+        from opwire.cli.options import prepare  # deferred: imports opwire.serde's budgets (--help loads no codec)
 
         prepare(args)
         return int(args.func(args))
     except OpwireError as exc:
-        from opwire.cli.wording import for_cli
+        from opwire.cli.wording import for_cli  # deferred: imports opwire.serde's budgets (--help loads no codec)
 
         message = for_cli(str(exc))
         hint = ""

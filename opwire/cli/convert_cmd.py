@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import Any, Literal, cast
 
+import opwire
+from opwire import __version__, program, serde
 from opwire.cli.options import LOADING_HELP, add_budget_flags, add_loading
 from opwire.errors import DecodeError
-from opwire.program import check_output, write_output
+from opwire.program import OpenedProgram, check_output, write_output
+from opwire.schema import first_missing
 from opwire.schema import models as m
-from opwire.serde import MAX_ELEMENTS
-
-if TYPE_CHECKING:
-    from opwire.program import OpenedProgram
+from opwire.serde import MAX_ELEMENTS, check_spec, program_specs
 
 __all__ = ["TARGETS", "add_parser", "convert", "run"]
 
@@ -95,26 +95,19 @@ def convert(
     check_output(dst, [src])
     with _open(src, model, allow_pickle, max_elements) as opened:
         if to == "opw" and opened.pt2 is not None:  # straight from the mapped input: no weight read into memory
-            from opwire import serde
-
             _check_specs(opened.program)
             return "OpwireArchive", serde.opw.write(opened.pt2, dst)
         obj: _Root = opened.program if to == "json" or opened.kind == "program" else opened.archive()
     _check_specs(obj.program if isinstance(obj, m.OpwireArchive) else obj)
     if to == "opw":
-        from opwire import serde
-
         return "OpwireArchive", serde.opw.write(
             obj if isinstance(obj, m.OpwireArchive) else _bare_archive(obj, src), dst
         )
     if to == "pt2":
-        from opwire import serde
-
         archive = obj if isinstance(obj, m.OpwireArchive) else _bare_archive(obj, src)
         check_output(dst, [src])  # torch's zip writer opens the path itself: checked again just before
         serde.pt2.write(archive, dst, model=model or "model")
         return "OpwireArchive", dst.stat().st_size
-    import opwire
 
     out: _Root = obj.program if to == "json" and isinstance(obj, m.OpwireArchive) else obj
     data = opwire.dumps(out, format=cast(_Codec, to))
@@ -124,7 +117,6 @@ def convert(
 
 def _check_specs(program: m.ExportedProgram) -> None:
     """The pytree specs convert writes on must be ones torch's loader reads without importing anything."""
-    from opwire.serde import check_spec, program_specs
 
     for spec, where in program_specs(program):
         check_spec(spec, where)
@@ -132,10 +124,8 @@ def _check_specs(program: m.ExportedProgram) -> None:
 
 def _open(src: Path, model: str | None, allow_pickle: bool, max_elements: int) -> OpenedProgram:
     """The input opened lazily (a .pt2's or .opw's weights stay unread until asked for)."""
-    from opwire.program import OpenedProgram
-    from opwire.program import open as open_file
 
-    opened = open_file(src, model=model, allow_pickle=allow_pickle, max_elements=max_elements)
+    opened = program.open(src, model=model, allow_pickle=allow_pickle, max_elements=max_elements)
     if not isinstance(opened, OpenedProgram):
         raise DecodeError(
             f"{src}: holds a {type(opened).__name__}; convert handles programs (ExportedProgram) and archives "
@@ -146,8 +136,6 @@ def _open(src: Path, model: str | None, allow_pickle: bool, max_elements: int) -
 
 def _bare_archive(program: m.ExportedProgram, src: Path) -> m.OpwireArchive:
     """An archive with no tensors, for a program that binds none."""
-    from opwire import __version__
-    from opwire.schema import first_missing
 
     missing = first_missing(program, (), ())
     if missing is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+import opwire
 from opwire.cli.options import LOADING_HELP, add_budget_flags, add_loading
 
 __all__ = ["add_parser", "run"]
@@ -49,12 +50,11 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Diff; exit 0 when the traces agree, 1 when they differ, 2 when one is unreadable."""
-    import opwire
-    from opwire.cli.output import print_record
-    from opwire.recording.distributed import is_run
+    from opwire.cli.output import print_record  # deferred: imports pydantic
+    from opwire.recording.distributed import is_run  # deferred: imports torch
 
     if is_run(args.a) or is_run(args.b):
-        from opwire.recording.distributed import diff_runs, launched_share
+        from opwire.recording.distributed import diff_runs, launched_share  # deferred: imports torch
 
         with launched_share() as share:  # under torchrun: this process's share of the ranks
             runs = diff_runs(

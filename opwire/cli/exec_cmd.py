@@ -6,13 +6,15 @@ import argparse
 import sys
 from typing import Any
 
-from opwire.cli.exec_flags import add_exec_flags
+from opwire import program
+from opwire.cli.exec_flags import add_exec_flags, limits
 from opwire.cli.options import LOADING_HELP, add_budget_flags, add_loading
+from opwire.cli.output import print_record
 from opwire.cli.values import INPUTS_HELP, describe, text
 from opwire.cli.wording import for_cli
 from opwire.errors import BindError, DecodeError, OpwireError, printable
 from opwire.program import extern_inputs, op_name
-from opwire.proxy_executor import DefaultPolicy
+from opwire.proxy_executor import DefaultPolicy, in_process, run_in_child
 from opwire.schema import models as m
 from opwire.serde import dumps, loads
 
@@ -62,8 +64,6 @@ def _check_inputs(nodes: Any, env: dict[str, Any]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the nodes (in a sandboxed child unless --no-isolate); exit 0, 1 when a call fails, 2 on bad input."""
-    from opwire.cli.exec_flags import limits
-    from opwire.proxy_executor import in_process, run_in_child
 
     if args.isolate:
         outcome = run_in_child(lambda child: _work(args, child), limits(args, (args.nodes, args.inputs)))
@@ -87,8 +87,6 @@ def run(args: argparse.Namespace) -> int:
         nodes.append(m.ExecNodeResult(index=len(nodes), name="", target="", error=error))
     status = 1 if any(e.error is not None for e in nodes) else 0
     if args.json:
-        from opwire.cli.output import print_record
-
         print_record(m.ExecOutput(nodes=nodes, ok=status == 0))
         return status
     for e in nodes:
@@ -104,8 +102,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _work(args: argparse.Namespace, child: Any) -> dict[str, bytes]:
     """Load the nodes and inputs, then run the nodes in order (the child's part); the report as JSON."""
-    from opwire import program
-    from opwire.proxy_executor import ProxyExecutor, check_time, load_extern_nodes, time_limit
+    from opwire.proxy_executor import (  # deferred: imports torch
+        ProxyExecutor,
+        check_time,
+        load_extern_nodes,
+        time_limit,
+    )
 
     env = program.read_inputs(
         args.inputs, args.inputs_format, allow_pickle=args.allow_pickle, max_elements=args.max_elements

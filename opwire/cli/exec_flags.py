@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from opwire.proxy_executor import DEFAULT_TIMEOUT, WHILE_LOOP_ITERATIONS, Limits, default_max_memory, parse_size
+
 __all__ = ["add_exec_flags", "limits"]
 
 
@@ -29,7 +31,6 @@ def _op_names(text: str) -> list[str]:
 
 
 def _size(text: str) -> int:
-    from opwire.proxy_executor import parse_size
 
     try:
         return parse_size(text)
@@ -41,8 +42,6 @@ def limits(args: argparse.Namespace, reads: Any = ()) -> Any:
     """The sandbox limits of an isolated run from `--max-memory` and `--timeout` (CPU time: timeout x cores);
     `reads`: the files the child opens itself (the program, the inputs), the only ones outside the installation."""
     import os
-
-    from opwire.proxy_executor import Limits
 
     timeout = getattr(args, "timeout", None)
     cpu = None if timeout is None else timeout * max(1, os.cpu_count() or 1) + 5
@@ -71,7 +70,6 @@ def add_exec_flags(p: argparse.ArgumentParser, timeout: bool = True, loops: bool
         "comma-separated: a refusal prints the one flag that admits every refused op; `opwire ops policy OP` "
         "says why an op is refused)",
     )
-    from opwire.proxy_executor import DEFAULT_TIMEOUT, default_max_memory
 
     if timeout:
         p.add_argument(
@@ -97,8 +95,6 @@ def add_exec_flags(p: argparse.ArgumentParser, timeout: bool = True, loops: bool
         "and the isolated child's address space beyond what it maps (plus 1G of headroom) (default: 2G)",
     )
     if loops:
-        from opwire.proxy_executor import WHILE_LOOP_ITERATIONS
-
         p.add_argument(
             "--max-while-iterations",
             type=_positive(int),

@@ -6,7 +6,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from opwire import program, recording
 from opwire.cli.options import LOADING_HELP, add_budget_flags, add_loading
+from opwire.cli.output import print_record
 from opwire.schema import models as m
 
 __all__ = ["add_parser", "run"]
@@ -40,7 +42,6 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the summary; exit 0, or 2 when the file is unreadable."""
-    from opwire import program, recording
 
     path = Path(args.file)
     obj = program.open(path, max_elements=args.max_elements)  # judged by its first bytes, within the budgets
@@ -49,8 +50,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         record = program.summary(obj, path, verify=args.verify)
     if args.json:
-        from opwire.cli.output import print_record
-
         print_record(record)
     else:
         print(_render(record))

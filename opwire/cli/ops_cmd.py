@@ -11,7 +11,9 @@ import json
 import sys
 from typing import Any
 
+import opwire
 from opwire.cli.options import add_loading
+from opwire.program import check_output, write_output
 from opwire.proxy_executor import DefaultPolicy
 
 __all__ = ["add_parser", "run_bc_check", "run_policy", "run_snapshot", "run_validate"]
@@ -90,8 +92,14 @@ def add_parser(sub: Any) -> None:
 
 def run_validate(args: argparse.Namespace) -> int:
     """Validate the targets; exit 1 when any finding is an error."""
-    from opwire.cli.output import print_record
-    from opwire.validation import checks_run, format_reports, load_sample_inputs, validate_op, validation_output
+    from opwire.cli.output import print_record  # deferred: imports pydantic
+    from opwire.validation import (  # deferred: imports torch
+        checks_run,
+        format_reports,
+        load_sample_inputs,
+        validate_op,
+        validation_output,
+    )
 
     samples = load_sample_inputs(args.sample_inputs) if args.sample_inputs else None
     reports = [r for target in args.targets for r in validate_op(target, sample_inputs=samples)]
@@ -107,9 +115,7 @@ def run_validate(args: argparse.Namespace) -> int:
 def run_snapshot(args: argparse.Namespace) -> int:
     """Write the snapshot of the namespaces."""
 
-    import opwire
-    from opwire.program import check_output, write_output
-    from opwire.validation import snapshot_ops
+    from opwire.validation import snapshot_ops  # deferred: imports torch
 
     if args.out:
         check_output(args.out)  # before the work: a symlink or a FIFO at --out is refused first
@@ -132,11 +138,11 @@ def run_snapshot(args: argparse.Namespace) -> int:
 
 def run_bc_check(args: argparse.Namespace) -> int:
     """Compare two library versions; exit 1 when a change breaks under --policy."""
-    from opwire.validation import bc_check
+    from opwire.validation import bc_check  # deferred: imports torch
 
     report = bc_check(args.old, args.new, policy=args.policy)
     if args.json:
-        from opwire.cli.output import print_record
+        from opwire.cli.output import print_record  # deferred: imports pydantic
 
         print_record(report.to_model())
     else:
@@ -146,12 +152,12 @@ def run_bc_check(args: argparse.Namespace) -> int:
 
 def run_policy(args: argparse.Namespace) -> int:
     """Print the policy's verdict on every overload of the ops; exit 1 when one is refused."""
-    from opwire.proxy_executor import explain, policy_output
+    from opwire.proxy_executor import explain, policy_output  # deferred: imports pydantic
 
     verdicts = [v for op in args.ops for v in explain(op)]
     record = policy_output(verdicts)
     if args.json:
-        from opwire.cli.output import print_record
+        from opwire.cli.output import print_record  # deferred: imports pydantic
 
         print_record(record)
     else:

@@ -31,8 +31,8 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Check; exit 0 consistent, 1 findings, 2 bad input."""
-    from opwire.cli.output import print_record
-    from opwire.recording.distributed import check_ranks, format_ranks, launched_share
+    from opwire.cli.output import print_record  # deferred: imports pydantic
+    from opwire.recording.distributed import check_ranks, format_ranks, launched_share  # deferred: imports torch
 
     with launched_share() as share:  # under torchrun: this process's share of the ranks
         report = check_ranks(args.run, numerics=not args.no_numerics, max_findings=args.max_findings, share=share)

@@ -11,7 +11,9 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from opwire.errors import printable
+import opwire
+from opwire.errors import OpwireError, printable
+from opwire.program import check_output
 
 __all__ = ["add_parser", "run"]
 
@@ -79,8 +81,6 @@ def _module_exists(name: str) -> bool:
 
 def _unwritable(out: Path, inputs: list[str]) -> str | None:
     """Why the trace could not be written to `out` (None when it can), found before the script runs."""
-    from opwire.errors import OpwireError
-    from opwire.program import check_output
 
     try:
         check_output(out, inputs)  # no symlink, FIFO, device or the script itself
@@ -99,7 +99,7 @@ def _unwritable(out: Path, inputs: list[str]) -> str | None:
 
 def _rank_out(out: str) -> str:
     """Under a launcher (RANK/WORLD_SIZE set, e.g. torchrun), `--out RUN` is a run directory: RUN/rank<N>.trace."""
-    from opwire.recording import launch_info, rank_file
+    from opwire.recording import launch_info, rank_file  # deferred: imports pydantic
 
     info = launch_info()
     if info is None:
@@ -121,7 +121,6 @@ def _print_script_traceback(exc: BaseException) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Record the script; exit 0, 1 when the script failed, 2 on bad usage."""
-    import opwire
 
     target = _target(list(args.script_command))
     if target is None:

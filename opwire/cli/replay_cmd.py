@@ -7,9 +7,12 @@ import os
 import sys
 from typing import Any
 
+import opwire
+from opwire import validation
 from opwire.cli.exec_flags import add_exec_flags
 from opwire.cli.options import LOADING_HELP, add_budget_flags, add_device, add_loading
 from opwire.proxy_executor import DefaultPolicy
+from opwire.recording import distributed
 
 __all__ = ["add_parser", "run"]
 
@@ -99,14 +102,13 @@ def _positive(text: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Replay; exit 0 without mismatches, 1 with mismatches, 2 when the trace is unreadable, cut or empty."""
-    import opwire
 
     if args.workers > 1 and args.chained:
         print(
             "opwire replay: error: --workers applies to isolated replay; drop --chained or --workers", file=sys.stderr
         )
         return 2
-    from opwire.recording.distributed import is_run
+    from opwire.recording.distributed import is_run  # deferred: imports torch
 
     if is_run(args.trace) or args.collectives:
         return _run_dir(args)
@@ -134,8 +136,7 @@ def run(args: argparse.Namespace) -> int:
     )
     report.verbose = args.verbose
     if args.json:
-        from opwire import validation
-        from opwire.cli.output import print_record
+        from opwire.cli.output import print_record  # deferred: imports pydantic
 
         replay_findings = validation.replay_findings.replay_findings  # module and function share the name
 
@@ -155,8 +156,7 @@ def run(args: argparse.Namespace) -> int:
 def _run_dir(args: argparse.Namespace) -> int:
     """Replay a run directory: every rank in a sandboxed child, or chained with real collectives under torchrun."""
     if args.collectives:
-        from opwire import validation
-        from opwire.recording.distributed import replay_live
+        from opwire.recording.distributed import replay_live  # deferred: imports torch
 
         replay_findings = validation.replay_findings.replay_findings  # module and function share the name
 
@@ -171,8 +171,7 @@ def _run_dir(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    from opwire.recording import distributed
-    from opwire.recording.distributed import launched_share
+    from opwire.recording.distributed import launched_share  # deferred: imports pydantic
 
     replay_run = distributed.replay_run.replay_run  # module and function share the name
 
@@ -184,8 +183,7 @@ def _run_dir(args: argparse.Namespace) -> int:
     if not share.prints:
         pass
     elif args.json:
-        from opwire import validation
-        from opwire.cli.output import print_record
+        from opwire.cli.output import print_record  # deferred: imports pydantic
 
         replay_findings = validation.replay_findings.replay_findings  # module and function share the name
 

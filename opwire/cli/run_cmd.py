@@ -7,14 +7,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from opwire.cli.exec_flags import add_exec_flags
+import opwire
+from opwire import program
+from opwire.cli.exec_flags import add_exec_flags, limits
 from opwire.cli.options import LOADING_HELP, add_budget_flags, add_device, add_loading
+from opwire.cli.output import print_record
 from opwire.cli.values import INPUTS_HELP, describe, text
 from opwire.cli.wording import for_cli
 from opwire.errors import DecodeError, OpwireError, printable
 from opwire.program import check_output, write_output
+from opwire.proxy_executor import in_process, run_in_child
 from opwire.schema import models as m
 from opwire.serde import dumps, loads, values
+from opwire.view import findings_json
 
 __all__ = ["add_parser", "run"]
 
@@ -66,15 +71,14 @@ def _add_node_flags(p: Any) -> None:
 
 def _load_program(path: str, max_elements: int) -> Any:
     """The program or archive in `path`, opened lazily; an extern-node file (AOTInductor's) is sent to `opwire exec`."""
-    import opwire
 
-    obj = opwire.open(path, max_elements=max_elements)
+    obj = program.open(path, max_elements=max_elements)
     if isinstance(obj, m.ExternKernelNodes):
         raise DecodeError(
             f"{path} holds AOTInductor extern nodes (ExternKernelNodes), not a program; run it with "
             f"`opwire exec {path} --inputs VALUES` (`opwire inspect {path}` lists the names it reads)"
         )
-    return opwire.open(obj, expect="program")  # another kind is a DecodeError saying what the file holds
+    return program.open(obj, expect="program")  # another kind is a DecodeError saying what the file holds
 
 
 def _labels(result: Any, n: int) -> list[str]:
@@ -92,8 +96,6 @@ def _labels(result: Any, n: int) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Run the program (in a sandboxed child unless --no-isolate); exit 0, 1 when the run fails, 2 on bad input."""
-    from opwire.cli.exec_flags import limits
-    from opwire.proxy_executor import in_process, run_in_child
 
     for out in (args.out, args.save_nodes, args.findings):
         if out:
@@ -121,9 +123,7 @@ def _work(args: argparse.Namespace, child: Any) -> dict[str, bytes]:
     import torch
     import torch.utils._pytree as pytree
 
-    import opwire
-    from opwire import program
-    from opwire.proxy_executor import ProgramRunner, progress_observer
+    from opwire.proxy_executor import ProgramRunner, progress_observer  # deferred: imports torch
 
     runner = ProgramRunner(
         _load_program(args.program, args.max_elements),
@@ -170,7 +170,6 @@ def _work(args: argparse.Namespace, child: Any) -> dict[str, bytes]:
 
 def _compare_doc(args: argparse.Namespace, observer: Any) -> bytes:
     """The findings document of the comparison (a `FindingsDocument` record in opwire's JSON codec)."""
-    from opwire.view import findings_json
 
     return findings_json(observer.document(f"{Path(args.program).name} against {Path(args.compare_nodes).name}"))
 
@@ -206,8 +205,6 @@ def _report(args: argparse.Namespace, blobs: dict[str, bytes]) -> int:
               file=sys.stderr)  # fmt: skip
     summary = _summary(blobs["summary"])
     if args.json:
-        from opwire.cli.output import print_record
-
         print_record(summary)
     else:
         for label, d in zip(summary.labels, summary.outputs.values(), strict=True):
@@ -250,7 +247,6 @@ def _findings(data: bytes) -> m.FindingsDocument:
 
 def _check_values(data: bytes, fmt: str, what: str) -> Any:
     """The Values record the run sent back, read with the checking decoder before it is written anywhere."""
-    import opwire
 
     try:
         return opwire.loads(data, m.Values, format=fmt)  # type: ignore[call-overload]
@@ -271,7 +267,7 @@ def _summary(data: bytes) -> m.RunOutput:
 
 def _node_observer(args: argparse.Namespace, runner: Any) -> Any:
     """The per-node observer --save-nodes or --compare-nodes asks for (None without either)."""
-    from opwire.view import NodeComparer, NodeRecorder, read_nodes
+    from opwire.view import NodeComparer, NodeRecorder, read_nodes  # deferred: imports torch
 
     if args.save_nodes:
         return NodeRecorder(runner.graph)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from opwire.schema import required_bump, schema_diff
+
 __all__ = ["add_parser", "run"]
 
 
@@ -30,14 +32,12 @@ def run(args: argparse.Namespace) -> int:
     """Print the changes; exit 1 when a major bump is needed."""
     from pathlib import Path
 
-    from opwire.schema import required_bump, schema_diff
-
     changes = schema_diff(Path(args.old), Path(args.new))
     bump = required_bump(changes)
     shown = changes if args.all or args.json else [c for c in changes if c.bump != "none"]
     if args.json:
-        from opwire.cli.output import print_record
-        from opwire.schema import models as m
+        from opwire.cli.output import print_record  # deferred: imports pydantic
+        from opwire.schema import models as m  # deferred: imports pydantic
 
         print_record(m.SchemaDiffOutput(bump=bump, changes=[c.to_model() for c in shown]))
     else:

@@ -41,15 +41,15 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write the page; exit 0, or 2 when the file or a findings file is unreadable."""
-    from opwire.view import view
+    from opwire.view import view  # deferred: imports pydantic
 
     src = Path(args.file)
     out = Path(args.out) if args.out else src.with_name(src.name + ".html")
     view(src, out, findings=args.findings, title=args.title)
     size = out.stat().st_size
     if args.json:
-        from opwire.cli.output import print_record
-        from opwire.schema import models as m
+        from opwire.cli.output import print_record  # deferred: imports pydantic
+        from opwire.schema import models as m  # deferred: imports pydantic
 
         print_record(m.ViewOutput(page=str(out), bytes=size))
     else:

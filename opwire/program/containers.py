@@ -16,7 +16,7 @@ from opwire.program.files import read_head, read_input
 from opwire.program.kinds import KINDS, ROOT_KINDS, FindingsFile, Kind, StreamedTrace
 from opwire.program.opened import OpenedProgram
 from opwire.schema import models as m
-from opwire.serde import budgets, framing, json
+from opwire.serde import budgets, framing, json, opw, pt2, thrift, thrift_archive
 from opwire.serde.archive import ZipArchive, is_zip_head
 
 __all__ = ["CONTAINERS", "Budgets", "Container", "Opened", "aoti_wrapper", "from_bytes", "want"]
@@ -65,6 +65,7 @@ def want(kind: Kind, expect: Kind | None, where: str) -> None:
 # ------------------------------------------------------------------------------------ containers
 def _open_zip(path: Path, b: Budgets, expect: Kind | None) -> Opened:
     """A .pt2 export archive (opened lazily), or the extern nodes of an AOTInductor package."""
+
     max_bytes = budgets.MAX_ARCHIVE_BYTES if b.max_bytes is None else b.max_bytes
     with ZipArchive(path, max_bytes=max_bytes, max_ratio=b.max_ratio) as z:
         names = z.names()
@@ -82,7 +83,6 @@ def _open_zip(path: Path, b: Budgets, expect: Kind | None) -> Opened:
                 "was the model compiled with extern (fallback) kernels?"
             )
     want("archive", expect, str(path))
-    from opwire.serde import pt2
 
     archive = pt2.open(
         path, model=b.model, allow_pickle=b.allow_pickle, max_bytes=max_bytes, max_ratio=b.max_ratio,
@@ -99,7 +99,6 @@ def _open_framed(path: Path, b: Budgets, expect: Kind | None) -> Opened:
         return StreamedTrace(path)
     if sniffed is not None and sniffed[1] == "OpwireArchive" and path.is_file():  # payloads mapped, not read
         want("archive", expect, str(path))
-        from opwire.serde import thrift_archive
 
         limit = budgets.MAX_ARCHIVE_BYTES if b.max_bytes is None else b.max_bytes
         if path.stat().st_size > limit:
@@ -132,7 +131,6 @@ def _is_opw_head(head: bytes) -> bool:
 def _open_opw(path: Path, b: Budgets, expect: Kind | None) -> Opened:
     """opwire's own archive: header and table checked now, the program on first use, tensors mapped."""
     want("archive", expect, str(path))
-    from opwire.serde import opw
 
     return OpenedProgram("archive", str(path), pt2=opw.open(path, max_elements=b.max_elements), owns_pt2=True)
 
@@ -198,8 +196,6 @@ def _decode_root(root: str, data: bytes, where: str, b: Budgets, expect: Kind | 
 
 def _decode_model(data: bytes, cls: type[BaseModel], where: str, b: Budgets) -> Any:
     if framing.has_header(data):
-        from opwire.serde import thrift
-
         codec: Any = framing.read_header(data, where).codec
         return thrift.decode(data, cls, codec, framed=True, source=where, max_elements=b.max_elements)
     return json.decode(data, cls, source=where, max_elements=b.max_elements)

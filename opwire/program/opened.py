@@ -21,6 +21,8 @@ from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from opwire.errors import DecodeError
+from opwire.program.signature import program_signature
+from opwire.program.specs import pytree_specs
 from opwire.schema import models as m
 from opwire.schema.spec_roles import bound_tensors, first_missing
 from opwire.serde.tensor_tables import TABLES, Table, TensorTables, check_table
@@ -106,7 +108,6 @@ class OpenedProgram:
 
     def signature(self) -> Signature:
         """What the program takes and returns (`opwire.program.signature.program_signature`)."""
-        from opwire.program.signature import program_signature
 
         return program_signature(self.program)
 
@@ -135,7 +136,7 @@ class OpenedProgram:
 
     def tensor(self, table: Table, name: str, device: str | torch.device | None = None) -> Tensor:
         """Weight or constant `name` as a tensor on `device`, gradients off (mapped from a lazy archive's file)."""
-        from opwire.serde import tensors
+        from opwire.serde import tensors  # deferred: imports torch
 
         table = check_table(table)
         if self._resolved() is None and self._pt2 is not None and name in self._pt2.names(table):
@@ -172,7 +173,7 @@ class OpenedProgram:
         Nothing is copied that need not be: a lazy archive maps its tensors from the file (copy-on-write), an
         OpwireArchive's tensors view their payload bytes. Runners copy what the signature says a run mutates,
         so neither the file nor the caller's model is ever written."""
-        from opwire.serde import tensors
+        from opwire.serde import tensors  # deferred: imports torch
 
         self.check()
         model = self._resolved()
@@ -204,8 +205,6 @@ class OpenedProgram:
         if checked is not None and self._model_token_is_current():
             return checked
         with self._lock:
-            from opwire.program.specs import pytree_specs
-
             program = self.program
             missing = first_missing(program, set(self.names("weights")), set(self.names("constants")))
             if missing is not None:

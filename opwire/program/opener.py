@@ -19,6 +19,9 @@ from opwire.program.opened import OpenedProgram, opened_of
 from opwire.schema import models as m
 from opwire.serde import budgets
 from opwire.serde.archive import is_zip_head
+from opwire.serde.opw import OpwArchive
+from opwire.serde.pt2 import Pt2Archive
+from opwire.serde.thrift_archive import ThriftArchive
 
 __all__ = ["open"]
 
@@ -173,9 +176,6 @@ def _open_path(path: Path, b: Budgets, expect: Kind | None) -> Opened:
 
 def _open_object(obj: Any, expect: Kind | None) -> Opened:
     """Models and programs already in memory: wrapped, never copied."""
-    from opwire.serde.opw import OpwArchive
-    from opwire.serde.pt2 import Pt2Archive
-    from opwire.serde.thrift_archive import ThriftArchive
 
     if isinstance(obj, OpenedProgram):
         want(obj.kind, expect, obj.source)
@@ -191,7 +191,7 @@ def _open_object(obj: Any, expect: Kind | None) -> Opened:
         want("archive", expect, "the torch ExportedProgram")
 
         def convert() -> m.OpwireArchive:
-            from opwire.serde.torch_bridge import archive_from_exported_program
+            from opwire.serde.torch_bridge import archive_from_exported_program  # deferred: imports torch
 
             return archive_from_exported_program(obj)
 

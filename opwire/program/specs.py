@@ -10,6 +10,7 @@ if TYPE_CHECKING:
 
 from opwire.errors import DecodeError
 from opwire.schema import models as m
+from opwire.serde.pytree_spec import loads_spec
 
 __all__ = ["pytree_specs", "unregistered_pytree_types"]
 
@@ -20,7 +21,6 @@ def pytree_specs(gm: m.GraphModule) -> tuple[TreeSpec | None, TreeSpec | None]:
     Whichever parser reads the spec strings, a failure is explained here: a class the spec names that no
     imported module registered is reported by name with the import that fixes it.
     """
-    from opwire.serde.pytree_spec import loads_spec
 
     if not gm.module_call_graph or gm.module_call_graph[0].signature is None:
         return None, None

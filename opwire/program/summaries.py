@@ -20,7 +20,8 @@ from opwire.program.opened import OpenedProgram
 from opwire.program.signature import dtype_name, extern_inputs, op_name, program_signature
 from opwire.schema import models as m
 from opwire.serde import framing
-from opwire.serde.archive import is_zip_head
+from opwire.serde.archive import ZipArchive, is_zip_head
+from opwire.serde.pt2 import Pt2Archive
 
 __all__ = ["codec_of", "summary"]
 
@@ -75,7 +76,6 @@ def _program(opened: OpenedProgram) -> dict[str, Any]:
         model = opened.model
         assert model is not None
         return model_fields(model)
-    from opwire.serde.pt2 import Pt2Archive
 
     fields = model_fields(opened.program)
     fields.pop("kind")
@@ -96,8 +96,6 @@ def _verify(opened: Any, path: Path | None) -> str:
         opened.pt2.verify()
         return "every blob's CRC-32 matches" if hasattr(opened.pt2, "table") else "every entry's CRC-32 matches"
     if path is not None and _is_zip(path):
-        from opwire.serde.archive import ZipArchive
-
         with ZipArchive(path) as z:
             for name in z.names():
                 z.verify(name)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import enum
 
+from opwire.errors import BindError
+
 __all__ = ["DefaultPolicy"]
 
 
@@ -20,7 +22,6 @@ class DefaultPolicy(enum.Enum):
     @classmethod
     def parse(cls, name: str | DefaultPolicy) -> DefaultPolicy:
         """The policy named `name` ("from_schema", "FROM_SCHEMA", "from-schema", or a policy)."""
-        from opwire.errors import BindError
 
         if isinstance(name, DefaultPolicy):
             return name

@@ -32,7 +32,7 @@ from opwire.proxy_executor import policy_rules
 from opwire.proxy_executor.allowlist import allowlist, policy_entry
 from opwire.proxy_executor.run_budgets import MAX_MEMORY, WHILE_LOOP_ITERATIONS
 from opwire.proxy_executor.targets import Target, resolve, split_target
-from opwire.schema.opschema import OpSchema
+from opwire.schema.opschema import OpSchema, op_schema
 
 __all__ = [
     "TORCH_NAMESPACES",
@@ -175,8 +175,6 @@ def classify_name(op: str) -> Refusal | None:
     """`classify` of an op spelled "ns::op[.overload]" (None when no such op is registered)."""
     import torch
 
-    from opwire.schema.opschema import op_schema
-
     ns, _, rest = op.partition("::")
     name, _, overload = rest.partition(".")
     try:
@@ -199,8 +197,6 @@ def sparse_checks_on() -> bool:
 def all_schemas() -> list[OpSchema]:
     """Every op schema registered in this process that opwire can read (TorchScript builtins included)."""
     import torch
-
-    from opwire.schema.opschema import op_schema
 
     out: list[OpSchema] = []
     for fs in torch._C._jit_get_all_schemas():

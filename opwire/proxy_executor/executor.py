@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Mapping, MutableSequence, Sequen
 from pathlib import Path
 from typing import Any
 
+from opwire import program
 from opwire.errors import BindError
 from opwire.proxy_executor.aoti import FlatPlan, build_flat
 from opwire.proxy_executor.bound import run_plan
@@ -35,9 +36,8 @@ _AD_HOC_PLANS = 4096
 
 def load_extern_nodes(path: str | Path, *, max_elements: int | None = None) -> m.ExternKernelNodes:
     """The extern-node JSON AOTInductor writes (`<hash>.wrapper.json`), or the one inside a `.pt2` package."""
-    from opwire.program import open as open_file
 
-    nodes: m.ExternKernelNodes = open_file(path, expect="extern_nodes", max_elements=max_elements)
+    nodes: m.ExternKernelNodes = program.open(path, expect="extern_nodes", max_elements=max_elements)
     return nodes
 
 

@@ -27,6 +27,7 @@ from typing import Any
 from opwire.errors import BindError, BudgetError
 from opwire.proxy_executor.plan import NodePlan
 from opwire.schema import models as m
+from opwire.serde.tensors import element_size
 
 __all__ = [
     "check_static_memory",
@@ -151,8 +152,6 @@ def check_writes(
 
 def check_static_memory(graph: m.Graph, plans: list[NodePlan], budget: int) -> None:
     """BudgetError when the statically shaped outputs of the graph's nodes (views excluded) exceed `budget` bytes."""
-    from opwire.serde.tensors import element_size
-
     total, biggest = 0, ("", 0)
     for p in plans:
         schema = p.target.schema

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from opwire.errors import OpwireError
 from opwire.proxy_executor import policy_rules
 
 __all__ = ["DATA", "autograd_ops", "core_ops", "derive", "place", "render"]
@@ -92,9 +93,8 @@ def place(op: str, refusal: Any, core: set[str], autograd: set[str]) -> tuple[st
 
 def derive() -> dict[str, tuple[str, str]]:
     """Every ATen overload -> (class, detail), by the rules."""
-    from opwire.errors import OpwireError
-    from opwire.proxy_executor.exec_policy import Refusal, classify
-    from opwire.schema.opschema import op_schema
+    from opwire.proxy_executor.exec_policy import Refusal, classify  # deferred: imports pydantic
+    from opwire.schema.opschema import op_schema  # deferred: imports pydantic
 
     core, autograd = core_ops(), autograd_ops()
     found: dict[str, tuple[str, str]] = {}

@@ -20,9 +20,9 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 
+from opwire import program
 from opwire.errors import BindError, DecodeError
 from opwire.program import OpenedProgram, bind_inputs
-from opwire.program import open as open_program
 from opwire.program.opened import LazyArchive
 from opwire.program.specs import unregistered_pytree_types
 from opwire.proxy_executor.bound import BoundGraph
@@ -90,7 +90,7 @@ class ProgramRunner:
         self.exec_policy = (
             exec_policy if exec_policy is not None else ExecPolicy(allow_ops, max_while_iterations, timeout, max_memory)
         )
-        opened = open_program(program_or_archive, expect="program")
+        opened = program.open(program_or_archive, expect="program")
         self.observer = observer  # called after each top-level node with its outputs (e.g. `opwire run --save-nodes`)
         self.opened: OpenedProgram = opened
         self.program = opened.program
@@ -378,7 +378,7 @@ def run_program(
 
 def _runner_for(obj: Openable, device: str | torch.device | None, exec_policy: ExecPolicy) -> ProgramRunner:
     """The runner of the opened program for this device and policy: the opened program owns it."""
-    opened = open_program(obj, expect="program")
+    opened = program.open(obj, expect="program")
     return opened.bound(
         ("runner", str(device), exec_policy.key()),
         lambda: ProgramRunner(opened, device=device, exec_policy=exec_policy),

@@ -21,7 +21,9 @@ import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from opwire.errors import OpwireError
 from opwire.proxy_executor import landlock, syscalls
+from opwire.proxy_executor.run_budgets import MAX_MEMORY
 
 __all__ = ["DEFAULT_TIMEOUT", "Limits", "confine", "default_max_memory", "enter", "lock_reads", "parse_size"]
 
@@ -50,7 +52,6 @@ kernel workspaces that are reserved rather than used (RLIMIT_AS counts reservati
 
 def default_max_memory() -> int:
     """The default execution-memory budget, the same in and out of the sandbox (`budgets.MAX_MEMORY`)."""
-    from opwire.proxy_executor.run_budgets import MAX_MEMORY
 
     return MAX_MEMORY
 
@@ -145,8 +146,6 @@ def _load_filter(collectives: bool) -> None:
     try:
         syscalls.load(collectives=collectives)
     except (ImportError, OSError) as exc:  # no binding, or no libseccomp.so.2
-        from opwire.errors import OpwireError
-
         raise OpwireError(
             f"the isolated child cannot load its seccomp filter ({exc}); install pyseccomp and libseccomp2, or run "
             "a trusted file with --no-isolate / isolate=False"

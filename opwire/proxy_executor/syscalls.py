@@ -14,6 +14,8 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from opwire.errors import OpwireError
+
 __all__ = ["COLLECTIVES", "TABLE", "Rule", "load", "markdown", "seccomp_modes"]
 
 _W, _X = 0x2, 0x4  # PROT_WRITE, PROT_EXEC
@@ -229,8 +231,6 @@ def load(*, collectives: bool = False) -> None:
     f.load()
     modes = seccomp_modes()
     if not modes or any(mode != "2" for mode in modes.values()):
-        from opwire.errors import OpwireError
-
         raise OpwireError(f"the isolated child's seccomp filter is not on every thread (Seccomp: per task {modes})")
 
 

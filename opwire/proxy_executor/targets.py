@@ -19,6 +19,7 @@ from typing import Any
 from opwire.errors import UnknownTargetError
 from opwire.proxy_executor.run_budgets import checked_sym_op
 from opwire.schema.ops import OpSchema, op_schema
+from opwire.serde.torch_serializer_tables import SYM_OPS  # torch's _SYM_OPS, as names (no torch._dynamo import)
 
 __all__ = ["HOP_RULES", "HopRule", "Target", "fixed_table", "resolve", "split_target"]
 
@@ -72,8 +73,6 @@ class Target:
 @functools.cache
 def fixed_table() -> dict[str, Callable[..., Any]]:
     """Serialized spelling -> callable for the non-dispatcher targets of exported graphs."""
-    from opwire.serde.torch_serializer_tables import SYM_OPS  # torch's _SYM_OPS, as names (no torch._dynamo import)
-
     table: dict[str, Callable[..., Any]] = {}
     for module, name in SYM_OPS:
         fn = getattr(importlib.import_module(module), name, None)

@@ -10,6 +10,8 @@ from typing import Any
 
 import torch
 
+from opwire.errors import OpwireError
+from opwire.proxy_executor.targets import resolve
 from opwire.recording.definedness import UNDEFINED, metadata_names, uninitialised
 from opwire.recording.payloads import digest_of
 from opwire.schema import models as m
@@ -212,8 +214,6 @@ def compare_scalar(got: Any, want: Any, rtol: float | None, atol: float | None) 
 
 @cache
 def _seeded_or_uninitialised(target: str) -> bool:
-    from opwire.errors import OpwireError
-    from opwire.proxy_executor.targets import resolve
 
     if uninitialised(target):
         return True

@@ -13,6 +13,7 @@ from opwire.recording.compare import Difference, Errors, compare_scalar, compare
 from opwire.recording.source import TraceSource
 from opwire.schema import models as m
 from opwire.schema.refs import tensor_names
+from opwire.serde import tensors
 
 __all__ = ["Pair", "argument_differences", "output_differences"]
 
@@ -84,7 +85,6 @@ def _shown(arg: m.Argument) -> str:
 
 
 def _meta(tv: m.TensorValue) -> str:
-    from opwire.serde import tensors
 
     dtype = tensors.TORCH_DTYPES.get(m.ScalarType(tv.dtype))
     return f"{dtype} {list(tv.sizes)}"

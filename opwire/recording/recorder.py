@@ -20,11 +20,16 @@ from typing import Literal
 
 import torch
 
+from opwire import program
+from opwire._version import __version__
 from opwire.errors import DecodeError
+from opwire.program import StreamedTrace
 from opwire.program.outfiles import write_output
 from opwire.recording.dispatch_mode import RecorderMode
 from opwire.recording.launch import launch_info, rank_path
 from opwire.recording.locate import Locator
+from opwire.recording.mutations import written_arguments
+from opwire.recording.payloads import tensor_value
 from opwire.recording.progress import Progress
 from opwire.recording.sinks import MemorySink
 from opwire.recording.source import ModelSource, StreamSource, TraceSource
@@ -32,6 +37,9 @@ from opwire.recording.stream_frames import is_stream
 from opwire.recording.stream_writer import TraceWriter
 from opwire.schema import models as m
 from opwire.schema.models import SCHEMA_VERSION
+from opwire.schema.refs import tensor_names
+from opwire.serde import budgets, dumps, framing, json, thrift
+from opwire.serde.json import is_document_head
 
 __all__ = ["Trace", "load_trace", "record"]
 
@@ -67,7 +75,6 @@ class Trace:
         return m.CallTrace(header=src.header, records=self.records, tensors=tensors)
 
     def _value(self, name: str) -> m.TensorValue:
-        from opwire.recording.payloads import tensor_value
 
         meta = self.source.meta(name)
         if meta is not None and meta.digest is not None and not meta.data and self.source.nbytes(name) == 0:
@@ -138,7 +145,6 @@ class Trace:
 
     def dumps(self, format: str = "compact") -> bytes:
         """The trace as bytes: "json", or "binary"/"compact" Thrift with opwire's header."""
-        from opwire.serde import dumps
 
         return dumps(self.model, format=format)  # type: ignore[arg-type]
 
@@ -199,8 +205,6 @@ class Trace:
 
 
 def _names_of(rec: m.CallRecord) -> list[str]:
-    from opwire.recording.mutations import written_arguments
-    from opwire.schema.refs import tensor_names
 
     names = [n for na in rec.inputs for n in tensor_names(na.arg)]
     names += [n for a in rec.outputs for n in tensor_names(a)]
@@ -212,7 +216,6 @@ def _names_of(rec: m.CallRecord) -> list[str]:
 
 
 def _decode(data: bytes, source: str, max_elements: int | None = None) -> m.CallTrace:
-    from opwire.serde import budgets, framing, json, thrift
 
     limit = budgets.MAX_ELEMENTS if max_elements is None else max_elements
     if is_stream(data[:256]):
@@ -226,7 +229,6 @@ def _decode(data: bytes, source: str, max_elements: int | None = None) -> m.Call
 
 def _check_kind(data: bytes, source: str) -> None:
     """DecodeError unless `data` (or its first bytes) starts like a trace: opwire's header or a JSON object."""
-    from opwire.serde.json import is_document_head
 
     if is_document_head(data):
         return
@@ -243,10 +245,8 @@ def load_trace(path: str | Path, *, max_elements: int | None = None, max_bytes: 
     opening keeps is bounded by one `max_elements` and `max_bytes` budget for all its frames. Any other
     trace is read within the same budgets (through `opwire.program.open`, as every file is).
     """
-    from opwire.program import StreamedTrace
-    from opwire.program import open as open_file
 
-    opened = open_file(path, expect="trace", max_elements=max_elements, max_bytes=max_bytes)
+    opened = program.open(path, expect="trace", max_elements=max_elements, max_bytes=max_bytes)
     if isinstance(opened, StreamedTrace):
         trace = Trace(source=StreamSource(opened.path, max_elements=max_elements, max_bytes=max_bytes))
     else:
@@ -256,7 +256,6 @@ def load_trace(path: str | Path, *, max_elements: int | None = None, max_bytes: 
 
 
 def _header(outputs: str) -> m.TraceHeader:
-    from opwire._version import __version__
 
     return m.TraceHeader(
         distributed=launch_info(),

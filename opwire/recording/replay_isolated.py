@@ -13,9 +13,11 @@ from typing import Any
 from opwire.errors import OpwireError, printable
 from opwire.proxy_executor.isolate import Child, run_in_child
 from opwire.proxy_executor.sandbox import Limits
+from opwire.recording.replay_worker import report_from_json, worker_report
 from opwire.recording.report import ReplayReport
 from opwire.recording.source import TraceSource
 from opwire.schema import models as m
+from opwire.serde import json
 
 __all__ = ["descriptors", "replay_in_child"]
 
@@ -60,8 +62,6 @@ def replay_in_child(
     src: TraceSource, report: ReplayReport, run: Callable[[Any, ReplayReport], None], limits: Limits
 ) -> None:
     """Run `run(source, part)` in a sandboxed child and merge the part it reports into `report`."""
-    from opwire.recording.replay_worker import report_from_json, worker_report
-    from opwire.serde import json
 
     def work(child: Child) -> dict[str, bytes]:
         child.ready()

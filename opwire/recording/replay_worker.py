@@ -15,7 +15,14 @@ from typing import Any
 
 import torch
 
+from opwire.proxy_executor.default_policy import DefaultPolicy
+from opwire.proxy_executor.exec_policy import ExecPolicy
+from opwire.proxy_executor.run_budgets import MAX_MEMORY
+from opwire.proxy_executor.sandbox import Limits, enter, lock_reads
+from opwire.recording.progress import Progress
+from opwire.recording.replay_engine import ReplayOptions, run_range
 from opwire.recording.report import Mismatch, OpStats, ReplayReport, mismatch_model
+from opwire.recording.source import StreamSource
 from opwire.schema import models as m
 from opwire.serde import json
 
@@ -79,12 +86,6 @@ def report_from_dict(d: dict[str, Any]) -> ReplayReport:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one worker: replay the range and print the partial report as JSON."""
-    from opwire.proxy_executor.default_policy import DefaultPolicy
-    from opwire.proxy_executor.exec_policy import ExecPolicy
-    from opwire.proxy_executor.run_budgets import MAX_MEMORY
-    from opwire.recording.progress import Progress
-    from opwire.recording.replay_engine import ReplayOptions, run_range
-    from opwire.recording.source import StreamSource
 
     args = _stdlib_json.loads((argv if argv is not None else sys.argv[1:])[0])
     for lib in args["libraries"]:
@@ -96,14 +97,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     opts = ReplayOptions(DefaultPolicy(o["policy"]), "isolated", o["rtol"], o["atol"], o["device"], exec_policy)
     if o.get("sandbox") is not None:  # one thread still: Landlock covers every thread this worker starts
-        from opwire.proxy_executor.sandbox import lock_reads
-
         lock_reads([args["path"]])
     src = StreamSource(args["path"], max_elements=o.get("max_elements"), max_bytes=o.get("max_bytes"))
     part = ReplayReport("isolated", len(src))
     if o.get("sandbox") is not None:
-        from opwire.proxy_executor.sandbox import Limits, enter
-
         enter(Limits(max_memory=int(o["sandbox"]), timeout=o.get("timeout")))
     try:
         run_range(src, part, opts, int(args["start"]), int(args["stop"]), Progress("", enabled=False))

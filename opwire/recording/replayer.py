@@ -21,12 +21,15 @@ import torch
 from opwire.errors import OpwireError
 from opwire.proxy_executor.default_policy import DefaultPolicy
 from opwire.proxy_executor.exec_policy import ExecPolicy
+from opwire.proxy_executor.isolate_program import api_limits
 from opwire.proxy_executor.run_budgets import MAX_MEMORY
 from opwire.proxy_executor.targets import resolve
 from opwire.recording.mutations import written_arguments
 from opwire.recording.progress import Progress
 from opwire.recording.recorder import Trace, load_trace
 from opwire.recording.replay_engine import ReplayOptions, check_policy, recorded_at, run_range
+from opwire.recording.replay_isolated import replay_in_child
+from opwire.recording.replay_worker import report_from_json, spec
 from opwire.recording.report import Mismatch, ReplayReport, SchemaDrift
 from opwire.recording.source import TraceSource
 from opwire.schema import models as m
@@ -108,9 +111,6 @@ def replay(
         if report.workers > 1:
             _parallel(tr, report, policy, rtol, atol, device, bar, exec_policy, max_memory if isolate else None)
         elif isolate:
-            from opwire.proxy_executor.isolate_program import api_limits
-            from opwire.recording.replay_isolated import replay_in_child
-
             limits = api_limits(max_memory, timeout)
             replay_in_child(src, report, lambda s, part: run_range(s, part, opts, 0, len(s), _quiet()), limits)
             bar.update(len(src))
@@ -152,8 +152,6 @@ def _parallel(
     import os
     import subprocess
     import sys
-
-    from opwire.recording.replay_worker import report_from_json, spec
 
     path, temporary = tr.stream_path()
     n, k = report.calls, report.workers

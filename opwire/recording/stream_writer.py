@@ -205,7 +205,7 @@ class TraceWriter:
 
     def tensor_value(self, name: str, tv: m.TensorValue) -> None:
         """Write a tensor entry from a TensorValue (converting an in-memory trace)."""
-        from opwire.serde import tensors
+        from opwire.serde import tensors  # deferred: imports torch
 
         if not tv.data and tv.digest is not None:
             self._frame("tensor", m.TraceTensor(name=name, value=tv))

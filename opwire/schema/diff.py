@@ -59,7 +59,7 @@ class SchemaChange:
 
     def to_model(self) -> m.SchemaDiffChange:
         """The change as the IDL's `SchemaDiffChange` record (what `opwire schema diff --json` lists)."""
-        from opwire.schema import models as m
+        from opwire.schema import models as m  # deferred: imports pydantic
 
         return m.SchemaDiffChange(code=self.code, bump=self.bump, where=self.where, message=self.message)
 

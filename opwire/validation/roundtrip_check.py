@@ -42,8 +42,8 @@ def roundtrip_findings(
     `types_reported`: an `unserializable_*`/`unrepresentable_default` finding already explains why a call
     cannot be recorded, so that cause is not reported again.
     """
-    from opwire.recording.dispatch_mode import target_name
-    from opwire.recording.recorder import record
+    from opwire.recording.dispatch_mode import target_name  # deferred: imports torch
+    from opwire.recording.recorder import record  # deferred: imports torch
 
     causes: _Causes = {}
     try:
@@ -115,8 +115,8 @@ def _random(op: Any, args: Any, kwargs: Any) -> bool:
 
 def _codec_and_replay(causes: _Causes, k: int, trace: Any, random: Callable[[], bool] = lambda: False) -> None:
     """Each codec must give the trace back equal; then (equal traces replay alike) replay once per policy."""
-    from opwire.recording.recorder import Trace
-    from opwire.recording.replayer import replay
+    from opwire.recording.recorder import Trace  # deferred: imports torch
+    from opwire.recording.replayer import replay  # deferred: imports torch
 
     back = None
     broken = False

@@ -12,6 +12,7 @@ from pathlib import Path
 import torch
 from pydantic import BaseModel
 
+from opwire import program
 from opwire.errors import OpValidationError
 from opwire.schema import models as m
 from opwire.schema.ops import OpSchema, op_schema, parse_op_schema
@@ -84,9 +85,8 @@ def load_snapshot(path: str | Path, *, max_elements: int | None = None) -> m.OpL
 
     Read through `opwire.program.open`, within its byte and element budgets; another kind of file is an
     OpValidationError saying what it holds."""
-    from opwire.program import open as open_file
 
-    obj = open_file(path, max_elements=max_elements)
+    obj = program.open(path, max_elements=max_elements)
     if not isinstance(obj, m.OpLibrarySnapshot):
         model = getattr(obj, "model", None)
         raise _wrong_kind(path, type(model if isinstance(model, BaseModel) else obj).__name__)

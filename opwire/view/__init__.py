@@ -19,8 +19,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from opwire import program
 from opwire._lazy import lazy_getattr
 from opwire.errors import DecodeError
+from opwire.program import OpenedProgram
 from opwire.program.outfiles import write_output
 from opwire.schema import models as m
 from opwire.view.model import page_data
@@ -56,15 +58,13 @@ Viewable = m.ExportedProgram | m.OpwireArchive | m.ExternKernelNodes
 
 def load_viewable(obj: Any) -> Viewable:
     """A program, archive or extern-node file from a path or a model (a torch ExportedProgram is serialized)."""
-    from opwire.program import OpenedProgram
-    from opwire.program import open as open_file
 
     if type(obj).__module__.startswith("torch.") and type(obj).__name__ == "ExportedProgram":
-        from opwire.serde.torch_bridge import from_exported_program
+        from opwire.serde.torch_bridge import from_exported_program  # deferred: imports torch
 
         obj = from_exported_program(obj)  # the program alone: no weight is copied to draw it
     elif isinstance(obj, str | Path | OpenedProgram) or type(obj).__name__ == "Pt2Archive":
-        obj = open_file(obj)
+        obj = program.open(obj)
     if isinstance(obj, OpenedProgram):
         obj = obj.program  # the program alone: no weight is read to draw it
     if not isinstance(obj, m.ExportedProgram | m.OpwireArchive | m.ExternKernelNodes):

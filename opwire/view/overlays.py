@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from opwire import program
 from opwire.errors import DecodeError
 from opwire.schema import models as m
 from opwire.serde import json
@@ -65,11 +66,10 @@ def load_findings(path: str | Path) -> dict[str, Any]:
     """Read one findings file into the page's form: {"title", "first", "nodes": {name: [...]}, "targets": {...}}.
 
     Read through `opwire.program.open` (`expect="findings"`), within its byte and element budgets."""
-    from opwire.program import open as open_file
 
     p = Path(path)
     try:
-        found = open_file(p, expect="findings", max_bytes=_MAX_BYTES)
+        found = program.open(p, expect="findings", max_bytes=_MAX_BYTES)
     except OSError as exc:
         raise DecodeError(f"cannot read findings file {p}: {exc.strerror or exc}") from None
     except DecodeError as exc:

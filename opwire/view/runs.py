@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from opwire import program
 from opwire.errors import EncodeError, OpwireError
 from opwire.recording.compare import Difference, compare_scalar, compare_tensor
 from opwire.schema import models as m
@@ -65,9 +66,8 @@ class NodeRecorder(_Observer):
 
 def read_nodes(path: str | Path) -> m.Values:
     """A `.nodes` file written by `opwire run --save-nodes` (read by `opwire.program.open`, within its budgets)."""
-    from opwire.program import open as open_file
 
-    nodes: m.Values = open_file(path, expect="values")
+    nodes: m.Values = program.open(path, expect="values")
     return nodes
 
 

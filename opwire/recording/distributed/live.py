@@ -47,14 +47,16 @@ from opwire.recording.distributed.live_exchange import Exchange
 from opwire.recording.distributed.ranks import check_ranks
 from opwire.recording.distributed.replay_run import RunReplay
 from opwire.recording.distributed.run import Run
-from opwire.recording.distributed.sequence import collective_calls
+from opwire.recording.distributed.sequence import CollectiveCall, collective_calls
 from opwire.recording.launch import launch_info
 from opwire.recording.origin import flat_names
+from opwire.recording.replay_engine import Replayer, ReplayOptions, check_policy
 from opwire.recording.replay_worker import report_from_dict, worker_report
 from opwire.recording.report import Mismatch, OpStats, ReplayReport
 from opwire.recording.source import TraceSource
 from opwire.recording.tensor_names import object_of
 from opwire.schema import models as m
+from opwire.schema.refs import tensor_names
 from opwire.serde import json
 from opwire.serde.json import to_jsonable
 
@@ -300,7 +302,6 @@ def _replay_rank(
     progress: dict[str, Any],
 ) -> ReplayReport:
     """Replay rank `rank` chained, collectives for real; `progress` holds the report and the call being replayed."""
-    from opwire.recording.replay_engine import Replayer, ReplayOptions, check_policy
 
     with run.open(rank, _Memo(_MEMO_BYTES)) as src:
         ops = {t for t in map(src.target, range(len(src))) if is_distributed_op(t)}  # no record decoded
@@ -357,7 +358,6 @@ def _collective(
     ranks: dict[str, list[int]],
 ) -> list[Mismatch]:  # fmt: skip
     """Run a c10d call for real and compare its results with the recorded ones (chained: results go live)."""
-    from opwire.recording.distributed.sequence import CollectiveCall
 
     call = calls.get(i)
     if call is None:  # an unwrapping op (wait_tensor, _wrap_tensor_autograd): its output is its input
@@ -377,6 +377,5 @@ def _collective(
 
 
 def _names(arg: m.Argument) -> list[str]:
-    from opwire.schema.refs import tensor_names
 
     return tensor_names(arg)

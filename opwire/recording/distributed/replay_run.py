@@ -15,12 +15,15 @@ from typing import Any
 
 import torch
 
+from opwire.errors import KernelError
+from opwire.proxy_executor.run_budgets import MAX_MEMORY
 from opwire.recording.collectives import is_distributed_op
 from opwire.recording.distributed.ranks import check_ranks, format_ranks
 from opwire.recording.distributed.run import Run
 from opwire.recording.distributed.share import Share
 from opwire.recording.recorder import Trace
 from opwire.recording.replay_worker import report_from_dict, worker_report
+from opwire.recording.replayer import replay
 from opwire.recording.report import ReplayReport, SchemaDrift
 from opwire.recording.source import TraceSource
 from opwire.schema import models as m
@@ -195,9 +198,6 @@ def replay_run(
     """Replay every rank of `run` isolated (collectives checked across ranks, not executed); `isolate`: each rank's
     replay runs in a sandboxed child (a crashing call is a KernelError naming the rank and the call). `share`
     splits the ranks over the processes torchrun launched (reports gathered as JSON, collectives checked split)."""
-    from opwire.errors import KernelError
-    from opwire.proxy_executor.run_budgets import MAX_MEMORY
-    from opwire.recording.replayer import replay
 
     run = run if isinstance(run, Run) else Run(run)
     result = RunReplay(str(run.path), "isolated", run.world_size)

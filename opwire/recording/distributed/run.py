@@ -16,6 +16,7 @@ from opwire.errors import DecodeError
 from opwire.recording.frames import open_source
 from opwire.recording.launch import rank_file
 from opwire.recording.source import TraceSource
+from opwire.recording.stream_frames import read_stream_header
 from opwire.schema import models as m
 
 __all__ = ["Run", "is_run"]
@@ -81,7 +82,6 @@ class Run:
         self._groups: list[m.TraceProcessGroup] | None = None
 
     def _header(self, rank: int) -> m.TraceDistributed:
-        from opwire.recording.stream_frames import read_stream_header
 
         where = rank_file(self.path, rank)
         header = read_stream_header(where)  # the header frame alone: a run is validated without scanning it
