@@ -223,7 +223,9 @@ def _connected(
     """`_replay_here` once torch is ready: the group, the sandbox, the replay and a synchronized teardown."""
     import torch.distributed as dist
 
-    dist.init_process_group("gloo", timeout=timedelta(seconds=timeout))
+    # the default group waits out the ranks' uneven set-up (imports, the policy check's decoding), which a loaded
+    # machine stretches by seconds; the recorded collectives run on groups of their own with `timeout`
+    dist.init_process_group("gloo", timeout=timedelta(seconds=max(timeout, _SETUP_TIMEOUT)))
     progress: dict[str, Any] = {}
     # the teardown's own group: its barrier never pairs with a recorded collective another rank still waits in
     done = dist.new_group(list(range(run.world_size)), timeout=timedelta(seconds=timeout))
@@ -258,7 +260,6 @@ def _groups(run: Run, timeout: float) -> tuple[dict[str, Any], dict[str, list[in
     only the groups a recorded call uses, at most `MAX_GROUPS`, members checked against the world size."""
     import torch.distributed as dist
 
-    world = list(range(run.world_size))
     used = _used_groups(run)
     found = sorted((g for g in run.groups if g.name in used), key=lambda g: g.name)
     if len(found) > MAX_GROUPS:
@@ -276,8 +277,7 @@ def _groups(run: Run, timeout: float) -> tuple[dict[str, Any], dict[str, list[in
                 f"ranks of the run (0..{run.world_size - 1})"
             )
         ranks[g.name] = members
-        same = members == world
-        groups[g.name] = dist.group.WORLD if same else dist.new_group(members, timeout=timedelta(seconds=timeout))
+        groups[g.name] = dist.new_group(members, timeout=timedelta(seconds=timeout))
     return groups, ranks
 
 
@@ -311,6 +311,7 @@ def _replay_rank(
         runner = Replayer(src, ProxyExecutor(policy=DefaultPolicy.FROM_SCHEMA, exec_policy=policy), opts)
         report = progress["report"] = ReplayReport("chained", len(src), recorded_torch=src.header.torch_version)
         calls = {c.index: c for c in collective_calls(src, rank)} if ops else {}
+        torch.distributed.barrier()  # every rank set up before the first recorded collective (`_SETUP_TIMEOUT`)
         start = time.perf_counter()
         runner.free(-1)
         with torch.no_grad():
@@ -337,6 +338,7 @@ def _replay_rank(
         return report
 
 
+_SETUP_TIMEOUT = 300.0  # seconds the ranks wait for each other to connect and set up, beyond any collective's
 _MEMO_BYTES = 32 << 20  # record frames the policy check decodes and the replay loop takes from the memo
 
 
