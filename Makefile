@@ -14,14 +14,12 @@ CBUILD_SRC := $(wildcard opwire/serde/_cbuild_src/*.c opwire/serde/_cbuild_src/*
 
 # Two steps, torch first. setuptools (a requirement of torch 2.13, named here too) is then in the venv, so opwire's
 # build runs without build isolation: no second, temporary environment fetching setuptools again (~5 CPU-s).
-# The second step writes no bytecode (--no-compile): transformers, diffusers and the dev tools are ~4,500 modules
-# (~26 CPU-s to compile) of which the suite imports a few hundred, compiled on first import; torch's own step
-# keeps its bytecode, since every process of the suite imports half of torch at once.
+# Bytecode stays compiled at install (not --no-compile): under PYTHONDONTWRITEBYTECODE=1 every process of the
+# suite would compile numpy, pytest, pydantic... from source again.
 $(STAMP): pyproject.toml setup.py $(CBUILD_SRC)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check $(TORCH_PIN) 'setuptools>=68'
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-build-isolation --no-compile \
-		-e '.[dev,docs]' $(TORCH_PIN)
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-build-isolation -e '.[dev,docs]' $(TORCH_PIN)
 	touch $(STAMP)
 
 demo: $(STAMP)
