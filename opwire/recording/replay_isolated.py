@@ -19,25 +19,7 @@ from opwire.recording.report import ReplayReport
 from opwire.recording.source import TraceSource
 from opwire.schema import models as m
 
-__all__ = ["descriptors", "replay_in_child"]
-
-
-def descriptors(src: object) -> list[int]:
-    """The open files a trace source reads from (a streamed trace's file, through any wrapping source): the
-    descriptors the sandboxed child keeps."""
-    found: list[int] = []
-    seen: set[int] = set()
-    todo = [src]
-    while todo:
-        obj = todo.pop()
-        if id(obj) in seen or obj is None:
-            continue
-        seen.add(id(obj))
-        f = getattr(obj, "_f", None)
-        if f is not None and hasattr(f, "fileno") and not getattr(f, "closed", True):
-            found.append(f.fileno())
-        todo += [getattr(obj, name, None) for name in ("src", "_src", "reader", "source")]
-    return found
+__all__ = ["replay_in_child"]
 
 
 class _Announcing:
@@ -69,4 +51,4 @@ def replay_in_child(
         run(_Announcing(src, child), part)
         return worker_report(part)
 
-    report.merge(report_from_model(run_in_child(work, limits, keep=descriptors(src)).report()))
+    report.merge(report_from_model(run_in_child(work, limits, keep=src.descriptors()).report()))
