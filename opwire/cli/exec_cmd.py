@@ -12,8 +12,8 @@ from opwire.cli.options import LOADING_HELP, add_budget_flags, add_loading
 from opwire.cli.output import print_record
 from opwire.cli.values import INPUTS_HELP, describe, text
 from opwire.cli.wording import for_cli
-from opwire.errors import BindError, DecodeError, OpwireError, printable
-from opwire.program import extern_inputs, op_name
+from opwire.errors import DecodeError, OpwireError, printable
+from opwire.program import op_name
 from opwire.proxy_executor import DefaultPolicy, in_process, run_in_child
 from opwire.schema import models as m
 from opwire.serde import dumps, loads
@@ -48,18 +48,6 @@ def add_parser(sub: Any) -> None:
     add_budget_flags(p)
     add_exec_flags(p, loops=False)
     p.set_defaults(func=run)
-
-
-def _check_inputs(nodes: Any, env: dict[str, Any]) -> None:
-    """A BindError naming the first name a node reads that neither --inputs nor an earlier node gives."""
-    for entry in extern_inputs(nodes):
-        for name in entry["reads"]:
-            if name not in env:
-                raise BindError(
-                    f"input {name!r} is missing: node [{entry['index']}] {entry['name']} ({entry['op']}) reads it and "
-                    f"no earlier node produces it; --inputs gives {', '.join(sorted(env)) or 'nothing'} "
-                    "(`opwire inspect NODES` lists every name the nodes read)"
-                )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -118,7 +106,7 @@ def _work(args: argparse.Namespace, child: Any) -> dict[str, bytes]:
         allow_ops=args.allow_op,
         max_memory=args.max_memory,
     )
-    _check_inputs(ex.nodes, env)
+    program.check_extern_inputs(ex.nodes, env)
     nodes: list[m.ExecNodeResult] = []
     child.ready()
     with time_limit(args.timeout):

@@ -67,6 +67,11 @@ _RULES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...]
     ),
     (re.compile(r"pass an OpwireArchive with its weights \(opwire\.serde\.pt2\.read or [^)]*\)"), _WEIGHTS),
     (re.compile(r"pass an OpwireArchive \(opwire\.serde\.pt2\.read\) or state_dict=/constants="), _WEIGHTS),
+    (re.compile(r"name it with to= \((?P<formats>[\w|]+)\)"), r"pass --to \g<formats>"),
+    (
+        re.compile(r"; the inputs give (?P<given>.*) \(`opwire\.program\.extern_inputs\(nodes\)` lists every name"),
+        r"; --inputs gives \g<given> (`opwire inspect NODES` lists every name",
+    ),
     (
         re.compile(r"convert it \(e\.g\. `\.to\(torch\.float32\)`\) before writing"),
         "this dtype has no export-schema number, so no opwire file can hold it",

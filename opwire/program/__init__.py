@@ -6,8 +6,9 @@ budgets, and returns an `OpenedProgram` (programs and archives, opened lazily) o
 
 Modules:
     containers: the containers recognised by a file's first bytes (a zip, Thrift with opwire's header, JSON)
+    conversion: `convert`: a program or archive written again as JSON, Thrift binary/compact, .pt2 or .opw
     files: a whole input file read within a byte budget (`read_input`, `read_head`): devices, pipes never exhaust it
-    inputs: a program's inputs read from a file by name (`read_inputs`) and bound by name (`bind_inputs`)
+    inputs: a program's inputs read from a file by name (`read_inputs`), bound by name (`bind_inputs`), checked
     kinds: what `open` can return: the kinds of file opwire reads, by name, and the handles of two of them
     opened: `OpenedProgram`: a program or archive opened lazily, owner of everything derived from it
     opener: `open`: paths, bytes, models and torch programs to a typed, opened object
@@ -21,7 +22,8 @@ from __future__ import annotations
 
 from opwire._lazy import submodule_getattr
 from opwire.program.containers import CONTAINERS, Container, Opened
-from opwire.program.inputs import bind_inputs, input_dtypes, read_inputs
+from opwire.program.conversion import CONVERT_TARGETS, ConvertTarget, convert, convert_target
+from opwire.program.inputs import bind_inputs, check_extern_inputs, input_dtypes, read_inputs
 from opwire.program.kinds import KINDS, FindingsFile, Kind, StreamedTrace
 from opwire.program.opened import OpenedProgram, opened_of
 from opwire.program.opener import open
@@ -31,16 +33,21 @@ from opwire.program.summaries import summary
 
 __all__ = [
     "CONTAINERS",
+    "CONVERT_TARGETS",
     "KINDS",
     "Container",
+    "ConvertTarget",
     "FindingsFile",
     "Kind",
     "Opened",
     "OpenedProgram",
     "StreamedTrace",
     "bind_inputs",
+    "check_extern_inputs",
     "check_inputs",
     "check_output",
+    "convert",
+    "convert_target",
     "dtype_name",
     "extern_inputs",
     "input_dtypes",

@@ -5,6 +5,7 @@ An inputs file is one of
 - a plain JSON object `{"x": [[1.0, 2.0]], "n": 3}` (nested lists become tensors, numbers stay numbers),
 - a `torch.save`d dict of tensors, read only with `allow_pickle=True` (it is a pickle).
 The file's first bytes decide which, before the rest is read; `opwire run` and `opwire exec` read theirs here.
+`check_extern_inputs` says which name an extern-node file reads that the inputs do not give.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from opwire.errors import BindError, DecodeError
 from opwire.program.files import read_head, read_input
 from opwire.program.opener import open
-from opwire.program.signature import check_inputs
+from opwire.program.signature import check_inputs, extern_inputs
 from opwire.schema import models as m
 from opwire.serde import framing, loads, python_values
 from opwire.serde.archive import is_zip_head
@@ -27,7 +28,19 @@ from opwire.serde.json import is_document_head
 if TYPE_CHECKING:
     from opwire.program.opened import OpenedProgram
 
-__all__ = ["bind_inputs", "input_dtypes", "read_inputs"]
+__all__ = ["bind_inputs", "check_extern_inputs", "input_dtypes", "read_inputs"]
+
+
+def check_extern_inputs(nodes: m.ExternKernelNodes, inputs: Mapping[str, Any]) -> None:
+    """A BindError naming the first name a node of `nodes` reads that neither `inputs` nor an earlier node gives."""
+    for entry in extern_inputs(nodes):
+        for name in entry["reads"]:
+            if name not in inputs:
+                raise BindError(
+                    f"input {name!r} is missing: node [{entry['index']}] {entry['name']} ({entry['op']}) reads it and "
+                    f"no earlier node produces it; the inputs give {', '.join(sorted(inputs)) or 'nothing'} "
+                    "(`opwire.program.extern_inputs(nodes)` lists every name the nodes read)"
+                )
 
 
 def bind_inputs(opened: OpenedProgram, named: Mapping[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:

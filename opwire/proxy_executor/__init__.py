@@ -18,8 +18,9 @@ Modules:
     fast_calls: the executor's unguarded calls, each in a torch binding whose kernel warnings come back as OpwireWarning
     graphchecks: whole-graph checks made when a graph is bound, before any node runs
     guard: `RunGuard`: what a run may not leave behind (RNG state, grad mode, torch modes)
-    isolate: a file's work run in a sandboxed child process, its results brought back as bytes
+    isolate: a file's work run in a sandboxed child process, its results brought back as one record
     isolate_program: `ProgramRunner`/`run_program` with `isolate=True`: the program runs in a sandboxed child
+    isolate_result: the one record a sandboxed child sends back (`IsolatedResult`), encoded and read strictly
     landlock: Landlock for the isolated child: read-only access to what it needs
     opset_source: the op policy derived from torch's registry by rule (`--check` compares it with the committed one)
     outputs: kernel results to serialized outputs: tensors and symbolic values by name, constants checked

@@ -5,10 +5,12 @@ and registered ops inherited) first confines itself (`sandbox.confine`: no termi
 is given, stdout/stderr into a pipe, Landlock), then calls `work(child)`: the work loads what it needs, calls
 `child.ready()` (which applies `sandbox.enter(limits)`: address space, CPU time, the seccomp allowlist on every
 thread) once its inputs are loaded, says which node runs with `child.at(label)` before each, and returns named
-byte strings. The parent reads them through a pipe, never unpickling: callers encode with opwire's own codecs
-and decode with its checking decoders; it prints the child's stderr, escaped and bounded (`child_stderr`). What
-the child says it is running sits in a shared page, so a crash (SIGSEGV, SIGABRT, SIGBUS), a limit (CPU time,
-wall time) or a failure the child reports comes back as one opwire error naming it.
+byte strings (or a program's `Values`, a replay's `ReplayWorkerReport`). The child sends them, or the error that
+stopped it, as one `IsolatedResult` record (`isolate_result`); the parent reads it through a pipe within the
+memory budget, never unpickling, and decodes it strictly; it prints the child's stderr, escaped and bounded
+(`child_stderr`). What the child says it is running sits in a shared page, so a crash (SIGSEGV, SIGABRT, SIGBUS),
+a limit (CPU time, wall time), a malformed reply or a failure the child reports comes back as one opwire error
+naming it.
 
 Forking is cheap (no second interpreter, no second torch import). OpenMP's thread pool does not survive a
 fork once it has run parallel work, so a child whose parent may have (the Python API's) runs its kernels
@@ -19,7 +21,6 @@ from __future__ import annotations
 
 import faulthandler
 import gc
-import json
 import mmap
 import os
 import select
@@ -29,30 +30,31 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Literal, TypeVar
 
-from opwire.errors import (
-    BindError,
-    BudgetError,
-    DecodeError,
-    EncodeError,
-    KernelError,
-    OpwireError,
-    UnknownTargetError,
-    describe_exception,
-    printable,
-)
+from opwire.errors import BudgetError, KernelError, OpwireError, describe_exception
 from opwire.proxy_executor.child_stderr import ChildStderr
+from opwire.proxy_executor.isolate_result import (
+    Outcome,
+    Reply,
+    decode_result,
+    encode_result,
+    error_record,
+    oversized_error,
+    rebuild,
+    reply_budget,
+)
 from opwire.proxy_executor.sandbox import Limits, confine, enter
+from opwire.schema import models as m
 
 __all__ = [
-    "Child", "Outcome", "Spawned", "error_record", "kill", "rebuild", "run_in_child", "signal_error", "spawn",
-    "timeout_error",
+    "Child", "Outcome", "Spawned", "in_process", "kill", "run_in_child", "signal_error", "spawn", "timeout_error",
 ]  # fmt: skip
 
-_ERRORS: dict[str, type[OpwireError]] = {
-    c.__name__: c
-    for c in (OpwireError, DecodeError, EncodeError, BindError, UnknownTargetError, KernelError, BudgetError)
-}
+Work = Callable[["Child"], Reply]
+"""A child's work: it loads what it needs, calls `child.ready()`, and returns what the parent reads back."""
+T = TypeVar("T")
+
 _SIGNALS: dict[int, str] = {
     signal.SIGSEGV: "a segmentation fault (SIGSEGV)",
     signal.SIGBUS: "a bus error (SIGBUS)",
@@ -64,7 +66,6 @@ _SIGNALS: dict[int, str] = {
 }
 _PAGE = 4096
 _LOADING = 60.0  # wall seconds loading and binding may take at least (then the run's own timeout starts)
-_OUT_OF_MEMORY = ("can't allocate memory", "not enough memory", "cannot allocate memory", "std::bad_alloc")
 
 
 class Child:
@@ -88,7 +89,11 @@ class Child:
         a refused system call as the sandbox's refusal); unchanged outside a sandbox."""
         if self._page is None:
             return exc if isinstance(exc, OpwireError) else KernelError(describe_exception(exc))
-        return rebuild(error_record(exc, self))
+        return rebuild(self.error(exc))
+
+    def error(self, exc: BaseException) -> m.IsolatedError:
+        """The error record the child sends for `exc` raised while running `self.label`."""
+        return error_record(exc, self.label, self._limits)
 
     def ready(self) -> None:
         """Inputs are loaded and bound: apply the limits and the filter; from here on it is the file's work."""
@@ -97,37 +102,23 @@ class Child:
             self._page[0] = 1
 
 
-@dataclass
-class Outcome:
-    """What came back: the named blobs, or the error; `running` is True when the child had entered the sandbox."""
-
-    blobs: dict[str, bytes]
-    error: OpwireError | None
-    running: bool
-
-    def result(self) -> dict[str, bytes]:
-        """The blobs, or raise the error."""
-        if self.error is not None:
-            raise self.error
-        return self.blobs
-
-
-def in_process(work: Callable[[Child], dict[str, bytes]]) -> dict[str, bytes]:
+def in_process(work: Callable[[Child], T]) -> T:
     """Run `work` here, unsandboxed (`--no-isolate`, trusted files)."""
     return work(Child(None, None))
 
 
-def run_in_child(work: Callable[[Child], dict[str, bytes]], limits: Limits, keep: Iterable[int] = ()) -> Outcome:
+def run_in_child(work: Work, limits: Limits, keep: Iterable[int] = ()) -> Outcome:
     """Fork, run `work(child)` in the child under `limits`, and return what it sent (or the one error).
 
     `keep`: descriptors the child keeps (files the parent opened for it); every other one is closed there."""
     spawned = spawn(work, limits, keep)
     pid, page, r, er = spawned.pid, spawned.page, spawned.result, spawned.stderr
-    data, timed_out, finished = b"", False, False
+    data, finished = b"", False
+    ended: Ended = "interrupted"
     stderr = ChildStderr()
     try:
-        data, timed_out = _read_all(r, er, limits, page, stderr)
-        finished = not timed_out and bool(data)
+        data, ended = _read_all(r, er, limits, page, stderr)
+        finished = ended == "closed" and bool(data)
     finally:
         os.close(r)
         if not finished:  # out of time, too much output, or interrupted: the child goes now
@@ -137,16 +128,15 @@ def run_in_child(work: Callable[[Child], dict[str, bytes]], limits: Limits, keep
     os.close(er)
     running, label = spawned.running(), spawned.label()
     page.close()
-    if timed_out:
+    if ended == "timeout":
         return Outcome({}, timeout_error(label, limits), running)
+    if ended == "oversized":
+        return Outcome({}, oversized_error(label, reply_budget(limits)), running)
     if os.WIFSIGNALED(status):
         return Outcome({}, signal_error(os.WTERMSIG(status), label, limits), running)
     if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 4 and not data:
         return Outcome({}, KernelError("the isolated child could not enter its sandbox (see its stderr above)"), False)
-    try:
-        return _decode(data, running)
-    except (ValueError, KeyError, TypeError, struct.error, UnicodeDecodeError):
-        return Outcome({}, KernelError(f"the isolated child sent a malformed result while running {label}"), running)
+    return decode_result(data, label, running)
 
 
 @dataclass
@@ -168,8 +158,9 @@ class Spawned:
         return self.page[5 : 5 + min(n, _PAGE - 8)].decode("utf-8", "replace") or "loading the inputs"
 
 
-def spawn(work: Callable[[Child], dict[str, bytes]], limits: Limits, keep: Iterable[int] = ()) -> Spawned:
-    """Fork a child that confines itself (`sandbox.confine`), runs `work` and sends its blobs on the result pipe."""
+def spawn(work: Work, limits: Limits, keep: Iterable[int] = ()) -> Spawned:
+    """Fork a child that confines itself (`sandbox.confine`), runs `work` and sends its `IsolatedResult` on the
+    result pipe."""
     page = mmap.mmap(-1, _PAGE)  # MAP_SHARED | MAP_ANONYMOUS: written by the child, read by the parent
     r, w = os.pipe()
     er, ew = os.pipe()
@@ -201,9 +192,12 @@ def kill(pid: int) -> None:
         pass
 
 
-def _read_all(fd: int, err: int, limits: Limits, page: mmap.mmap, stderr: ChildStderr) -> tuple[bytes, bool]:
-    """Everything the child writes until it closes the pipe; (data, True) when the wall time ran out first.
-    Its stderr is printed (bounded) on the way.
+Ended = Literal["closed", "timeout", "oversized", "interrupted"]
+
+
+def _read_all(fd: int, err: int, limits: Limits, page: mmap.mmap, stderr: ChildStderr) -> tuple[bytes, Ended]:
+    """Everything the child writes until it closes the pipe ("closed"); ("", "timeout") when the wall time ran out
+    first, ("", "oversized") past the memory budget and a MiB. Its stderr is printed (bounded) on the way.
 
     Loading gets at least a minute (its decode budgets bound it), running `limits.timeout` plus a second's
     grace from the moment the child enters the sandbox, so a slow load does not eat the file's time."""
@@ -221,7 +215,7 @@ def _read_all(fd: int, err: int, limits: Limits, page: mmap.mmap, stderr: ChildS
         ready, _, _ = select.select(watch, [], [], wait)
         if not ready:
             if deadline is not None and time.monotonic() >= deadline:
-                return b"", True
+                return b"", "timeout"
             continue
         if err in ready and not stderr.feed(os.read(err, 1 << 16)):
             watch.remove(err)
@@ -229,20 +223,20 @@ def _read_all(fd: int, err: int, limits: Limits, page: mmap.mmap, stderr: ChildS
             continue
         chunk = os.read(fd, 1 << 20)
         if not chunk:
-            return b"".join(chunks), False
+            return b"".join(chunks), "closed"
         size += len(chunk)
-        if size > limits.max_memory + (1 << 20):  # the child cannot have built more than its budget
-            return b"", False
+        if size > reply_budget(limits):  # the child cannot have built more than its budget
+            return b"", "oversized"
         chunks.append(chunk)
 
 
-def _child(work: Callable[[Child], dict[str, bytes]], child: Child, fd: int) -> None:
+def _child(work: Work, child: Child, fd: int) -> None:
     code = 0
     try:
         try:
-            payload = b"OK" + _encode(work(child))
+            payload = encode_result(work(child))
         except BaseException as exc:
-            payload = b"ER" + json.dumps(error_record(exc, child)).encode()
+            payload = encode_result(child.error(exc))
         view = memoryview(payload)
         while view:
             view = view[os.write(fd, view) :]
@@ -254,67 +248,6 @@ def _child(work: Callable[[Child], dict[str, bytes]], child: Child, fd: int) -> 
             sys.stderr.flush()
         finally:
             os._exit(code)
-
-
-def error_record(exc: BaseException, child: Child) -> dict[str, str]:
-    """The class, message and budget of what the child raised (memory exhaustion as the memory budget)."""
-    text = f"{exc} {exc.__cause__ or ''}".lower()
-    refused = isinstance(exc, OSError) and exc.errno in (1, 13)  # EPERM: seccomp; EACCES: Landlock
-    said = ("[errno 1] operation not permitted", "[errno 13] permission denied")
-    refused = refused or (isinstance(exc, KernelError) and any(s in text for s in said))
-    if isinstance(exc, MemoryError) or (not isinstance(exc, BudgetError) and any(s in text for s in _OUT_OF_MEMORY)):
-        limits = child._limits
-        budget = f"{limits.max_memory / (1 << 30):.3g} GiB" if limits is not None else "the memory"
-        return {
-            "class": "BudgetError",
-            "budget": "max_memory",
-            "message": f"{child.label} ran out of the execution-memory budget ({budget}; {describe_exception(exc)}); "
-            "pass a larger max_memory= (CLI: --max-memory) if the file is trusted",
-        }
-    if refused:
-        return {
-            "class": "KernelError",
-            "message": f"{child.label}: the sandbox refused a system call ({describe_exception(exc)}): an isolated "
-            "run may not write files, read files outside the Python and torch installation, start programs or "
-            "open sockets (run a trusted file with --no-isolate / isolate=False)",
-        }
-    if isinstance(exc, OpwireError):
-        return {"class": type(exc).__name__, "message": str(exc), "budget": getattr(exc, "budget", "")}
-    return {"class": "KernelError", "message": f"{child.label} failed in the isolated child: {describe_exception(exc)}"}
-
-
-def rebuild(rec: dict[str, str]) -> OpwireError:
-    """The opwire error an error record describes (only opwire's own classes; anything else a KernelError)."""
-    cls = _ERRORS.get(str(rec.get("class")), KernelError)
-    message = printable(str(rec.get("message", "")))
-    return BudgetError(message, str(rec.get("budget", ""))) if cls is BudgetError else cls(message)
-
-
-def _encode(blobs: dict[str, bytes]) -> bytes:
-    parts = [struct.pack("<I", len(blobs))]
-    for name, data in blobs.items():
-        key = name.encode()
-        parts += [struct.pack("<IQ", len(key), len(data)), key, data]
-    return b"".join(parts)
-
-
-def _decode(data: bytes, running: bool) -> Outcome:
-    if data[:2] == b"ER":
-        return Outcome({}, rebuild(json.loads(data[2:])), running)
-    if data[:2] != b"OK":
-        raise ValueError("no result")
-    (count,) = struct.unpack_from("<I", data, 2)
-    pos, blobs = 6, {}
-    for _ in range(count):
-        n, size = struct.unpack_from("<IQ", data, pos)
-        pos += 12
-        name = data[pos : pos + n].decode()
-        pos += n
-        if pos + size > len(data):
-            raise ValueError("truncated")
-        blobs[name] = data[pos : pos + size]
-        pos += size
-    return Outcome(blobs, None, running)
 
 
 def signal_error(sig: int, label: str, limits: Limits) -> OpwireError:

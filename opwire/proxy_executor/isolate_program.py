@@ -2,8 +2,9 @@
 
 The child is a fork of the caller: the runner, its bound plans, its tensors and the inputs are already
 there. It reports each top-level node before it runs (so a crash names it), runs the program, and sends
-the user outputs and the buffers the program mutates back as one compact `Values` record, which the parent
-reads with opwire's checking decoder and shapes with the program's own output spec.
+the user outputs and the buffers the program mutates back as the `values` member of the one `IsolatedResult`
+record a child sends (`isolate_result`), which the parent reads with opwire's strict decoder and shapes with the
+program's own output spec.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from opwire.errors import KernelError, printable
 from opwire.proxy_executor.isolate import Child, run_in_child
 from opwire.proxy_executor.sandbox import Limits, default_max_memory
 from opwire.schema import models as m
-from opwire.serde import thrift
 from opwire.serde.objects import from_python, to_python
 
 __all__ = [
@@ -112,7 +112,7 @@ def run_isolated(
     """Run `runner` on the inputs in a sandboxed child; outputs (and mutated buffers, written back) as in-process."""
     mutated = mutated_names(runner)
 
-    def work(child: Child) -> dict[str, bytes]:
+    def work(child: Child) -> m.Values:
         runner.isolate = False  # this is the child's own copy of the runner
         runner.observer = progress_observer(runner.graph, child, runner.observer)
         child.ready()
@@ -124,10 +124,9 @@ def run_isolated(
             table = state if name in state else constants
             if name in table:
                 values[f"state[{name}]"] = from_python(_plain(table[name]), f"state {name!r}")
-        return {"values": thrift.encode(m.Values(values=values), "compact")}
+        return m.Values(values=values)
 
-    blobs = run_in_child(work, limits).result()
-    record = thrift.decode(blobs["values"], m.Values, "compact", source="the isolated child's outputs")
+    record = run_in_child(work, limits).values()
     leaves, n = [], 0
     while f"output[{n}]" in record.values:
         leaves.append(to_python(record.values[f"output[{n}]"], None, f"output[{n}]"))

@@ -26,18 +26,9 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 
-from opwire.errors import KernelError
+from opwire.errors import DecodeError, KernelError
 from opwire.proxy_executor.child_stderr import ChildStderr
-from opwire.proxy_executor.isolate import (
-    Child,
-    Spawned,
-    error_record,
-    kill,
-    rebuild,
-    signal_error,
-    spawn,
-    timeout_error,
-)
+from opwire.proxy_executor.isolate import Child, Spawned, kill, signal_error, spawn, timeout_error
 from opwire.proxy_executor.isolate_program import (
     IsolatedRunner,
     mutated_names,
@@ -46,8 +37,12 @@ from opwire.proxy_executor.isolate_program import (
     shape_outputs,
     write_back,
 )
+from opwire.proxy_executor.isolate_result import rebuild
 from opwire.proxy_executor.sandbox import Limits
 from opwire.proxy_executor.shared_values import Region, layout, read, store
+from opwire.schema import models as m
+from opwire.serde.json import decode as decode_json
+from opwire.serde.json import to_jsonable
 
 __all__ = ["IsolatedChild", "child_for"]
 
@@ -98,7 +93,7 @@ class IsolatedChild:
                 self._outputs.ensure(need)
                 reply = self._ask(live, {"out_cap": self._outputs.cap})
             if "error" in reply:
-                raise rebuild(reply["error"] if isinstance(reply["error"], dict) else {})
+                raise rebuild(_error(reply["error"]))
             values = read(self._outputs.buf, reply.get("entries"), self._outputs.cap, "the isolated child's outputs")
         names = reply.get("state", [])
         outputs = values[: len(values) - len(names)]
@@ -260,7 +255,16 @@ def _serve(runner: IsolatedRunner, child: Child, requests: int, replies: int, in
                 store(outputs.buf, values, entries)
             _send(replies, {"entries": entries, "state": names})
         except Exception as exc:  # the file's work failed: say so, and serve the next call
-            _send(replies, {"error": error_record(exc, child)})
+            _send(replies, {"error": to_jsonable(child.error(exc))})
+
+
+def _error(sent: object) -> m.IsolatedError:
+    """The `IsolatedError` record a reply holds, read strictly (a malformed one is the parent's KernelError)."""
+    try:
+        return decode_json(json.dumps(sent), m.IsolatedError, source="the isolated child's error")
+    except DecodeError as exc:
+        message = f"the isolated child sent a malformed error ({exc})"
+        return m.IsolatedError(error_class="KernelError", message=message, budget="")
 
 
 def _send(fd: int, message: dict[str, Any]) -> None:

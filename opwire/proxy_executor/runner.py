@@ -68,7 +68,8 @@ class ProgramRunner:
     Buffers live in `self.state` across calls. The graph (and each subgraph) is bound once into a list of
     plans; an in-place edit of the program's nodes afterwards is seen: the edited nodes are bound again
     before the next run (`opwire.proxy_executor.bound`). The execution policy (`safety.ExecPolicy`:
-    `allow_ops`, `max_while_iterations`, `timeout` per call) applies to the graph and every subgraph.
+    `allow_ops`, `max_while_iterations`, `timeout` per call, `max_memory`) applies to the graph and every subgraph;
+    `max_memory=` only builds the policy (it may not disagree with a given `exec_policy`).
     """
 
     def __init__(
@@ -83,13 +84,18 @@ class ProgramRunner:
         timeout: float | None = None,
         exec_policy: ExecPolicy | None = None,
         isolate: bool = False,
-        max_memory: int = MAX_MEMORY,
+        max_memory: int | None = None,
     ) -> None:
         self.isolate = isolate  # run each call in a sandboxed child (opwire.proxy_executor.isolate_program)
-        self.max_memory = max_memory
-        self.exec_policy = (
-            exec_policy if exec_policy is not None else ExecPolicy(allow_ops, max_while_iterations, timeout, max_memory)
-        )
+        if exec_policy is None:
+            budget = MAX_MEMORY if max_memory is None else max_memory
+            exec_policy = ExecPolicy(allow_ops, max_while_iterations, timeout, budget)
+        elif max_memory is not None and max_memory != exec_policy.max_memory:
+            raise BindError(
+                f"max_memory={max_memory} disagrees with exec_policy.max_memory={exec_policy.max_memory}; pass the "
+                "budget in one place (the policy's is the one that applies)"
+            )
+        self.exec_policy = exec_policy
         opened = program.open(program_or_archive, expect="program")
         self.observer = observer  # called after each top-level node with its outputs (e.g. `opwire run --save-nodes`)
         self.opened: OpenedProgram = opened
@@ -126,6 +132,11 @@ class ProgramRunner:
             return protected, frozenset(k for k, v in protected.items() if not v.startswith("user input"))
 
         self.bound.protect = protect  # checked by storage on the first run of each input layout (write_check)
+
+    @property
+    def max_memory(self) -> int:
+        """The execution-memory budget in bytes: the execution policy's (`exec_policy.max_memory`), its one source."""
+        return self.exec_policy.max_memory
 
     # --------------------------------------------------------------------------------------- calls
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -372,7 +383,7 @@ def run_program(
             raise BindError("pass the inputs either by name (a dict as args) or as args and kwargs, not both")
         args, kwargs = bind_inputs(runner.opened, args)
     if isolate:  # the opened program's persistent sandboxed child, on fresh buffers each call
-        return child_for(runner, api_limits(max_memory, timeout)).call(True, args, kwargs or {})
+        return child_for(runner, api_limits(runner.max_memory, timeout)).call(True, args, kwargs or {})
     return runner.run_fresh(args, kwargs)
 
 

@@ -25,13 +25,13 @@ Modules:
     progress: a one-line progress bar on stderr, drawn only on a terminal
     recorder: `record`, `Trace` and `load_trace`
     replay_engine: one range of a trace's calls replayed into a report (shared by every way of replaying)
-    replay_isolated: `replay(..., isolate=True)`: the replay runs in a sandboxed child
+    replay_isolated: `replay(..., isolate=True)`: the replay runs in a sandboxed child, its report sent back as a record
     replay_nodes: records as executor nodes, shared between records of one shape so each binds once
     replay_worker: one process of `replay(..., workers=N)`
     replayer: `replay` and `ReplayReport`: a trace run through the proxy executor, every difference reported
     report: what a replay found, and the text `opwire replay` prints
     sinks: where the recorder puts what it sees: in memory (a `CallTrace`) or a streamed file
-    source: one read interface over both trace forms: records, tensor metadata, tensors on demand
+    source: one read interface over both trace forms: records, tensor metadata, tensors on demand, the files it reads
     storages: storage identity, and storages whose memory was replaced where no dispatch mode sees
     stream_frames: the streamed trace format: frame kinds, the frame header, sniffing a file's first bytes
     stream_inspect: `stream_summary`: what `opwire inspect` says of a streamed trace, from its frame index

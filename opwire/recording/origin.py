@@ -31,7 +31,6 @@ from opwire.proxy_executor.isolate_program import api_limits
 from opwire.recording.collectives import collective_of
 from opwire.recording.compare import compare_tensor
 from opwire.recording.replay_engine import Replayer, ReplayOptions
-from opwire.recording.replay_isolated import descriptors
 from opwire.recording.source import TraceSource
 from opwire.schema import models as m
 from opwire.schema.refs import tensor_names
@@ -79,7 +78,7 @@ def origins(
         return {"verdicts": json.dumps([[i, j, v.origin, v.why] for (i, j), v in found.items()]).encode()}
 
     # the child keeps the traces' open files: every other descriptor is closed as it enters the sandbox
-    keep = [*descriptors(src_a), *descriptors(src_b)]
+    keep = [*src_a.descriptors(), *src_b.descriptors()]
     blobs = run_in_child(work, api_limits(None, None), keep=keep).result()
     return _read_verdicts(blobs.get("verdicts", b""))
 

@@ -1,8 +1,9 @@
 """`opwire.replay(..., isolate=True)`: the replay runs in a sandboxed child (`opwire.proxy_executor.isolate`).
 
 The child is a fork of the caller with the trace already open. Before each call it says which one runs, so
-a crash or a limit names the call and its op; the report comes back as a `ReplayWorkerReport` record
-in opwire's JSON codec (what `replay_worker` sends) and is rebuilt here, checked field by field.
+a crash or a limit names the call and its op; the report comes back as the `report` member of the one
+`IsolatedResult` record a child sends (a `ReplayWorkerReport`, what `replay_worker` sends too), read with
+opwire's strict decoder and rebuilt here.
 """
 
 from __future__ import annotations
@@ -10,34 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from opwire.errors import OpwireError, printable
+from opwire.errors import printable
 from opwire.proxy_executor.isolate import Child, run_in_child
 from opwire.proxy_executor.sandbox import Limits
-from opwire.recording.replay_worker import report_from_json, worker_report
+from opwire.recording.replay_worker import report_from_model, worker_report
 from opwire.recording.report import ReplayReport
 from opwire.recording.source import TraceSource
 from opwire.schema import models as m
-from opwire.serde import json
 
-__all__ = ["descriptors", "replay_in_child"]
-
-
-def descriptors(src: object) -> list[int]:
-    """The open files a trace source reads from (a streamed trace's file, through any wrapping source): the
-    descriptors the sandboxed child keeps."""
-    found: list[int] = []
-    seen: set[int] = set()
-    todo = [src]
-    while todo:
-        obj = todo.pop()
-        if id(obj) in seen or obj is None:
-            continue
-        seen.add(id(obj))
-        f = getattr(obj, "_f", None)
-        if f is not None and hasattr(f, "fileno") and not getattr(f, "closed", True):
-            found.append(f.fileno())
-        todo += [getattr(obj, name, None) for name in ("src", "_src", "reader", "source")]
-    return found
+__all__ = ["replay_in_child"]
 
 
 class _Announcing:
@@ -63,15 +45,10 @@ def replay_in_child(
 ) -> None:
     """Run `run(source, part)` in a sandboxed child and merge the part it reports into `report`."""
 
-    def work(child: Child) -> dict[str, bytes]:
+    def work(child: Child) -> m.ReplayWorkerReport:
         child.ready()
         part = ReplayReport(report.mode, report.calls)
         run(_Announcing(src, child), part)
-        return {"report": json.encode(worker_report(part))}
+        return worker_report(part)
 
-    blobs = run_in_child(work, limits, keep=descriptors(src)).result()
-    try:
-        part = report_from_json(blobs["report"], "the isolated replay's report")
-    except (OpwireError, KeyError) as exc:
-        raise OpwireError(f"the isolated replay sent back a malformed report ({exc})") from None
-    report.merge(part)
+    report.merge(report_from_model(run_in_child(work, limits, keep=src.descriptors()).report()))

@@ -1,8 +1,9 @@
 """One process of `opwire.replay(..., workers=N)`: `python -m opwire.recording.replay_worker SPEC_JSON`.
 
 The parent starts each worker as a fresh interpreter (never re-running the caller's `__main__`), passes
-the streamed trace, the record range and the options as JSON, and reads the partial report back from stdout
-as a `ReplayWorkerReport` record (opwire.thrift) in opwire's JSON codec. Op libraries the parent loaded with
+the streamed trace, the record range and the options as JSON, and reads from stdout the one `IsolatedResult`
+record (opwire.thrift) a sandboxed child sends too (`proxy_executor.isolate_result`): the partial report as a
+`ReplayWorkerReport`, or the error that stopped the worker. Op libraries the parent loaded with
 `torch.ops.load_library` are loaded first.
 """
 
@@ -17,6 +18,7 @@ import torch
 
 from opwire.proxy_executor.default_policy import DefaultPolicy
 from opwire.proxy_executor.exec_policy import ExecPolicy
+from opwire.proxy_executor.isolate_result import encode_result, error_record
 from opwire.proxy_executor.run_budgets import MAX_MEMORY
 from opwire.proxy_executor.sandbox import Limits, enter, lock_reads
 from opwire.recording.progress import Progress
@@ -85,9 +87,20 @@ def report_from_dict(d: dict[str, Any]) -> ReplayReport:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one worker: replay the range and print the partial report as JSON."""
-
+    """Run one worker: replay the range and write its `IsolatedResult` (the partial report, or the error) to stdout."""
     args = _stdlib_json.loads((argv if argv is not None else sys.argv[1:])[0])
+    label = f"calls {args['start']}..{int(args['stop']) - 1}"
+    try:
+        result = encode_result(_replay(args))
+    except Exception as exc:  # said in the record; a crash or a limit is the worker's exit status
+        result = encode_result(error_record(exc, label, None))
+    sys.stdout.buffer.write(result)
+    sys.stdout.flush()
+    return 0
+
+
+def _replay(args: dict[str, Any]) -> m.ReplayWorkerReport:
+    """Replay the range `args` names and return the partial report."""
     for lib in args["libraries"]:
         torch.ops.load_library(lib)  # type: ignore[no-untyped-call]
     torch.set_num_threads(int(args["threads"]))
@@ -106,8 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         run_range(src, part, opts, int(args["start"]), int(args["stop"]), Progress("", enabled=False))
     finally:
         src.close()
-    sys.stdout.buffer.write(json.encode(worker_report(part)) + b"\n")
-    return 0
+    return worker_report(part)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from opwire.errors import OpwireError
 from opwire.proxy_executor.default_policy import DefaultPolicy
 from opwire.proxy_executor.exec_policy import ExecPolicy
 from opwire.proxy_executor.isolate_program import api_limits
+from opwire.proxy_executor.isolate_result import decode_result
 from opwire.proxy_executor.run_budgets import MAX_MEMORY
 from opwire.proxy_executor.targets import resolve
 from opwire.recording.mutations import written_arguments
@@ -29,7 +30,7 @@ from opwire.recording.progress import Progress
 from opwire.recording.recorder import Trace, load_trace
 from opwire.recording.replay_engine import ReplayOptions, check_policy, recorded_at, run_range
 from opwire.recording.replay_isolated import replay_in_child
-from opwire.recording.replay_worker import report_from_json, spec
+from opwire.recording.replay_worker import report_from_model, spec
 from opwire.recording.report import Mismatch, ReplayReport, SchemaDrift
 from opwire.recording.source import TraceSource
 from opwire.schema import models as m
@@ -180,10 +181,11 @@ def _parallel(
                     f"replay worker for calls {a}..{b - 1} died of signal {-proc.returncode} (a kernel crashed or a "
                     "sandbox limit was hit); replay those calls with workers=1 to name the call"
                 )
-            if proc.returncode != 0:
+            if proc.returncode != 0 or not out:
                 last = err.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
                 raise OpwireError(f"replay worker for calls {a}..{b - 1} failed (exit {proc.returncode}): {last[0]}")
-            report.merge(report_from_json(out, f"replay worker for calls {a}..{b - 1}"))
+            sent = decode_result(out, f"replay worker for calls {a}..{b - 1}", running=True)
+            report.merge(report_from_model(sent.report()))
             bar.update(b - a)
     finally:
         for proc in procs:

@@ -1,7 +1,8 @@
 """One read interface over both trace forms: records one at a time, tensor metadata, tensors on demand.
 
 `ModelSource` wraps an in-memory `CallTrace`; `StreamSource` wraps a streamed file (a `TraceReader`)
-and keeps replaced tensors in memory. Replay and diff read only through this interface, so a streamed
+and keeps replaced tensors in memory. Each source says which open files it reads from (`descriptors()`), so a
+sandboxed child that reads it keeps exactly those. Replay and diff read only through this interface, so a streamed
 trace is never loaded whole.
 """
 
@@ -88,6 +89,11 @@ class TraceSource:
         """Replace the recorded value of tensor `name`."""
         raise NotImplementedError
 
+    def descriptors(self) -> list[int]:
+        """The open file descriptors this source reads from: what a sandboxed child that reads it must keep
+        (`opwire.proxy_executor.isolate.run_in_child(keep=)`). Every source says (a wrapper asks what it wraps)."""
+        raise NotImplementedError
+
 
 class ModelSource(TraceSource):
     """An in-memory `CallTrace`."""
@@ -129,6 +135,9 @@ class ModelSource(TraceSource):
 
     def replace(self, name: str, value: torch.Tensor) -> None:
         self.model.tensors[name] = tensor_value(value, True, name)
+
+    def descriptors(self) -> list[int]:
+        return []  # in memory: no file
 
 
 class StreamSource(TraceSource):
@@ -195,6 +204,9 @@ class StreamSource(TraceSource):
         if self.reader.meta(name) is None:
             raise KeyError(f"the trace has no tensor {name!r}")
         self._replaced[name] = value.detach()
+
+    def descriptors(self) -> list[int]:
+        return self.reader.descriptors()
 
     def close(self) -> None:
         """Close the file."""

@@ -324,6 +324,10 @@ class TraceReader:
         """Close the file."""
         self._f.close()
 
+    def descriptors(self) -> list[int]:
+        """The descriptor of the open trace file (none once closed)."""
+        return [] if self._f.closed else [self._f.fileno()]
+
     def __enter__(self) -> TraceReader:
         return self
 

@@ -8,7 +8,7 @@ namespace py opwire.schema.opwire
 /** Major version of opwire's own records. */
 const i64 RECORDS_VERSION_MAJOR = 1
 /** Minor version of opwire's own records. */
-const i64 RECORDS_VERSION_MINOR = 7
+const i64 RECORDS_VERSION_MINOR = 8
 
 /** Summary of a tensor kept instead of its bytes (record with outputs="digest"). */
 struct TensorDigest {
@@ -496,6 +496,28 @@ struct ReplayWorkerReport {
   60: map<string, ReplayOpStats> ops;
   /** Wall time of the replay, seconds. */
   70: double seconds;
+}
+
+/** What stopped an isolated child's work, sent instead of its results and raised by the parent as the opwire error it names. Since 1.8. */
+struct IsolatedError {
+  /** The opwire error class: "OpwireError", "DecodeError", "EncodeError", "BindError", "UnknownTargetError", "KernelError" or "BudgetError"; the parent raises any other name as a KernelError. */
+  10: string error_class;
+  /** The error's message (the parent escapes it for one terminal line). */
+  20: string message;
+  /** The budget a BudgetError names ("max_memory", "cpu_time", "timeout", ...); empty for the other classes. */
+  30: string budget;
+}
+
+/** What a sandboxed child (`opwire.proxy_executor.isolate`) sends its parent on the result pipe, Thrift compact with opwire's header: its results, or the one error. Exactly one member is set. Since 1.8. */
+union IsolatedResult {
+  /** Named byte strings the child's work returned, each encoded by the caller with opwire's codecs (`opwire exec` and `opwire run` in a child, a distributed rank's replay). */
+  10: map<string, binary> blobs;
+  /** A program's user outputs ("output[i]") and the buffers and parameters it mutated ("state[name]"): `run_program(..., isolate=True)`. */
+  20: Values values;
+  /** The partial report of an isolated replay (`opwire.replay(..., isolate=True)`). */
+  30: ReplayWorkerReport report;
+  /** What stopped the work. */
+  40: IsolatedError error;
 }
 
 /** Statistics of a tensor's elements, taken as doubles (`opwire run` and `opwire exec` outputs). Since 1.4. */

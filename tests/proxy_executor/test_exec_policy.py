@@ -14,7 +14,7 @@ from support.hostile_exec import bad_csr_nodes, from_file_nodes, program, sym_no
 
 import opwire
 from opwire.errors import BindError, BudgetError
-from opwire.proxy_executor import ExecPolicy, ProxyExecutor, exec_policy
+from opwire.proxy_executor import ExecPolicy, ProgramRunner, ProxyExecutor, exec_policy
 from opwire.proxy_executor.run_budgets import checked_sym_op
 from opwire.proxy_executor.targets import resolve
 from opwire.schema import models as m
@@ -185,6 +185,25 @@ def test_an_honest_while_loop_runs_within_the_budget() -> None:
     cond.target, cond.inputs[1].arg = "torch.ops.aten.lt.Scalar", m.Argument(as_int=7)
     i, x = opwire.run_program(archive, (torch.tensor(0), torch.zeros(3)), max_while_iterations=7)  # n, not n+1
     assert i.item() == 7 and x.tolist() == [7.0, 7.0, 7.0]
+
+
+def test_the_runners_memory_budget_is_the_policys() -> None:
+    """One source of truth: `ProgramRunner.max_memory` reads `exec_policy.max_memory`; the two may not disagree."""
+    archive = program([])
+    assert ProgramRunner(archive, max_memory=123 << 20).exec_policy.max_memory == 123 << 20
+    runner = ProgramRunner(archive, exec_policy=ExecPolicy(max_memory=77 << 20))
+    assert runner.max_memory == 77 << 20
+    assert (
+        ProgramRunner(archive, exec_policy=ExecPolicy(max_memory=77 << 20), max_memory=77 << 20).max_memory == 77 << 20
+    )
+    with pytest.raises(AttributeError):
+        runner.max_memory = 1  # type: ignore[misc]  # no second attribute that could disagree with the policy
+    message = (
+        "max_memory=1024 disagrees with exec_policy.max_memory=80740352; pass the budget in one place (the policy's is "
+        "the one that applies)"
+    )
+    with pytest.raises(BindError, match=f"^{re.escape(message)}$"):
+        ProgramRunner(archive, exec_policy=ExecPolicy(max_memory=77 << 20), max_memory=1024)
 
 
 def test_policy_arguments_are_checked() -> None:

@@ -173,6 +173,9 @@ class _LocalOnly(TraceSource):
     def nbytes(self, name: str) -> int:
         return self.src.nbytes(name)
 
+    def descriptors(self) -> list[int]:
+        return self.src.descriptors()
+
     def undefined(self, name: str) -> bool:
         return self.src.undefined(name)
 
