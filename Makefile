@@ -41,7 +41,11 @@ docs: $(STAMP)
 test: $(STAMP) thrift-compiler
 	@$(MAKE) --no-print-directory -j3 --output-sync=target lint docs suite
 
+# opwire is installed editable, so pip compiled none of its bytecode; where PYTHONDONTWRITEBYTECODE=1 is set (as on
+# these machines), every process the suite starts (CLI runs, torchrun ranks, replay workers) would compile opwire
+# from source again: ~0.35 CPU-s each, hundreds of times. One compile up front (~1 s) writes it once.
 suite: $(STAMP)
+	$(PY) -m compileall -q -j 2 opwire tests/support >/dev/null
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q -n 2 --dist loadgroup --durations=15
 
 # Apache Thrift's compiler, for the interop test: installed from Debian when we may (root), else the test skips.
