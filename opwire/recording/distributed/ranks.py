@@ -63,8 +63,10 @@ def check_ranks(
 
 
 def _check(run: Run, numerics: bool, max_findings: int, share: Share, tensors: RankTensors) -> m.RanksReport:
-    mine = [summarize(tensors.source(r), r) for r in share.ranks(run.world_size)]
+    shared = share.count > 1  # each file scanned by its owner alone: the others read its tensors by its index
+    mine = [summarize(tensors.source(r), r, index=shared and numerics) for r in share.ranks(run.world_size)]
     summaries = sorted((s for part in share.gather(mine) for s in part), key=lambda s: int(s["rank"]))
+    tensors.adopt(summaries)
     groups = groups_of(summaries)
     run.use_groups(groups)
     report = m.RanksReport(run_id=run.run_id, world_size=run.world_size, groups=groups, collectives=0, findings=[])
