@@ -47,8 +47,9 @@ def tensor_index(reader: FrameReader, names: Iterable[str]) -> dict[str, Any] | 
 
 class IndexedReader(FrameReader):
     """A `FrameReader` of the tensors a `tensor_index` lists, its file not scanned again: tensor frames decoded and
-    payloads checked on first use, as the scanning reader does. It holds no records; a tensor the index does not
-    list is a caller's mistake (the index lists every tensor the owner's checks named)."""
+    payloads checked on first use, as the scanning reader does. It holds no records, its header is the header frame
+    alone (no op schema or group frame is read), and a tensor the index does not list is a caller's mistake (the
+    index lists every tensor the owner's checks named): a KeyError."""
 
     def __init__(self, path: str | Path, index: dict[str, Any]) -> None:
         self._given = index
