@@ -15,6 +15,7 @@ Modules:
     diff_frames: `FrameCalls`: two streamed traces compared from their frame bytes, models built only where they differ
     dispatch_mode: `RecorderMode`, the dispatch mode behind `record`: one `CallRecord` per dispatcher call
     distributed: run directories (one trace per rank): `opwire ranks`, replay and diff; a client of the modules here
+    frame_index: part of a streamed trace's index handed to processes that read its tensors without scanning it
     frames: a streamed trace read without a model per frame (what `opwire ranks` and `opwire diff` use)
     launch: a rank's place in a distributed run, read from the launcher's environment (`RANK`, `WORLD_SIZE`)
     locate: where a recorded call comes from: the first Python frame outside torch and opwire, and its `nn.Module`

@@ -351,9 +351,10 @@ class ScanSource(StreamSource):
 
     def __init__(
         self, path: str | Path, *, max_elements: int | None = None, max_bytes: int | None = None,
-        memo: dict[bytes, m.TraceFrame] | None = None,
+        memo: dict[bytes, m.TraceFrame] | None = None, reader: FrameReader | None = None,
     ) -> None:  # fmt: skip
-        reader = FrameReader(path, max_elements=max_elements, max_bytes=max_bytes, memo=memo)
+        if reader is None:  # (a reader of no records is falsy)
+            reader = FrameReader(path, max_elements=max_elements, max_bytes=max_bytes, memo=memo)
         super().__init__(path, reader=reader)
 
     def target(self, i: int) -> str:

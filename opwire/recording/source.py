@@ -147,7 +147,9 @@ class StreamSource(TraceSource):
         self, path: str | Path, *, max_elements: int | None = None, max_bytes: int | None = None,
         reader: TraceReader | None = None,
     ) -> None:  # fmt: skip
-        self.reader = reader or TraceReader(path, max_elements=max_elements, max_bytes=max_bytes)
+        if reader is None:  # (a reader of no records is falsy)
+            reader = TraceReader(path, max_elements=max_elements, max_bytes=max_bytes)
+        self.reader = reader
         self.path = Path(path)
         self.cut = self.reader.cut
         self._header = self.reader.header

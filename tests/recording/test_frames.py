@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import struct
 from pathlib import Path
 
@@ -10,8 +11,10 @@ import torch
 
 import opwire
 from opwire.errors import DecodeError
+from opwire.recording.frame_index import IndexedReader, tensor_index
 from opwire.recording.frames import FrameReader, ScanSource, first_string, open_source
 from opwire.recording.source import StreamSource
+from opwire.recording.stream_frames import read_stream_header
 from opwire.recording.stream_reader import TraceReader
 from opwire.recording.trace_diff import diff_traces
 
@@ -129,3 +132,47 @@ def test_two_readers_with_one_memo_decode_a_shared_frame_once(mlp: Path, tmp_pat
         assert not memo  # each entry handed over once
         name = full.names()[0]
         assert a.meta(name) == full.meta(name) and b.meta(name) == full.meta(name) and not memo
+
+
+def test_an_index_handed_over_reads_what_the_scan_reads(mlp: Path, tmp_path: Path) -> None:
+    with FrameReader(mlp) as full:
+        names = full.names()
+        index = tensor_index(full, [*names, "no-such-tensor"])
+        assert index is not None and index["tensors"]["no-such-tensor"] is None
+        with IndexedReader(mlp, index) as given:
+            assert len(given) == 0 and given.header == read_stream_header(mlp)  # the header frame alone
+            for name in names:
+                assert given.meta(name) == full.meta(name) and given.undefined(name) == full.undefined(name)
+                assert given.payload_digest(name) == full.payload_digest(name)
+                a, b = given.load(name), full.load(name)
+                assert (a.dtype, a.shape, a.stride()) == (b.dtype, b.shape, b.stride()) and torch.equal(a, b)
+            assert given.meta("no-such-tensor") is None
+        with (
+            IndexedReader(mlp, tensor_index(full, names[:1]) or {}) as given,
+            pytest.raises(KeyError, match=re.escape(repr(names[1]))),
+        ):
+            given.meta(names[1])  # only what the index lists: nothing is taken for absent
+    grown = tmp_path / "grown.trace"
+    grown.write_bytes(mlp.read_bytes() + b"\0")
+    with pytest.raises(DecodeError, match="the file changed while the run was checked"):
+        IndexedReader(grown, index)
+
+
+def test_an_index_handed_over_still_checks_frames_and_payloads(mlp: Path, tmp_path: Path) -> None:
+    with FrameReader(mlp) as full:
+        name = next(n for n in full.names() if full.nbytes(n) > 0)
+        index = tensor_index(full, [name])
+        assert index is not None
+    bad = tmp_path / "bad.trace"
+    data = bytearray(mlp.read_bytes())
+    ((offset, _),) = index["payloads"].values()
+    data[offset] ^= 0xFF  # a payload byte: its SHA-256 no longer matches
+    body, size, _, _ = index["tensors"][name]
+    bad.write_bytes(bytes(data))
+    with IndexedReader(bad, index) as given, pytest.raises(DecodeError, match="do not match its SHA-256"):
+        given.load(name)
+    data[offset] ^= 0xFF
+    data[body + size - 1] ^= 0xFF  # the tensor frame's last byte: its CRC-32 fails
+    bad.write_bytes(bytes(data))
+    with IndexedReader(bad, index) as given, pytest.raises(DecodeError, match="CRC-32 check failed"):
+        given.meta(name)

@@ -24,7 +24,7 @@ from typing import Any
 from opwire.errors import DecodeError
 from opwire.recording.distributed.run import Run
 from opwire.recording.distributed.sequence import CollectiveCall, collective_calls
-from opwire.recording.distributed.share import Share
+from opwire.recording.distributed.share import Share, young_heap
 from opwire.recording.origin import ANOTHER_RANK, INHERITED, LOCAL, any_undefined, values_differ
 from opwire.recording.recorder import Trace
 from opwire.recording.source import TraceSource
@@ -127,7 +127,7 @@ def diff_runs(
 
     share = share or Share()
     mine = share.ranks(ra.world_size)
-    with ThreadPoolExecutor(max_workers=max(1, min(threads, len(mine) or 1))) as pool:
+    with young_heap(), ThreadPoolExecutor(max_workers=max(1, min(threads, len(mine) or 1))) as pool:
         ranks = dict(zip(mine, pool.map(one, mine), strict=True))
     if origins:
         for rank, d in ranks.items():

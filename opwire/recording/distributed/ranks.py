@@ -8,7 +8,9 @@ member ranks' recorded inputs. Point-to-point sends and receives are matched per
 Each rank is read once into a compact summary of its collectives; the checks then read the tensors of one
 collective at a time (memory holds one collective's tensors per rank), the ranks' files read at once on threads.
 Under torchrun (`share`), each process summarizes its share of the ranks and makes its share of the numeric
-checks; the pieces are gathered as JSON and every process reduces them to the same report.
+checks; the pieces are gathered as JSON and every process reduces them to the same report. A rank's file is
+scanned by its owner alone: the summary says where its checked tensors sit (`frame_index`), and the others read
+them from there.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from opwire.recording.distributed.numerics import Disagreement, check_collective
 from opwire.recording.distributed.run import Run
 from opwire.recording.distributed.scan import RankTensors, calls_of, costs_of, groups_of, summarize
 from opwire.recording.distributed.sequence import CollectiveCall
-from opwire.recording.distributed.share import Share
+from opwire.recording.distributed.share import Share, young_heap
 from opwire.recording.origin import any_undefined, flat_names
 from opwire.schema import models as m
 from opwire.serde import json
@@ -57,14 +59,17 @@ def check_ranks(
     share = share or Share()
     tensors = RankTensors(run, threads)
     try:
-        return _check(run, numerics, max_findings, share, tensors)
+        with young_heap():
+            return _check(run, numerics, max_findings, share, tensors)
     finally:
         tensors.close()
 
 
 def _check(run: Run, numerics: bool, max_findings: int, share: Share, tensors: RankTensors) -> m.RanksReport:
-    mine = [summarize(tensors.source(r), r) for r in share.ranks(run.world_size)]
+    shared = share.count > 1  # each file scanned by its owner alone: the others read its tensors by its index
+    mine = [summarize(tensors.source(r), r, index=shared and numerics) for r in share.ranks(run.world_size)]
     summaries = sorted((s for part in share.gather(mine) for s in part), key=lambda s: int(s["rank"]))
+    tensors.adopt(summaries)
     groups = groups_of(summaries)
     run.use_groups(groups)
     report = m.RanksReport(run_id=run.run_id, world_size=run.world_size, groups=groups, collectives=0, findings=[])

@@ -20,6 +20,9 @@ import torch
 from opwire.recording.collectives import collective_of
 from opwire.recording.distributed.run import Run
 from opwire.recording.distributed.sequence import CollectiveCall, collective_calls, signature
+from opwire.recording.frame_index import IndexedReader, tensor_index
+from opwire.recording.frames import ScanSource
+from opwire.recording.launch import rank_file
 from opwire.recording.origin import flat_names
 from opwire.recording.source import TraceSource
 from opwire.schema import models as m
@@ -40,18 +43,26 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def summarize(src: TraceSource, rank: int) -> dict[str, Any]:
-    """Rank `rank`'s process groups and collectives (every group, point-to-point included) as JSON."""
+def summarize(src: TraceSource, rank: int, index: bool = False) -> dict[str, Any]:
+    """Rank `rank`'s process groups and collectives (every group, point-to-point included) as JSON; `index`: with
+    where their tensors sit in the file (`frame_index.tensor_index`, under "frames"), for processes that read them
+    without scanning the file (`RankTensors.adopt`)."""
     d = src.header.distributed
     groups = [json.encode(g).decode("ascii") for g in (d.groups if d is not None else [])]
     calls = []
+    tensors: list[str] = []
     for c in collective_calls(src, rank):
         names = (c.spec.reduce, c.spec.root, *_SCALARS)
         values = {k: _plain(c.scalar(k)) for k in names if k}
         sig = "" if c.spec.p2p else signature(c, src)
-        cost = sum(src.nbytes(n) for n in (*flat_names(c.inputs), *flat_names(c.outputs)))
+        flat = [*flat_names(c.inputs), *flat_names(c.outputs)]
+        tensors += flat
+        cost = sum(src.nbytes(n) for n in flat)
         calls.append([c.index, c.target, c.group, sig, c.inputs, c.outputs, c.source, c.module, values, cost])
-    return {"rank": rank, "groups": groups, "calls": calls}
+    out: dict[str, Any] = {"rank": rank, "groups": groups, "calls": calls}
+    if index:
+        out["frames"] = tensor_index(src.reader, tensors) if isinstance(src, ScanSource) else None
+    return out
 
 
 def groups_of(summaries: Sequence[dict[str, Any]]) -> list[m.TraceProcessGroup]:
@@ -88,15 +99,28 @@ class RankTensors:
         self.run = run
         self._stack = ExitStack()
         self._srcs: dict[int, TraceSource] = {}
+        self._given: dict[int, dict[str, Any]] = {}  # rank -> where its tensors sit, from the process that scanned it
         self._ready: dict[tuple[int, str], torch.Tensor] = {}
         self._pool = ThreadPoolExecutor(max_workers=threads) if threads > 1 else None
 
     def source(self, rank: int) -> TraceSource:
         """Rank `rank`'s trace (opened once)."""
         src = self._srcs.get(rank)
+        if src is None and rank in self._given:
+            path = rank_file(self.run.path, rank)
+            src = self._srcs[rank] = ScanSource(path, reader=IndexedReader(path, self._given.pop(rank)))
+            self._stack.callback(src.close)
         if src is None:
             src = self._srcs[rank] = self._stack.enter_context(self.run.open(rank))
         return src
+
+    def adopt(self, summaries: Sequence[dict[str, Any]]) -> None:
+        """Read the tensors of ranks not opened yet through the index their summaries carry ("frames", from the
+        process that scanned the file), without scanning the files again; a rank without one is scanned when used."""
+        for s in summaries:
+            rank, frames = int(s["rank"]), s.get("frames")
+            if frames is not None and rank not in self._srcs:
+                self._given[rank] = frames
 
     def prefetch(self, wanted: dict[int, list[str]]) -> None:
         """Read these tensors now, one thread per rank (each rank's names in order)."""

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -16,8 +18,10 @@ import opwire
 from opwire.recording.distributed.diff_run import diff_runs
 from opwire.recording.distributed.ranks import check_ranks, format_ranks
 from opwire.recording.distributed.replay_run import replay_run
+from opwire.recording.distributed.share import Share
 from opwire.recording.launch import rank_file
 from opwire.recording.source import StreamSource
+from opwire.recording.stream_reader import TraceReader
 from opwire.schema import models as m
 from opwire.serde import DecodeError
 
@@ -243,3 +247,59 @@ def test_ranks_diff_and_replay_print_the_same_split_over_torchrun(run_dir: Path,
         first, printed = (tmp_path / f"out.{name}.0").read_text().split("\n", 1)
         assert (int(first), printed) == (code, text + "\n"), (name, done.stderr[-2000:])
         assert (tmp_path / f"out.{name}.1").read_text() == f"{code}\n", name  # process 1 prints nothing
+
+
+def _split(run: Path, count: int) -> list[m.RanksReport]:
+    """`check_ranks` of `run` by `count` shares in threads of this process, gathering JSON through each other as
+    torchrun's processes do over gloo; each share's report."""
+    parts: list[Any] = [None] * count
+    meet = threading.Barrier(count, timeout=120)
+    reports: list[Any] = [None] * count
+
+    def work(k: int) -> None:
+        def gather(data: Any) -> list[Any]:
+            parts[k] = json.loads(json.dumps(data))  # what crosses between processes is JSON
+            meet.wait()
+            out = list(parts)
+            meet.wait()
+            return out
+
+        try:
+            reports[k] = check_ranks(run, share=Share(k, count, gather))
+        except BaseException as e:  # the others then stop at the barrier, broken
+            reports[k] = e
+            meet.abort()
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for r in reports:
+        if isinstance(r, BaseException):
+            raise r
+    return reports
+
+
+@pytest.mark.parametrize("how", ["clean", "c10d::allreduce_", "c10d::recv_", "c10d::broadcast_"])
+def test_ranks_by_several_processes_is_one_report_and_each_file_is_scanned_once(
+    run_dir: Path, tmp_path: Path, how: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = run_dir
+    if how != "clean":
+        run = tmp_path / "bad"
+        _tamper(run_dir, run, 1, how)
+    alone = check_ranks(run)
+    assert bool(alone.findings) == (how != "clean")
+    scanned: list[str] = []
+    scan = TraceReader._scan
+
+    def counted(self: TraceReader) -> Any:
+        scanned.append(self.path.name)
+        return scan(self)
+
+    monkeypatch.setattr(TraceReader, "_scan", counted)
+    for count in (2, 3):
+        scanned.clear()
+        assert _split(run, count) == [alone] * count
+        assert sorted(scanned) == ["rank0.trace", "rank1.trace"]  # by its owner alone; the others read its index
