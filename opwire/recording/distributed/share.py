@@ -79,7 +79,12 @@ def young_heap() -> Iterator[None]:
     """The objects alive on entry (torch's and pydantic's, hundreds of thousands) left out of the cyclic garbage
     collector's passes until the block ends (`gc.freeze`), then put back in its oldest generation: a full pass
     the block's allocations trigger scans what the block made, not the whole heap (such a pass cost each process
-    0.25 CPU-seconds, more than its share of a 300 MB run's checks with 4 processes). Nothing is kept alive."""
+    0.25 CPU-seconds, more than its share of a 300 MB run's checks with 4 processes). Nothing is kept alive.
+    A host that froze objects itself (a forking server's `gc.freeze()`), or collects by hand with the collector
+    disabled, is left exactly as it is: the block then changes nothing, since unfreezing would thaw its objects."""
+    if gc.get_freeze_count() or not gc.isenabled():
+        yield
+        return
     gc.freeze()
     try:
         yield

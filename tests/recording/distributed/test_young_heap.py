@@ -1,0 +1,45 @@
+"""`young_heap`: the objects alive on entry are out of the collector's passes during the block, and the host's
+own frozen objects and collector setting are left exactly as they were."""
+
+from __future__ import annotations
+
+import gc
+
+from opwire.recording.distributed.share import young_heap
+
+
+def test_the_heap_alive_on_entry_is_frozen_inside_and_thawed_after() -> None:
+    assert gc.get_freeze_count() == 0
+    with young_heap():
+        assert gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_host_that_froze_objects_keeps_them_frozen() -> None:
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with young_heap():
+            assert gc.get_freeze_count() == frozen
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+
+
+def test_a_host_with_the_collector_off_is_left_alone() -> None:
+    gc.disable()
+    try:
+        with young_heap():
+            assert gc.get_freeze_count() == 0
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_an_error_in_the_block_still_thaws() -> None:
+    try:
+        with young_heap():
+            raise ValueError("inside")
+    except ValueError:
+        pass
+    assert gc.get_freeze_count() == 0
