@@ -21,7 +21,7 @@ from opwire.recording.compare import Difference, Errors, compare_scalar, compare
 from opwire.recording.definedness import EXTERNAL, metadata_names
 from opwire.recording.mutations import written_arguments
 from opwire.recording.progress import Progress
-from opwire.recording.replay_nodes import NodeShapes
+from opwire.recording.replay_nodes import NodeShape, NodeShapes
 from opwire.recording.report import Mismatch, OpStats, ReplayReport
 from opwire.recording.source import TraceSource
 from opwire.recording.tensor_names import object_of
@@ -176,10 +176,12 @@ class Replayer:
             raise BindError(f"the trace names tensor {name!r} but its tensor table has no entry for it")
         return self.src.load(name, self.device)
 
-    def run(self, i: int, rec: m.CallRecord) -> list[Mismatch]:
-        """Replay record `i`; its mismatches (self.errors: the largest differences seen in it)."""
+    def run(self, i: int, rec: m.CallRecord, shape: NodeShape | None = None) -> list[Mismatch]:
+        """Replay record `i` (`shape`: its node, built ahead); its mismatches (self.errors: the largest differences
+        seen in it)."""
         self.errors = Errors()
-        shape = self.shapes.get(rec)
+        if shape is None:
+            shape = self.shapes.get(rec)
         in_names = [n for na in rec.inputs for n in tensor_names(na.arg)]
         written = written_arguments(rec, f"call {i} {rec.target}")
         by_arg = {na.name: tensor_names(na.arg) for na in rec.inputs} if written else {}
