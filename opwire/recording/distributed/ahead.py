@@ -1,15 +1,16 @@
 """What a `--collectives` rank prepares before its replay starts: records decoded and checked against the policy,
-each record's node built and bound, the tensor entries and freed lists it reads decoded, so the replay loop
-runs the calls and compares their outputs, and little else.
+each record's walk built (`Replayer.walk`: its node, names and labels) and its node bound, the tensor entries and
+freed lists it reads decoded, so the replay loop runs the calls and compares their outputs, and little else.
 
 Each step is one the loop would otherwise take at the record's first use, taken in the same order of records. A
 step that fails here is left to the loop, which then fails at the same call with the same error: a bind error is
-not kept (the loop binds again and reports it at its call), and the first tensor entry or freed list that does
-not decode stops the decoding ahead (the loop decodes it, and everything after it, where it did before).
+not kept (the loop binds again and reports it at its call), a walk that cannot be built is built again by the
+loop (its error raised there), and the first tensor entry or freed list that does not decode stops the decoding
+ahead (the loop decodes it, and everything after it, where it did before).
 
-What is held is bounded: the first `AHEAD_RECORDS` records are kept decoded (the rest are decoded twice, by the
-policy check and by the loop, as before); tensor entries and freed lists are what the reader keeps once read
-anyway; bound plans are the executor's bounded table; node shapes are the replayer's cache.
+What is held is bounded: the first `AHEAD_RECORDS` records and their walks are kept (the rest are decoded twice,
+by the policy check and by the loop, as before); tensor entries and freed lists are what the reader keeps once
+read anyway; bound plans are the executor's bounded table; node shapes are the replayer's cache.
 """
 
 from __future__ import annotations
@@ -19,8 +20,7 @@ from collections.abc import Iterator
 from opwire.errors import OpwireError
 from opwire.proxy_executor.exec_policy import ExecPolicy
 from opwire.recording.collectives import is_distributed_op
-from opwire.recording.replay_engine import Replayer, check_policy
-from opwire.recording.replay_nodes import NodeShape
+from opwire.recording.replay_engine import CallWalk, Replayer, check_policy
 from opwire.recording.source import TraceSource
 from opwire.schema import models as m
 from opwire.schema.refs import tensor_names
@@ -32,12 +32,13 @@ AHEAD_RECORDS = 65536
 
 
 class Ahead:
-    """A rank's trace prepared for its replay loop: `records()` in order, `shape(i)` each record's bound node."""
+    """A rank's trace prepared for its replay loop: `records()` in order, `walk(i)` each record's bound node and
+    names (`Replayer.walk`)."""
 
     def __init__(self, src: TraceSource, limit: int = AHEAD_RECORDS) -> None:
         self.src = src
         self.kept: list[m.CallRecord] = []
-        self.shapes: list[NodeShape | None] = []
+        self.walks: list[CallWalk | None] = []
         self._limit = limit
 
     def check(self, policy: ExecPolicy) -> None:
@@ -60,14 +61,14 @@ class Ahead:
         except OpwireError:
             entries = False
         for i, rec in enumerate(self.kept):
-            shape: NodeShape | None = None
+            walk: CallWalk | None = None
             if "skipped" not in rec.metadata and not is_distributed_op(rec.target):
                 try:
-                    shape = runner.shapes.get(rec)
-                    runner.ex.plan(shape.node)
+                    walk = runner.walk(i, rec)
+                    runner.ex.plan(walk.shape.node)
                 except Exception:  # left to the loop, which reports it at this call
-                    shape = None
-            self.shapes.append(shape)
+                    walk = None
+            self.walks.append(walk)
             if entries:
                 entries = self._entries(i, rec)
 
@@ -90,9 +91,9 @@ class Ahead:
         yield from self.kept
         yield from self.src.records(len(self.kept))
 
-    def shape(self, i: int) -> NodeShape | None:
-        """Record `i`'s node, built and bound ahead (None: the loop builds it)."""
-        return self.shapes[i] if i < len(self.shapes) else None
+    def walk(self, i: int) -> CallWalk | None:
+        """Record `i`'s walk, its node bound ahead (None: the loop builds it)."""
+        return self.walks[i] if i < len(self.walks) else None
 
 
 class _Listed(TraceSource):

@@ -330,7 +330,7 @@ def _replay_rank(
                 if is_distributed_op(rec.target):
                     found = _collective(runner, src, i, rec, calls, groups, ranks)
                 else:
-                    found = runner.run(i, rec, ahead.shape(i))
+                    found = runner.run(i, rec, ahead.walk(i))
                 stats.calls += 1
                 stats.mismatches += bool(found)
                 stats.worst_abs = max(stats.worst_abs, runner.errors.abs)

@@ -34,7 +34,7 @@ def _replayed(src: TraceSource, ahead: Ahead | None) -> list[tuple[int, str, str
     runner.free(-1)
     with torch.no_grad():
         for i, rec in enumerate(ahead.records() if ahead is not None else src.records()):
-            found += runner.run(i, rec, ahead.shape(i) if ahead is not None else None)
+            found += runner.run(i, rec, ahead.walk(i) if ahead is not None else None)
             runner.free(i)
     return [(x.index, x.op, x.kind, x.detail) for x in found]
 
@@ -56,8 +56,8 @@ def test_the_loop_reads_the_same_records_and_replays_them_alike(limit: int, tmp_
     assert len(ahead.kept) == min(limit, len(src))
     assert [r.model_dump() for r in ahead.records()] == [src.record(i).model_dump() for i in range(len(src))]
     assert _replayed(src, ahead) == _replayed(open_source(tmp_path / "t.trace"), None) == []
-    assert [s is not None for s in ahead.shapes] == [True] * len(ahead.kept)
-    assert ahead.shape(len(src) + 5) is None
+    assert [s is not None for s in ahead.walks] == [True] * len(ahead.kept)
+    assert ahead.walk(len(src) + 5) is None
 
 
 def test_the_policy_check_still_refuses_before_anything_runs(tmp_path: Path) -> None:
@@ -82,6 +82,6 @@ def test_a_node_that_does_not_bind_is_reported_at_its_call_as_without_ahead(tmp_
     with_ahead = Ahead(ModelSource(model))
     with_ahead.check(ExecPolicy())
     got = _replayed(ModelSource(model), with_ahead)
-    assert with_ahead.shapes[-1] is None
+    assert with_ahead.walks[-1] is None
     assert got == _replayed(ModelSource(model), None)
     assert [(i, kind) for i, _, kind, _ in got] == [(len(model.records) - 1, "error")]
