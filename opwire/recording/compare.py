@@ -93,7 +93,7 @@ def compare_tensor(
     """
     if not isinstance(got, torch.Tensor):
         return Difference("missing", f"expected a tensor, the replay gave {type(got).__name__}")
-    st = tensors.TORCH_DTYPES.get(m.ScalarType(want.dtype)) if want.dtype in m.ScalarType._value2member_map_ else None
+    st = tensors.TORCH_DTYPES.get(want.dtype)  # keyed by an IntEnum: the recorded int finds it (None: unknown)
     if got.dtype != st:
         return Difference("dtype", f"expected {st}, got {got.dtype}")
     if list(got.shape) != list(want.sizes):

@@ -28,7 +28,9 @@ __all__ = [
     "layout_of",
     "rebuild_span",
     "rebuild_undefined",
+    "span_address",
     "span_bytes",
+    "span_equals",
     "span_of",
     "tensor_value",
 ]
@@ -171,21 +173,50 @@ def rebuild_span(
     return tensors.place(out, target, bool(meta.requires_grad), where)
 
 
-def span_bytes(t: Any, meta: m.TensorValue, size: int) -> bytes | None:
-    """The `size` bytes of `t`'s storage a payload of layout `meta` holds (copied out), or None when `t` is not a
+def span_address(t: Any, meta: m.TensorValue, size: int) -> int | None:
+    """The address of the `size` bytes of `t`'s storage a payload of layout `meta` holds, or None when `t` is not a
     plain CPU tensor of exactly that dtype, layout and payload size: what `rebuild_span(meta, size, ...)` fills."""
-    if type(t) is not torch.Tensor or t.device.type != "cpu" or t.layout is not torch.strided:
+    if type(t) is not torch.Tensor or t.layout is not torch.strided or t.device.type != "cpu":
         return None
-    known = meta.dtype in m.ScalarType._value2member_map_
-    if t.is_conj() or t.is_neg() or not known or t.dtype is not tensors.TORCH_DTYPES.get(m.ScalarType(meta.dtype)):
+    if t.dtype is not tensors.TORCH_DTYPES.get(meta.dtype) or t.is_conj() or t.is_neg():  # None: an unknown dtype
         return None
-    sizes, strides, offset = list(meta.sizes), list(meta.strides), meta.storage_offset
-    if list(t.shape) != sizes or list(t.stride()) != strides or t.storage_offset() != offset:
+    sizes, strides, offset = meta.sizes, meta.strides, meta.storage_offset
+    if t.storage_offset() != offset or t.stride() != tuple(strides) or t.shape != tuple(sizes):
         return None
     count, item = max(tensors.storage_extent(sizes, strides, offset) - offset, 0), t.element_size()
     if not count or count * item != size or t.untyped_storage().nbytes() < (offset + count) * item:
         return None
-    return ctypes.string_at(t.data_ptr(), size)
+    return int(t.data_ptr())
+
+
+def span_bytes(t: Any, meta: m.TensorValue, size: int) -> bytes | None:
+    """The `size` bytes at `span_address(t, meta, size)` (copied out), or None where it is None."""
+    at = span_address(t, meta, size)
+    return None if at is None else ctypes.string_at(at, size)
+
+
+def span_equals(t: Any, meta: m.TensorValue, data: bytes) -> bool:
+    """Whether `t` holds exactly `data` (a payload of layout `meta`) in its span: `span_bytes(t, meta, len(data)) ==
+    data`, compared in place where the C library's memcmp is at hand."""
+    at = span_address(t, meta, len(data))
+    if at is None:
+        return False
+    if _MEMCMP is None:
+        return ctypes.string_at(at, len(data)) == data
+    return bool(_MEMCMP(at, data, len(data)) == 0)
+
+
+def _memcmp() -> Any:
+    """The C library's memcmp through ctypes (None where the process has no C library to look it up in)."""
+    try:
+        fn = ctypes.CDLL(None).memcmp
+    except (OSError, AttributeError, TypeError):
+        return None
+    fn.argtypes, fn.restype = (ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t), ctypes.c_int
+    return fn
+
+
+_MEMCMP = _memcmp()
 
 
 def rebuild_undefined(meta: m.TensorValue, max_bytes: int, device: Any, where: str) -> torch.Tensor:

@@ -21,14 +21,14 @@ from opwire.recording.compare import Difference, Errors, compare_scalar, compare
 from opwire.recording.definedness import EXTERNAL, metadata_names
 from opwire.recording.mutations import written_arguments
 from opwire.recording.progress import Progress
-from opwire.recording.replay_nodes import NodeShapes
+from opwire.recording.replay_nodes import NodeShape, NodeShapes
 from opwire.recording.report import Mismatch, OpStats, ReplayReport
 from opwire.recording.source import TraceSource
 from opwire.recording.tensor_names import object_of
 from opwire.schema import models as m
 from opwire.schema.refs import tensor_names
 
-__all__ = ["ReplayOptions", "Replayer", "check_policy", "recorded_at", "run_range"]
+__all__ = ["CallWalk", "ReplayOptions", "Replayer", "check_policy", "recorded_at", "run_range"]
 
 
 def check_policy(src: TraceSource, exec_policy: ExecPolicy) -> None:
@@ -121,6 +121,54 @@ def recorded_at(rec: m.CallRecord) -> str:
     return f" ({where})" if where else ""
 
 
+@dataclass(frozen=True)
+class CallWalk:
+    """What `Replayer.run` reads of a record besides values: its node, the names it reads and writes, what it
+    compares and how each is labelled (the same for every replay of the record, so it can be built ahead)."""
+
+    shape: NodeShape
+    in_names: list[str]
+    slots: list[tuple[str, str]]  # (node input placeholder, tensor name)
+    dirty: frozenset[str]  # inputs the call writes (isolated replay hands them a copy)
+    compare_values: bool
+    # (j, label, recorded scalar, None) for a reproducible constant scalar output; (j, label, None, tensors) else,
+    # each tensor (node output placeholder, name, object, label, whether its values are compared)
+    outputs: list[tuple[int, str, Any, list[tuple[str, str, str, str, bool]] | None]]
+    writes: list[tuple[str, str, str, bool]]  # (label, name before, name after, compared) per written tensor
+    adopt: list[tuple[str, str]]  # (label, name) of every output tensor
+
+    @staticmethod
+    def of(i: int, rec: m.CallRecord, shape: NodeShape) -> CallWalk:
+        """Record `i`'s walk (`shape`: its node); a DecodeError naming the call for malformed metadata."""
+        in_names = [n for na in rec.inputs for n in tensor_names(na.arg)]
+        written = written_arguments(rec, f"call {i} {rec.target}")
+        by_arg = {na.name: tensor_names(na.arg) for na in rec.inputs} if written else {}
+        dirty = frozenset(n for a in written for n in by_arg.get(a, []))
+        outputs: list[tuple[int, str, Any, list[tuple[str, str, str, str, bool]] | None]] = []
+        adopt: list[tuple[str, str]] = []
+        k = 0
+        for j, arg in enumerate(rec.outputs):
+            label = f"output {j}"
+            if j in shape.scalar_outputs:
+                if reproducible(rec.target, rec.metadata, label):
+                    outputs.append((j, label, arg.value, None))
+                continue
+            names = []
+            for e, n in enumerate(tensor_names(arg)):
+                where = label if arg.type == "as_tensor" else f"{label}[{e}]"
+                names.append((f"#o{k}", n, object_of(n), where, reproducible(rec.target, rec.metadata, n)))
+                adopt.append((label, n))
+                k += 1
+            outputs.append((j, label, None, names))
+        writes = [
+            (f"argument {a} (written in place)", before, after, reproducible(rec.target, rec.metadata, after))
+            for a, new_names in written.items()
+            for before, after in zip(by_arg.get(a, []), new_names, strict=False)
+        ]
+        slots = [(f"#i{k}", n) for k, n in enumerate(in_names)]
+        return CallWalk(shape, in_names, slots, dirty, reproducible(rec.target, rec.metadata), outputs, writes, adopt)
+
+
 class Replayer:
     """Runs one record at a time, keeping the live tensors of a chained replay (let go when freed)."""
 
@@ -176,52 +224,43 @@ class Replayer:
             raise BindError(f"the trace names tensor {name!r} but its tensor table has no entry for it")
         return self.src.load(name, self.device)
 
-    def run(self, i: int, rec: m.CallRecord) -> list[Mismatch]:
-        """Replay record `i`; its mismatches (self.errors: the largest differences seen in it)."""
+    def walk(self, i: int, rec: m.CallRecord) -> CallWalk:
+        """What `run` reads of record `i` besides values (built ahead by a caller that replays it later)."""
+        return CallWalk.of(i, rec, self.shapes.get(rec))
+
+    def run(self, i: int, rec: m.CallRecord, walk: CallWalk | None = None) -> list[Mismatch]:
+        """Replay record `i` (`walk`: `self.walk(i, rec)`, built ahead); its mismatches (self.errors: the largest
+        differences seen in it)."""
         self.errors = Errors()
-        shape = self.shapes.get(rec)
-        in_names = [n for na in rec.inputs for n in tensor_names(na.arg)]
-        written = written_arguments(rec, f"call {i} {rec.target}")
-        by_arg = {na.name: tensor_names(na.arg) for na in rec.inputs} if written else {}
-        dirty = {n for a in written for n in by_arg.get(a, [])}
+        if walk is None:
+            walk = self.walk(i, rec)
+        chained = self.mode == "chained"
         try:
-            given = {n: self._tensor(n, n in dirty) for n in in_names}
+            given = {n: self._tensor(n, n in walk.dirty) for n in walk.in_names}
             self.take_external(i, rec, given)
-            out = self.ex.call(shape.node, {f"#i{k}": given[n] for k, n in enumerate(in_names)})
+            out = self.ex.call(walk.shape.node, {k: given[n] for k, n in walk.slots})
         except OpwireError as exc:
             return self._found(i, rec, "call", Difference("error", f"{type(exc).__name__}: {exc}"))
         found: list[Mismatch] = []
-        compare_values = reproducible(rec.target, rec.metadata)
-        k = 0
-        for j, arg in enumerate(rec.outputs):
-            label = f"output {j}"
-            if j in shape.scalar_outputs:
-                if reproducible(rec.target, rec.metadata, label):
-                    diff = compare_scalar(out.get(f"#s{j}"), arg.value, self.rtol, self.atol)
-                    found += self._found(i, rec, label, diff)
+        for j, label, value, names in walk.outputs:
+            if names is None:  # a constant scalar output, compared when reproducible
+                diff = compare_scalar(out.get(f"#s{j}"), value, self.rtol, self.atol)
+                found += self._found(i, rec, label, diff)
                 continue
-            names = tensor_names(arg)
-            for e, n in enumerate(names):
-                got = out.get(f"#o{k}")
-                k += 1
-                if self.mode == "chained" and isinstance(got, torch.Tensor):
-                    self.live[object_of(n)] = got
-                where = label if arg.type == "as_tensor" else f"{label}[{e}]"
-                defined = reproducible(rec.target, rec.metadata, n)
+            for slot, n, obj, where, defined in names:
+                got = out.get(slot)
+                if chained and isinstance(got, torch.Tensor):
+                    self.live[obj] = got
                 found += self._check(i, rec, where, got, n, defined)
-                if self.mode == "chained" and compare_values and not defined:
+                if chained and walk.compare_values and not defined:
                     found += self._adopted(i, rec, where, n, got if isinstance(got, torch.Tensor) else None)
-        for arg_name, new_names in written.items():
-            for before, after in zip(by_arg.get(arg_name, []), new_names, strict=False):
-                label = f"argument {arg_name} (written in place)"
-                defined = reproducible(rec.target, rec.metadata, after)
-                found += self._check(i, rec, label, given.get(before), after, defined)
-                if self.mode == "chained" and not defined:
-                    found += self._adopted(i, rec, label, after, given.get(before))
-        if self.mode == "chained" and not compare_values:
-            for j, arg in enumerate(rec.outputs):
-                for n in tensor_names(arg):
-                    found += self._adopted(i, rec, f"output {j}", n, None)
+        for label, before, after, defined in walk.writes:
+            found += self._check(i, rec, label, given.get(before), after, defined)
+            if chained and not defined:
+                found += self._adopted(i, rec, label, after, given.get(before))
+        if chained and not walk.compare_values:
+            for label, n in walk.adopt:
+                found += self._adopted(i, rec, label, n, None)
         return found
 
     def _adopted(self, i: int, rec: m.CallRecord, label: str, name: str, live: torch.Tensor | None) -> list[Mismatch]:

@@ -277,18 +277,15 @@ class TraceReader:
         """Whether tensor `t` holds, byte for byte, the stored payload of `name` in its recorded layout: compared
         with the file's bytes, never rebuilt into a tensor. The payload's SHA-256 is not needed for a yes: bytes
         equal to a replayed value are the value; a corrupt payload differs from it, and `load` then refuses it."""
-        from opwire.recording.payloads import span_bytes  # deferred: torch; records need none
+        from opwire.recording.payloads import span_equals  # deferred: torch; records need none
 
         entry = self._index.tensors.get(name)
         loc = self._index.payloads.get(entry.payload) if entry is not None and entry.payload is not None else None
         if entry is None or loc is None or entry.undefined:
             return False
         offset, size = loc
-        mine = span_bytes(t, entry.value, size)
-        if mine is None:
-            return False
-        self._f.seek(offset)
-        return self._f.read(size) == mine
+        data = os.pread(self._f.fileno(), size, offset)  # no seek: the reader seeks before each of its reads
+        return len(data) == size and span_equals(t, entry.value, data)
 
     def verify(self) -> tuple[int, int]:
         """Check every payload's SHA-256 and every record frame's CRC-32 (read once, in chunks); (payloads, records).

@@ -9,6 +9,8 @@ import pytest
 import torch
 
 import opwire
+from opwire.recording import payloads
+from opwire.recording.compare import Errors, compare_tensor
 from opwire.recording.frames import open_source
 from opwire.recording.source import StreamSource
 
@@ -74,3 +76,73 @@ def test_a_corrupt_payload_still_fails_the_replay(tmp_path: Path) -> None:
     assert [(x.op, x.kind) for x in report.mismatches] == [("aten::tanh.default", "missing")]
     assert "do not match its SHA-256" in report.mismatches[0].detail
     assert opwire.replay(path, mode="chained").mismatches[0].kind == "missing"
+
+
+def _last_bit_flipped(t: torch.Tensor) -> torch.Tensor:
+    out = t.clone()
+    out.view(torch.int32)[-1] ^= 1  # the lowest bit of the last element: within any tolerance, other bytes
+    return out
+
+
+_TRICKY = {  # recorded value, a replayed value that torch.equal or allclose may take for it, but whose bytes differ
+    "negative_zero": (torch.tensor([0.0, 1.0, 2.0]), torch.tensor([-0.0, 1.0, 2.0])),
+    "nan_payload": (torch.tensor([float("nan"), 1.0]), torch.tensor([1.0, 1.0]).log().div(0.0).nan_to_num(1.0)),
+    "last_bit": (torch.arange(1000, dtype=torch.float32), _last_bit_flipped(torch.arange(1000, dtype=torch.float32))),
+    "perturbed": (
+        torch.arange(1000, dtype=torch.float32),
+        torch.arange(1000, dtype=torch.float32).index_fill(0, torch.tensor([999]), 999.5),
+    ),
+    "same_bits_other_dtype": (
+        torch.arange(4, dtype=torch.int32),
+        torch.arange(4, dtype=torch.int32).view(torch.float32),
+    ),
+}
+
+
+@pytest.mark.parametrize("memcmp", [True, False], ids=["memcmp", "copied"])
+@pytest.mark.parametrize("case", sorted(_TRICKY))
+def test_only_the_very_bytes_are_the_same_bytes(
+    case: str, memcmp: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The byte check declares equality for the recorded bits only: -0.0 for 0.0, another value in the last byte,
+    the same bits under another dtype are all left to the numeric comparison (with and without the C memcmp)."""
+    if not memcmp:
+        monkeypatch.setattr(payloads, "_MEMCMP", None)
+    recorded, other = _TRICKY[case]
+    name = _alias_trace(recorded, tmp_path / "t.trace")
+    src = open_source(tmp_path / "t.trace")
+    assert src.same_bytes(name, src.load(name))
+    assert src.same_bytes(name, recorded.clone())
+    assert not src.same_bytes(name, other)
+
+
+def test_a_nan_with_the_recorded_bits_is_the_same_bytes(tmp_path: Path) -> None:
+    recorded = torch.tensor([float("nan"), -float("inf"), 3.0])
+    name = _alias_trace(recorded, tmp_path / "t.trace")
+    src = open_source(tmp_path / "t.trace")
+    assert src.same_bytes(name, recorded.clone())  # torch.equal says no (NaN != NaN); the bytes say yes
+    assert not torch.equal(recorded, recorded.clone())
+
+
+@pytest.mark.parametrize("case", sorted(_TRICKY))
+def test_what_the_bytes_decline_the_numeric_comparison_decides(case: str, tmp_path: Path) -> None:
+    """`compare_tensor` with the byte check (as the replay calls it): -0.0 for 0.0 agrees by value, a NaN or a
+    changed last element beyond the tolerance is a value difference (within it, agreement with the difference
+    counted), the same bits under another dtype a dtype difference."""
+    recorded, other = _TRICKY[case]
+    name = _alias_trace(recorded, tmp_path / "t.trace")
+    src = open_source(tmp_path / "t.trace")
+    want = src.meta(name)
+    assert want is not None
+    diff = compare_tensor(
+        other, want, None, None, True, lambda: src.load(name), None, lambda t: src.same_bytes(name, t)
+    )
+    kinds = {"negative_zero": None, "nan_payload": "value", "last_bit": None, "perturbed": "value"}
+    kinds["same_bits_other_dtype"] = "dtype"
+    assert (diff.kind if diff is not None else None) == kinds[case]
+    errors = Errors()
+    compare_tensor(other, want, None, None, True, lambda: src.load(name), errors, lambda t: src.same_bytes(name, t))
+    assert (errors.abs > 0) == (case in ("last_bit", "perturbed"))  # the numbers were compared, not the bytes
+    assert (
+        compare_tensor(recorded.clone(), want, None, None, True, None, None, lambda t: src.same_bytes(name, t)) is None
+    )

@@ -5,6 +5,7 @@ A client of the recording core, never called by it: what recording a rank needs 
 import-linter contract keeps every arrow pointing from here into the core.
 
 Modules:
+    ahead: what a `--collectives` rank decodes and binds before its replay starts
     collective_rules: one row per collective kind: how a replay under torchrun runs it, what it must produce
     diff_run: `opwire diff RUN_A RUN_B`: two runs rank by rank, the first local divergence first
     execute: one recorded collective run for real on live tensors, in a replay under torchrun

@@ -42,6 +42,7 @@ from opwire.proxy_executor.isolate import Child, in_process, run_in_child
 from opwire.proxy_executor.sandbox import Limits, default_max_memory
 from opwire.recording.collectives import is_distributed_op
 from opwire.recording.compare import Errors
+from opwire.recording.distributed.ahead import Ahead
 from opwire.recording.distributed.execute import run_collective
 from opwire.recording.distributed.live_exchange import Exchange
 from opwire.recording.distributed.ranks import check_ranks
@@ -50,7 +51,7 @@ from opwire.recording.distributed.run import Run
 from opwire.recording.distributed.sequence import CollectiveCall, collective_calls
 from opwire.recording.launch import launch_info
 from opwire.recording.origin import flat_names
-from opwire.recording.replay_engine import Replayer, ReplayOptions, check_policy
+from opwire.recording.replay_engine import Replayer, ReplayOptions
 from opwire.recording.replay_worker import report_from_dict, worker_report
 from opwire.recording.report import Mismatch, OpStats, ReplayReport
 from opwire.recording.source import TraceSource
@@ -303,19 +304,21 @@ def _replay_rank(
 ) -> ReplayReport:
     """Replay rank `rank` chained, collectives for real; `progress` holds the report and the call being replayed."""
 
-    with run.open(rank, _Memo(_MEMO_BYTES)) as src:
+    with run.open(rank) as src:
         ops = {t for t in map(src.target, range(len(src))) if is_distributed_op(t)}  # no record decoded
         policy = ExecPolicy([*allow_ops, *ops])  # collectives admitted in this mode only
-        check_policy(src, policy)  # its decoded records wait in the memo for the loop below (each decoded once)
+        ahead = Ahead(src)
+        ahead.check(policy)  # the records it decodes are kept for the loop below (each decoded once)
         opts = ReplayOptions(DefaultPolicy.FROM_SCHEMA, "chained", rtol, atol, None, policy)
         runner = Replayer(src, ProxyExecutor(policy=DefaultPolicy.FROM_SCHEMA, exec_policy=policy), opts)
         report = progress["report"] = ReplayReport("chained", len(src), recorded_torch=src.header.torch_version)
         calls = {c.index: c for c in collective_calls(src, rank)} if ops else {}
+        ahead.warm(runner)  # nodes bound, tensor entries and freed lists decoded: set-up, as the job's was
         torch.distributed.barrier()  # every rank set up before the first recorded collective (`_SETUP_TIMEOUT`)
         start = time.perf_counter()
         runner.free(-1)
         with torch.no_grad():
-            for i, rec in enumerate(src.records()):
+            for i, rec in enumerate(ahead.records()):
                 child.at(f"call {i} ({printable(rec.target)})")
                 progress["at"] = (i, rec.target)
                 if "skipped" in rec.metadata:
@@ -327,7 +330,7 @@ def _replay_rank(
                 if is_distributed_op(rec.target):
                     found = _collective(runner, src, i, rec, calls, groups, ranks)
                 else:
-                    found = runner.run(i, rec)
+                    found = runner.run(i, rec, ahead.walk(i))
                 stats.calls += 1
                 stats.mismatches += bool(found)
                 stats.worst_abs = max(stats.worst_abs, runner.errors.abs)
@@ -339,20 +342,6 @@ def _replay_rank(
 
 
 _SETUP_TIMEOUT = 300.0  # seconds the ranks wait for each other to connect and set up, beyond any collective's
-_MEMO_BYTES = 32 << 20  # record frames the policy check decodes and the replay loop takes from the memo
-
-
-class _Memo(dict[bytes, m.TraceFrame]):
-    """A frame memo (`frames.open_source`) that stops keeping frames once `limit` bytes of them were kept."""
-
-    def __init__(self, limit: int) -> None:
-        super().__init__()
-        self.left = limit
-
-    def __setitem__(self, key: bytes, value: m.TraceFrame) -> None:
-        if len(key) <= self.left:
-            self.left -= len(key)
-            super().__setitem__(key, value)
 
 
 def _collective(
