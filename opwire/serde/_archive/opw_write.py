@@ -18,10 +18,10 @@ from typing import Any
 
 import torch
 
-from opwire.errors import EncodeError
+from opwire.errors import DecodeError, EncodeError
 from opwire.schema import models as m
 from opwire.serde import tensors
-from opwire.serde._archive import opw_table
+from opwire.serde._archive import opw_table, pt2_write
 
 __all__ = ["write"]
 
@@ -41,9 +41,6 @@ def _storage_view(t: torch.Tensor) -> memoryview:
 
 
 def _from_value(tv: m.TensorValue, where: str) -> tuple[dict[str, Any], Buffer]:
-    from opwire.errors import DecodeError
-    from opwire.serde._archive import pt2_write
-
     try:
         tensors.check_layout(tv, tensors.torch_dtype(tv.dtype, f"{where}.dtype"), where)
     except DecodeError as exc:
