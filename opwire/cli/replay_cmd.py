@@ -173,10 +173,8 @@ def _run_dir(args: argparse.Namespace) -> int:
         return 2
     from opwire.recording.distributed import launched_share  # deferred: imports pydantic
 
-    replay_run = distributed.replay_run.replay_run  # module and function share the name
-
     with launched_share() as share:  # under torchrun: this process's share of the ranks
-        result = replay_run(
+        result = distributed.replay_run(
             args.trace, args.rtol, args.atol, allow_ops=args.allow_op, timeout=args.timeout,
             max_mismatches=args.max_mismatches, isolate=args.isolate, max_memory=args.max_memory, share=share,
         )  # fmt: skip

@@ -12,8 +12,8 @@ Modules:
     live_exchange: how the ranks of a `--collectives` replay hand their outcome to rank 0 (through the store)
     numerics: where a rank's recorded outputs differ from what the collective's rule says they must be
     ranks: `opwire ranks RUN`: collective order per group, then every collective's numbers
-    replay_run: `opwire replay RUN`: every rank replayed in a sandboxed child, collectives checked across ranks
     run: a run directory: one trace per rank, checked to belong together
+    run_replay: `opwire replay RUN`: every rank replayed in a sandboxed child, collectives checked across ranks
     scan: one pass over a rank's trace for `opwire ranks`: its process groups and collectives, summarized
     sequence: each rank's collectives, read one record at a time
     share: work on a run split over the processes torchrun launched, and JSON gathered over gloo
@@ -32,6 +32,7 @@ _LAZY = {
     "check_ranks": "opwire.recording.distributed.ranks",
     "format_ranks": "opwire.recording.distributed.ranks",
     "is_run": "opwire.recording.distributed.run",
+    "replay_run": "opwire.recording.distributed.run_replay",
     "launched_share": "opwire.recording.distributed.share",
 }
 
@@ -40,6 +41,7 @@ if TYPE_CHECKING:  # what mypy and IDEs see for the lazy names
     from opwire.recording.distributed.live import replay_live
     from opwire.recording.distributed.ranks import check_ranks, format_ranks
     from opwire.recording.distributed.run import is_run
+    from opwire.recording.distributed.run_replay import replay_run
     from opwire.recording.distributed.share import launched_share
 
 __all__ = [
@@ -49,6 +51,7 @@ __all__ = [
     "is_run",
     "launched_share",
     "replay_live",
+    "replay_run",
 ]
 
 __getattr__ = lazy_getattr(__name__, __path__, _LAZY)  # also `opwire.recording.distributed.<submodule>`
