@@ -5,8 +5,8 @@ Modules:
     catalog: the catalog of finding codes (`CODES`), and findings made from it
     dispatch_keys: what the dispatcher holds for one op: kernels per key, the fake implementation, the vmap route
     findings: what a finding is: `Severity`, `Code`, `Finding`
+    from_replay: `replay_findings`: replay's mismatches, skipped calls and drifted op schemas as findings
     opcheck: `torch.library.opcheck` on the user's sample inputs, its results as findings
-    replay_findings: replay's mismatches, skipped calls and drifted op schemas as findings
     roundtrip_check: record the op, serialize the trace, replay it, compare (`ops validate --sample-inputs`)
     snapshot: `snapshot_ops`: every op of some namespaces as a stable, diffable `OpLibrarySnapshot`
     type_checks: schema-type checks of one op: serializability and AOTInductor support
@@ -28,6 +28,7 @@ _LAZY = {
     "Finding": "opwire.validation.findings",
     "Severity": "opwire.validation.findings",
     "load_sample_inputs": "opwire.validation.opcheck",
+    "replay_findings": "opwire.validation.from_replay",
     "load_snapshot": "opwire.validation.snapshot",
     "snapshot_ops": "opwire.validation.snapshot",
     "OpReport": "opwire.validation.validate",
@@ -41,6 +42,7 @@ if TYPE_CHECKING:  # what mypy and IDEs see for the lazy names
     from opwire.validation.bccheck import BcChange, BcReport, bc_check
     from opwire.validation.catalog import CODES
     from opwire.validation.findings import Finding, Severity
+    from opwire.validation.from_replay import replay_findings
     from opwire.validation.opcheck import load_sample_inputs
     from opwire.validation.snapshot import load_snapshot, snapshot_ops
     from opwire.validation.validate import OpReport, checks_run, format_reports, validate_op, validation_output
@@ -57,6 +59,7 @@ __all__ = [
     "format_reports",
     "load_sample_inputs",
     "load_snapshot",
+    "replay_findings",
     "snapshot_ops",
     "validate_op",
     "validation_output",
