@@ -35,15 +35,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
-from opwire._lazy import lazy_getattr
+from opwire._lazy import lazy_getattr, lazy_names
 from opwire.errors import DecodeError, EncodeError
 
 if TYPE_CHECKING:  # pydantic loads with the first codec, so `import opwire` (and `opwire --help`) stays light
     import torch.export
     from pydantic import BaseModel
 
-    from opwire.serde.budgets import MAX_ELEMENTS
-    from opwire.serde.pytree_spec import check_spec, program_specs
+    from opwire.serde.budgets import MAX_ELEMENTS as MAX_ELEMENTS
+    from opwire.serde.pytree_spec import check_spec as check_spec
+    from opwire.serde.pytree_spec import program_specs as program_specs
 
 # public name -> module that defines it, imported on first use (the codecs and their budgets stay unloaded)
 _LAZY = {
@@ -54,18 +55,16 @@ _LAZY = {
 
 __all__ = [
     "FORMATS",
-    "MAX_ELEMENTS",
     "DecodeError",
     "EncodeError",
-    "check_spec",
     "dumps",
     "from_exported_program",
     "loads",
-    "program_specs",
     "python_values",
     "to_exported_program",
     "values",
 ]
+__all__ += lazy_names(_LAZY, __all__)
 
 M = TypeVar("M", bound="BaseModel")
 Format = Literal["json", "binary", "compact"]

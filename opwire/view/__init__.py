@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from opwire import program
-from opwire._lazy import lazy_getattr
+from opwire._lazy import lazy_getattr, lazy_names
 from opwire.errors import DecodeError
 from opwire.program import OpenedProgram
 from opwire.program.outfiles import write_output
@@ -37,19 +37,19 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:  # what mypy and IDEs see for the lazy names
-    from opwire.view.runs import NodeComparer, NodeRecorder, read_nodes
+    from opwire.view.runs import NodeComparer as NodeComparer
+    from opwire.view.runs import NodeRecorder as NodeRecorder
+    from opwire.view.runs import read_nodes as read_nodes
 
 __all__ = [
-    "NodeComparer",
-    "NodeRecorder",
     "findings_document",
     "findings_json",
     "load_findings",
     "load_viewable",
-    "read_nodes",
     "render_html",
     "view",
 ]
+__all__ += lazy_names(_LAZY, __all__)
 
 __getattr__ = lazy_getattr(__name__, __path__, _LAZY)  # also `opwire.view.<submodule>` without importing it first
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from opwire._lazy import lazy_getattr
+from opwire._lazy import lazy_getattr, lazy_names
 
 # public name -> module that defines it, imported on first use: most import torch, and `opwire --help` needs none
 _LAZY = {
@@ -37,21 +37,14 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:  # what mypy and IDEs see for the lazy names
-    from opwire.recording.distributed.diff_run import diff_runs
-    from opwire.recording.distributed.live import replay_live
-    from opwire.recording.distributed.ranks import check_ranks, format_ranks
-    from opwire.recording.distributed.run import is_run
-    from opwire.recording.distributed.run_replay import replay_run
-    from opwire.recording.distributed.share import launched_share
+    from opwire.recording.distributed.diff_run import diff_runs as diff_runs
+    from opwire.recording.distributed.live import replay_live as replay_live
+    from opwire.recording.distributed.ranks import check_ranks as check_ranks
+    from opwire.recording.distributed.ranks import format_ranks as format_ranks
+    from opwire.recording.distributed.run import is_run as is_run
+    from opwire.recording.distributed.run_replay import replay_run as replay_run
+    from opwire.recording.distributed.share import launched_share as launched_share
 
-__all__ = [
-    "check_ranks",
-    "diff_runs",
-    "format_ranks",
-    "is_run",
-    "launched_share",
-    "replay_live",
-    "replay_run",
-]
+__all__ = lazy_names(_LAZY, ())
 
 __getattr__ = lazy_getattr(__name__, __path__, _LAZY)  # also `opwire.recording.distributed.<submodule>`
