@@ -32,10 +32,14 @@ def _face(path: Path) -> str:
 
 
 def tables(source: str) -> tuple[dict[str, str], dict[str, str], list[str]]:
-    """(`_LAZY` as written, the TYPE_CHECKING imports as name -> module, problems with their spelling)."""
+    """(`_LAZY` as written, the TYPE_CHECKING re-exports (`name as name`) as name -> module, problems).
+
+    Other TYPE_CHECKING imports (`models as m`, `torch`) name things for annotations and are not exported; one
+    that spells a lazy name without `as` is a problem: mypy would not see the face export it."""
     lazy: dict[str, str] = {}
     typed: dict[str, str] = {}
     problems: list[str] = []
+    plain: list[tuple[int, str, str, str | None]] = []
     for node in ast.parse(source).body:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "_LAZY" for t in node.targets):
             lazy = ast.literal_eval(node.value)
@@ -44,15 +48,17 @@ def tables(source: str) -> tuple[dict[str, str], dict[str, str], list[str]]:
                 if not isinstance(imp, ast.ImportFrom) or not (imp.module or "").startswith("opwire"):
                     continue
                 for alias in imp.names:
-                    name = alias.asname or alias.name
-                    if alias.asname != alias.name:
-                        problems.append(
-                            f"line {imp.lineno}: `from {imp.module} import {alias.name}` - write "
-                            f"`{alias.name} as {alias.name}` so that mypy sees it exported"
-                        )
-                    if name in typed:
-                        problems.append(f"line {imp.lineno}: {name} imported twice")
-                    typed[name] = imp.module or ""
+                    if alias.asname != alias.name:  # not re-exported: a name for annotations only
+                        plain.append((imp.lineno, imp.module or "", alias.name, alias.asname))
+                    elif alias.name in typed:
+                        problems.append(f"line {imp.lineno}: {alias.name} imported twice")
+                    else:
+                        typed[alias.name] = imp.module or ""
+    problems += [
+        f"line {line}: `from {module} import {name}` - write `{name} as {name}` so that mypy sees it exported"
+        for line, module, name, asname in plain
+        if asname is None and name in lazy
+    ]
     return lazy, typed, problems
 
 
@@ -87,11 +93,12 @@ def test_the_check_sees_a_missing_a_moved_and_a_bare_name() -> None:
         "    import torch\n"
         "    from opwire.a import f as f\n"
         "    from opwire.x import g as g\n"
-        "    from opwire.d import k\n"
+        "    from opwire.c import h\n"
+        "    from opwire.schema import models as m\n"
     )
     lazy, typed, problems = tables(source)
-    assert typed == {"f": "opwire.a", "g": "opwire.x", "k": "opwire.d"}
-    assert problems == ["line 7: `from opwire.d import k` - write `k as k` so that mypy sees it exported"]
+    assert typed == {"f": "opwire.a", "g": "opwire.x"}
+    assert problems == ["line 7: `from opwire.c import h` - write `h as h` so that mypy sees it exported"]
     assert {n for n in lazy if typed.get(n) != lazy[n]} == {"g", "h"}
 
 

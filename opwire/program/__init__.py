@@ -24,7 +24,7 @@ from opwire.program.containers import CONTAINERS, Container, Opened
 from opwire.program.inputs import bind_inputs, input_dtypes, read_inputs
 from opwire.program.kinds import KINDS, FindingsFile, Kind, StreamedTrace
 from opwire.program.opened import OpenedProgram, opened_of
-from opwire.program.opener import open
+from opwire.program.opener import Source, open
 from opwire.program.outfiles import check_output, write_output
 from opwire.program.signature import check_inputs, dtype_name, extern_inputs, op_name, program_signature
 from opwire.program.summaries import summary
@@ -37,6 +37,7 @@ __all__ = [
     "Kind",
     "Opened",
     "OpenedProgram",
+    "Source",
     "StreamedTrace",
     "bind_inputs",
     "check_inputs",

@@ -39,9 +39,11 @@ from opwire._lazy import lazy_getattr, lazy_names
 from opwire.errors import DecodeError, EncodeError
 
 if TYPE_CHECKING:  # pydantic loads with the first codec, so `import opwire` (and `opwire --help`) stays light
+    import torch
     import torch.export
     from pydantic import BaseModel
 
+    from opwire.schema import models as m
     from opwire.serde.budgets import MAX_ELEMENTS as MAX_ELEMENTS
     from opwire.serde.pytree_spec import check_spec as check_spec
     from opwire.serde.pytree_spec import program_specs as program_specs
@@ -207,7 +209,7 @@ def _loads_any(data: bytes | str, format: str | None, max_depth: int, max_elemen
     )
 
 
-def values(mapping: Mapping[str, Any]) -> Any:
+def values(mapping: Mapping[str, Any]) -> m.Values:
     """A `Values` record (the inputs file of `opwire run` / `opwire exec`) holding Python objects by name.
 
     Tensors, numbers, bools, strings, None, complex, devices, dtypes, layouts, memory formats, and
@@ -219,22 +221,24 @@ def values(mapping: Mapping[str, Any]) -> Any:
     return m.Values(values={str(k): objects.from_python(v, str(k)) for k, v in mapping.items()})
 
 
-def python_values(record: Any, device: Any = None) -> dict[str, Any]:
+def python_values(record: m.Values, device: str | torch.device | None = None) -> dict[str, Any]:
     """The Python objects of a `Values` record by name (tensors rebuilt, on `device` if given)."""
     from opwire.serde import objects  # deferred: imports torch
 
     return {k: objects.to_python(v, device, k) for k, v in record.values.items()}
 
 
-def from_exported_program(ep: torch.export.ExportedProgram) -> Any:
+def from_exported_program(ep: torch.export.ExportedProgram) -> m.ExportedProgram:
     """An opwire model of a torch ExportedProgram (via torch's own serializer)."""
     from opwire.serde import torch_bridge  # deferred: imports torch
 
     return torch_bridge.from_exported_program(ep)
 
 
-def to_exported_program(archive_or_program: Any, *args: Any, **kwargs: Any) -> torch.export.ExportedProgram:
-    """A torch ExportedProgram from an opwire archive or program model."""
+def to_exported_program(
+    archive_or_program: m.OpwireArchive | m.ExportedProgram, **kwargs: Any
+) -> torch.export.ExportedProgram:
+    """A torch ExportedProgram from an opwire archive or program model (keywords: `torch_bridge`'s)."""
     from opwire.serde import torch_bridge  # deferred: imports torch
 
-    return torch_bridge.to_exported_program(archive_or_program, *args, **kwargs)
+    return torch_bridge.to_exported_program(archive_or_program, **kwargs)

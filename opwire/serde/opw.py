@@ -16,7 +16,7 @@ import stat
 import zlib
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from opwire._version import __version__
 from opwire.errors import DecodeError, EncodeError
@@ -24,7 +24,7 @@ from opwire.schema import models as m
 from opwire.serde import budgets, json
 from opwire.serde._archive import opw_table
 from opwire.serde._archive.mapping import MAPPABLE, Buffer, MappedFile, view_tensor
-from opwire.serde.tensor_tables import Table, check_table
+from opwire.serde.tensor_tables import ProgramTables, Table, check_table
 
 if TYPE_CHECKING:
     import torch
@@ -227,7 +227,7 @@ def read(path: str | Path, *, verify: bool = False, max_elements: int = budgets.
         return archive.materialize()
 
 
-def write(archive: Any, path: str | Path) -> int:
+def write(archive: m.OpwireArchive | ProgramTables, path: str | Path) -> int:
     """Write an OpwireArchive, or an opened archive (`pt2.open`, `opw.open`: no weight copied), as .opw; its size."""
     from opwire.serde._archive import opw_write  # deferred: imports torch
 

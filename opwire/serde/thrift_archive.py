@@ -207,7 +207,7 @@ def _identity(path: Path, src: str) -> tuple[int, int, int]:
 
 
 def _scan(
-    buffer: Any, start: int, codec: str, src: str, max_elements: int
+    buffer: Buffer, start: int, codec: str, src: str, max_elements: int
 ) -> tuple[dict[str, dict[str, Span]], list[Span]]:
     """Walk the archive once: each table's payload spans by tensor name, and the byte ranges to cut (each payload
     with its length prefix), in file order."""

@@ -22,6 +22,7 @@ from opwire.errors import DecodeError, EncodeError
 from opwire.schema import models as m
 from opwire.serde import tensors
 from opwire.serde._archive import opw_table, pt2_write
+from opwire.serde.tensor_tables import ProgramTables
 
 __all__ = ["write"]
 
@@ -74,7 +75,7 @@ def _entry(
     }
 
 
-def _tensors_of(source: Any) -> Iterator[tuple[str, str, dict[str, Any], Buffer, int]]:
+def _tensors_of(source: m.OpwireArchive | ProgramTables) -> Iterator[tuple[str, str, dict[str, Any], Buffer, int]]:
     """(kind, name, table entry, storage bytes, identity) of every tensor of an OpwireArchive or an opened archive.
 
     Tensors with one identity shared their storage in the source (the same payload object, the same storage)."""
@@ -84,8 +85,8 @@ def _tensors_of(source: Any) -> Iterator[tuple[str, str, dict[str, Any], Buffer,
                 yield (kind, name, *_from_value(tv, f"{kind}[{name!r}]"), id(tv))
         return
     weights, constants = source.tensors("cpu")
-    for kind, table in (("weights", weights), ("constants", constants)):
-        for name, t in table.items():
+    for kind, opened in (("weights", weights), ("constants", constants)):
+        for name, t in opened.items():
             yield (kind, name, *_from_tensor(t, f"{kind}[{name!r}]"), t.untyped_storage().data_ptr())
 
 
@@ -93,7 +94,7 @@ def _pad(n: int) -> int:
     return -n % opw_table.ALIGN
 
 
-def write(source: Any, path: str | Path, meta: bytes) -> int:
+def write(source: m.OpwireArchive | ProgramTables, path: str | Path, meta: bytes) -> int:
     """Write `source`'s tensors and the encoded `meta` blob (program, example inputs) to `path`; returns its size."""
     blobs: list[Buffer] = [meta]
     digests: dict[bytes, int] = {}
