@@ -25,6 +25,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from opwire._lazy import lazy_names
 from opwire._version import __version__
 from opwire.errors import (
     BindError,
@@ -63,47 +64,41 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:  # what mypy and IDEs see for the lazy names: the real objects and signatures
-    from opwire.program import OpenedProgram, open
-    from opwire.proxy_executor import DefaultPolicy, ProxyExecutor, run_program
-    from opwire.recording import ReplayReport, Trace, TraceDiff, diff_traces, load_trace, record, replay
-    from opwire.schema.diff import schema_diff
-    from opwire.validation import BcReport, OpReport, bc_check, snapshot_ops, validate_op
-    from opwire.view import view
+    from opwire.program import OpenedProgram as OpenedProgram
+    from opwire.program import open as open
+    from opwire.proxy_executor import DefaultPolicy as DefaultPolicy
+    from opwire.proxy_executor import ProxyExecutor as ProxyExecutor
+    from opwire.proxy_executor import run_program as run_program
+    from opwire.recording import ReplayReport as ReplayReport
+    from opwire.recording import Trace as Trace
+    from opwire.recording import TraceDiff as TraceDiff
+    from opwire.recording import diff_traces as diff_traces
+    from opwire.recording import load_trace as load_trace
+    from opwire.recording import record as record
+    from opwire.recording import replay as replay
+    from opwire.schema.diff import schema_diff as schema_diff
+    from opwire.validation import BcReport as BcReport
+    from opwire.validation import OpReport as OpReport
+    from opwire.validation import bc_check as bc_check
+    from opwire.validation import snapshot_ops as snapshot_ops
+    from opwire.validation import validate_op as validate_op
+    from opwire.view import view as view
 
 __all__ = [
-    "BcReport",
     "BindError",
     "BudgetError",
     "DecodeError",
-    "DefaultPolicy",
     "EncodeError",
     "KernelError",
-    "OpReport",
     "OpValidationError",
-    "OpenedProgram",
     "OpwireError",
     "OpwireWarning",
-    "ProxyExecutor",
-    "ReplayReport",
-    "Trace",
-    "TraceDiff",
     "UnknownTargetError",
     "__version__",
-    "bc_check",
-    "diff_traces",
     "dumps",
-    "load_trace",
     "loads",
-    "open",
-    "record",
-    "replay",
-    "run_program",
-    "schema_diff",
-    "snapshot_ops",
-    "validate_op",
-    "view",
 ]
-assert set(_LAZY) <= set(__all__), "every lazy name is public"
+__all__ += lazy_names(_LAZY, __all__)
 
 
 def __getattr__(name: str) -> Any:

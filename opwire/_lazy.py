@@ -1,11 +1,17 @@
-"""Lazy submodules: a package's public modules load on first attribute access, read from its folder."""
+"""Lazy faces: a package's public names and modules load on first attribute access.
+
+A face spells each lazy name twice: in its `_LAZY` table (name -> defining module, what runs) and in its
+`if TYPE_CHECKING:` block as `from module import name as name` (what mypy and IDEs see; the `as` form
+re-exports it under mypy's strict mode). `tests/test_lazy_faces.py` keeps the two equal for every face, and
+`__all__` takes the lazy names from the table (`lazy_names`), so a face never lists them a third time.
+"""
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from types import ModuleType
 from typing import Any
 
@@ -41,3 +47,13 @@ def lazy_getattr(package: str, path: Iterable[str], names: Mapping[str, str]) ->
         return value
 
     return __getattr__
+
+
+def lazy_names(names: Mapping[str, str], eager: Collection[str]) -> list[str]:
+    """The names of a face's `_LAZY` table, sorted, for `__all__ += lazy_names(_LAZY, __all__)`.
+
+    `eager` is the rest of `__all__` (names the face binds at import); a name in both is a ValueError."""
+    both = sorted(set(names) & set(eager))
+    if both:
+        raise ValueError(f"names both lazy and bound at import: {both}; keep each in one place")
+    return sorted(names)

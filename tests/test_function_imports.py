@@ -15,25 +15,6 @@ ROOT = Path(__file__).resolve().parent.parent / "opwire"
 
 _REASONS = ("# deferred:", "# cycle:")
 
-# serde's function-level imports, not yet sorted into moved-up or kept-with-a-reason (the house issue's next
-# step): remove each entry once its file's function-level imports moved up or say why they stay.
-_LEFT_TO_SERDES_MOVE = frozenset(
-    {
-        "opwire/serde/__init__.py",
-        "opwire/serde/_archive/mapping.py",
-        "opwire/serde/_archive/opw_write.py",
-        "opwire/serde/_archive/pt2_write.py",
-        "opwire/serde/_thrift/spec.py",
-        "opwire/serde/json.py",
-        "opwire/serde/opw.py",
-        "opwire/serde/pt2.py",
-        "opwire/serde/python_carriers.py",
-        "opwire/serde/thrift.py",
-        "opwire/serde/thrift_archive.py",
-        "opwire/serde/torch_bridge.py",
-    }
-)
-
 
 def _is_own(node: ast.Import | ast.ImportFrom) -> bool:
     if isinstance(node, ast.ImportFrom):
@@ -62,23 +43,13 @@ def test_every_function_level_import_of_opwire_says_why() -> None:
     bad: list[str] = []
     for path in sorted(ROOT.rglob("*.py")):
         where = path.relative_to(ROOT.parent).as_posix()
-        if where not in _LEFT_TO_SERDES_MOVE:
-            bad += unexplained(path.read_text(encoding="utf-8"), where)
+        bad += unexplained(path.read_text(encoding="utf-8"), where)
     assert bad == [], (
         "imports of opwire modules inside functions: move each to the top of its file, or say on its line why it "
         "stays (`# deferred: imports torch` on a path that must load without it, `# cycle: X imports this module`, "
         "after checking that moving it breaks `python -c 'import opwire.X'` or tests/test_import_cycles.py):\n"
         + "\n".join(bad)
     )
-
-
-def test_the_serde_allowance_names_only_files_that_still_need_it() -> None:
-    stale = [
-        where
-        for where in sorted(_LEFT_TO_SERDES_MOVE)
-        if not (ROOT.parent / where).is_file() or not unexplained((ROOT.parent / where).read_text("utf-8"), where)
-    ]
-    assert stale == [], f"remove from _LEFT_TO_SERDES_MOVE (moved, or nothing left to explain): {stale}"
 
 
 def test_the_check_sees_a_bare_import_and_accepts_a_reason() -> None:

@@ -138,9 +138,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         from opwire.cli.output import print_record  # deferred: imports pydantic
 
-        replay_findings = validation.replay_findings.replay_findings  # module and function share the name
-
-        print_record(report.to_model(replay_findings(report)))  # findings: the one Finding shape (docs/errors.md)
+        print_record(
+            report.to_model(validation.replay_findings(report))
+        )  # findings: the one Finding shape (docs/errors.md)
     else:
         print(report)
     if not report.complete:
@@ -158,11 +158,9 @@ def _run_dir(args: argparse.Namespace) -> int:
     if args.collectives:
         from opwire.recording.distributed import replay_live  # deferred: imports torch
 
-        replay_findings = validation.replay_findings.replay_findings  # module and function share the name
-
         return replay_live(
-            args.trace, args.rtol, args.atol, args.collective_timeout, args.allow_op, args.json, replay_findings,
-            isolate=args.isolate, max_memory=args.max_memory,
+            args.trace, args.rtol, args.atol, args.collective_timeout, args.allow_op, args.json,
+            validation.replay_findings, isolate=args.isolate, max_memory=args.max_memory,
         )  # fmt: skip
     if args.chained or args.workers > 1:
         print(
@@ -173,10 +171,8 @@ def _run_dir(args: argparse.Namespace) -> int:
         return 2
     from opwire.recording.distributed import launched_share  # deferred: imports pydantic
 
-    replay_run = distributed.replay_run.replay_run  # module and function share the name
-
     with launched_share() as share:  # under torchrun: this process's share of the ranks
-        result = replay_run(
+        result = distributed.replay_run(
             args.trace, args.rtol, args.atol, allow_ops=args.allow_op, timeout=args.timeout,
             max_mismatches=args.max_mismatches, isolate=args.isolate, max_memory=args.max_memory, share=share,
         )  # fmt: skip
@@ -185,9 +181,7 @@ def _run_dir(args: argparse.Namespace) -> int:
     elif args.json:
         from opwire.cli.output import print_record  # deferred: imports pydantic
 
-        replay_findings = validation.replay_findings.replay_findings  # module and function share the name
-
-        print_record(result.to_model(replay_findings))
+        print_record(result.to_model(validation.replay_findings))
     else:
         print(result)
     return 0 if result.ok else 1

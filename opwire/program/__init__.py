@@ -26,7 +26,7 @@ from opwire.program.conversion import CONVERT_TARGETS, ConvertTarget, convert, c
 from opwire.program.inputs import bind_inputs, check_extern_inputs, input_dtypes, read_inputs
 from opwire.program.kinds import KINDS, FindingsFile, Kind, StreamedTrace
 from opwire.program.opened import OpenedProgram, opened_of
-from opwire.program.opener import open
+from opwire.program.opener import Source, open
 from opwire.program.outfiles import check_output, write_output
 from opwire.program.signature import check_inputs, dtype_name, extern_inputs, op_name, program_signature
 from opwire.program.summaries import summary
@@ -41,6 +41,7 @@ __all__ = [
     "Kind",
     "Opened",
     "OpenedProgram",
+    "Source",
     "StreamedTrace",
     "bind_inputs",
     "check_extern_inputs",

@@ -25,7 +25,7 @@ from opwire.program.signature import program_signature
 from opwire.program.specs import pytree_specs
 from opwire.schema import models as m
 from opwire.schema.spec_roles import bound_tensors, first_missing
-from opwire.serde.tensor_tables import TABLES, Table, TensorTables, check_table
+from opwire.serde.tensor_tables import TABLES, ProgramTables, Table, check_table
 
 if TYPE_CHECKING:
     import torch
@@ -38,12 +38,10 @@ if TYPE_CHECKING:
 __all__ = ["LazyArchive", "OpenedProgram", "opened_of"]
 
 
-class LazyArchive(TensorTables, Protocol):
+class LazyArchive(ProgramTables, Protocol):
     """What an archive opened lazily offers (`opwire.serde.pt2.Pt2Archive`, `opwire.serde.opw.OpwArchive`,
     `opwire.serde.thrift_archive.ThriftArchive`): the program and the tensor tables' four words."""
 
-    @property
-    def program(self) -> m.ExportedProgram: ...
     def verify(self) -> None: ...
     def materialize(self) -> m.OpwireArchive: ...
     def close(self) -> None: ...

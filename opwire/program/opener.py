@@ -9,13 +9,13 @@ opens it within the budgets. What it holds (its root type) then gives the kind (
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, overload
+from typing import TYPE_CHECKING, Literal, TypeAlias, cast, overload
 
 from opwire.errors import DecodeError
 from opwire.program.containers import CONTAINERS, Budgets, Opened, from_bytes, want
 from opwire.program.files import read_head
 from opwire.program.kinds import KINDS, ROOT_KINDS, FindingsFile, Kind, StreamedTrace
-from opwire.program.opened import OpenedProgram, opened_of
+from opwire.program.opened import LazyArchive, OpenedProgram, opened_of
 from opwire.schema import models as m
 from opwire.serde import budgets
 from opwire.serde.archive import is_zip_head
@@ -23,12 +23,19 @@ from opwire.serde.opw import OpwArchive
 from opwire.serde.pt2 import Pt2Archive
 from opwire.serde.thrift_archive import ThriftArchive
 
-__all__ = ["open"]
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["Source", "open"]
+
+Source: TypeAlias = "str | Path | bytes | bytearray | memoryview | Opened | LazyArchive | torch.export.ExportedProgram"
+"""What `open` takes: a path, bytes, an opened object or model (returned as it is, or wrapped), a lazily opened
+archive (`opwire.serde.pt2.open` and its kin), or a torch ExportedProgram."""
 
 
 @overload
 def open(
-    source: Any,
+    source: Source,
     *,
     expect: Literal["program", "archive"],
     max_bytes: int | None = None,
@@ -41,7 +48,7 @@ def open(
 
 @overload
 def open(
-    source: Any,
+    source: Source,
     *,
     expect: Literal["extern_nodes"],
     max_bytes: int | None = None,
@@ -54,7 +61,7 @@ def open(
 
 @overload
 def open(
-    source: Any,
+    source: Source,
     *,
     expect: Literal["trace"],
     max_bytes: int | None = None,
@@ -67,7 +74,7 @@ def open(
 
 @overload
 def open(
-    source: Any,
+    source: Source,
     *,
     expect: Literal["snapshot"],
     max_bytes: int | None = None,
@@ -80,7 +87,7 @@ def open(
 
 @overload
 def open(
-    source: Any,
+    source: Source,
     *,
     expect: Literal["values"],
     max_bytes: int | None = None,
@@ -93,7 +100,7 @@ def open(
 
 @overload
 def open(
-    source: Any,
+    source: Source,
     *,
     expect: Literal["findings"],
     max_bytes: int | None = None,
@@ -106,7 +113,7 @@ def open(
 
 @overload
 def open(
-    source: Any,
+    source: Source,
     *,
     expect: None = None,
     max_bytes: int | None = None,
@@ -118,7 +125,7 @@ def open(
 
 
 def open(
-    source: Any,
+    source: Source,
     *,
     expect: Kind | None = None,
     max_bytes: int | None = None,
@@ -174,7 +181,7 @@ def _open_path(path: Path, b: Budgets, expect: Kind | None) -> Opened:
     )
 
 
-def _open_object(obj: Any, expect: Kind | None) -> Opened:
+def _open_object(obj: Source, expect: Kind | None) -> Opened:
     """Models and programs already in memory: wrapped, never copied."""
 
     if isinstance(obj, OpenedProgram):
@@ -189,11 +196,12 @@ def _open_object(obj: Any, expect: Kind | None) -> Opened:
         return OpenedProgram("archive", str(obj.path), pt2=obj)
     if type(obj).__name__ == "ExportedProgram" and type(obj).__module__.startswith("torch."):
         want("archive", expect, "the torch ExportedProgram")
+        ep = cast("torch.export.ExportedProgram", obj)  # told by its type's name: torch stays unimported
 
         def convert() -> m.OpwireArchive:
             from opwire.serde.torch_bridge import archive_from_exported_program  # deferred: imports torch
 
-            return archive_from_exported_program(obj)
+            return archive_from_exported_program(ep)
 
         return OpenedProgram("archive", "the torch ExportedProgram", decode=convert)
     if isinstance(obj, StreamedTrace | FindingsFile):

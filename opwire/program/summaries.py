@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
@@ -23,10 +23,13 @@ from opwire.serde import framing
 from opwire.serde.archive import ZipArchive, is_zip_head
 from opwire.serde.pt2 import Pt2Archive
 
+if TYPE_CHECKING:  # containers imports the opened program too; the alias is needed for annotations only
+    from opwire.program.containers import Opened
+
 __all__ = ["codec_of", "summary"]
 
 
-def summary(opened: Any, source: str | Path | None = None, *, verify: bool = False) -> m.InspectOutput:
+def summary(opened: Opened, source: str | Path | None = None, *, verify: bool = False) -> m.InspectOutput:
     """The `InspectOutput` record of what `opwire.open(source)` returned (`source`: the file, which tells the
     codec; None for a model in memory). `verify` checks every entry's or blob's CRC-32 of a .pt2, an
     AOTInductor package or a .opw archive (streamed, nothing kept), and says so in `verified`."""

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from opwire._lazy import lazy_getattr
+from opwire._lazy import lazy_getattr, lazy_names
 from opwire.errors import BindError, BudgetError, KernelError, UnknownTargetError
 from opwire.proxy_executor.default_policy import DefaultPolicy
 
@@ -71,39 +71,32 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:  # what mypy and IDEs see for the lazy names
-    from opwire.proxy_executor.exec_policy import ExecPolicy
-    from opwire.proxy_executor.executor import ProxyExecutor, load_extern_nodes
-    from opwire.proxy_executor.isolate import in_process, run_in_child
-    from opwire.proxy_executor.isolate_program import progress_observer
-    from opwire.proxy_executor.policy_report import explain, policy_output
-    from opwire.proxy_executor.run_budgets import WHILE_LOOP_ITERATIONS, check_time, time_limit
-    from opwire.proxy_executor.runner import ProgramRunner, run_program
-    from opwire.proxy_executor.sandbox import DEFAULT_TIMEOUT, Limits, default_max_memory, parse_size
+    from opwire.proxy_executor.exec_policy import ExecPolicy as ExecPolicy
+    from opwire.proxy_executor.executor import ProxyExecutor as ProxyExecutor
+    from opwire.proxy_executor.executor import load_extern_nodes as load_extern_nodes
+    from opwire.proxy_executor.isolate import in_process as in_process
+    from opwire.proxy_executor.isolate import run_in_child as run_in_child
+    from opwire.proxy_executor.isolate_program import progress_observer as progress_observer
+    from opwire.proxy_executor.policy_report import explain as explain
+    from opwire.proxy_executor.policy_report import policy_output as policy_output
+    from opwire.proxy_executor.run_budgets import WHILE_LOOP_ITERATIONS as WHILE_LOOP_ITERATIONS
+    from opwire.proxy_executor.run_budgets import check_time as check_time
+    from opwire.proxy_executor.run_budgets import time_limit as time_limit
+    from opwire.proxy_executor.runner import ProgramRunner as ProgramRunner
+    from opwire.proxy_executor.runner import run_program as run_program
+    from opwire.proxy_executor.sandbox import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
+    from opwire.proxy_executor.sandbox import Limits as Limits
+    from opwire.proxy_executor.sandbox import default_max_memory as default_max_memory
+    from opwire.proxy_executor.sandbox import parse_size as parse_size
 
 __all__ = [
-    "DEFAULT_TIMEOUT",
-    "WHILE_LOOP_ITERATIONS",
     "BindError",
     "BudgetError",
     "DefaultPolicy",
-    "ExecPolicy",
     "KernelError",
-    "Limits",
-    "ProgramRunner",
-    "ProxyExecutor",
     "UnknownTargetError",
-    "check_time",
-    "default_max_memory",
-    "explain",
-    "in_process",
-    "load_extern_nodes",
-    "parse_size",
-    "policy_output",
-    "progress_observer",
-    "run_in_child",
-    "run_program",
-    "time_limit",
 ]
+__all__ += lazy_names(_LAZY, __all__)
 
 __getattr__ = lazy_getattr(
     __name__, __path__, _LAZY

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from opwire._lazy import lazy_getattr
+from opwire._lazy import lazy_getattr, lazy_names
 
 # public name -> module that defines it, imported on first use: each imports torch, and reading a streamed
 # trace (`stream_reader.TraceReader`, what `opwire inspect` does) needs none
@@ -67,25 +67,19 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:  # what mypy and IDEs see for the lazy names
-    from opwire.recording.launch import launch_info, rank_file
-    from opwire.recording.recorder import Trace, load_trace, record
-    from opwire.recording.replayer import Mismatch, ReplayReport, SchemaDrift, replay
-    from opwire.recording.stream_inspect import stream_summary
-    from opwire.recording.trace_diff import TraceDiff, diff_traces
+    from opwire.recording.launch import launch_info as launch_info
+    from opwire.recording.launch import rank_file as rank_file
+    from opwire.recording.recorder import Trace as Trace
+    from opwire.recording.recorder import load_trace as load_trace
+    from opwire.recording.recorder import record as record
+    from opwire.recording.replayer import Mismatch as Mismatch
+    from opwire.recording.replayer import ReplayReport as ReplayReport
+    from opwire.recording.replayer import SchemaDrift as SchemaDrift
+    from opwire.recording.replayer import replay as replay
+    from opwire.recording.stream_inspect import stream_summary as stream_summary
+    from opwire.recording.trace_diff import TraceDiff as TraceDiff
+    from opwire.recording.trace_diff import diff_traces as diff_traces
 
-__all__ = [
-    "Mismatch",
-    "ReplayReport",
-    "SchemaDrift",
-    "Trace",
-    "TraceDiff",
-    "diff_traces",
-    "launch_info",
-    "load_trace",
-    "rank_file",
-    "record",
-    "replay",
-    "stream_summary",
-]
+__all__ = lazy_names(_LAZY, ())
 
 __getattr__ = lazy_getattr(__name__, __path__, _LAZY)  # also `opwire.recording.<submodule>` without importing it first

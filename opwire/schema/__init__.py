@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from opwire._lazy import lazy_getattr
+from opwire._lazy import lazy_getattr, lazy_names
 
 # public name -> module that defines it, imported on first use: `schema diff` reads IDL files and needs no model
 _LAZY = {
@@ -36,10 +36,13 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:  # what mypy and IDEs see for the lazy names
-    from opwire.schema.diff import required_bump, schema_diff
-    from opwire.schema.models import RECORDS_VERSION, SCHEMA, SCHEMA_VERSION
-    from opwire.schema.spec_roles import first_missing
+    from opwire.schema.diff import required_bump as required_bump
+    from opwire.schema.diff import schema_diff as schema_diff
+    from opwire.schema.models import RECORDS_VERSION as RECORDS_VERSION
+    from opwire.schema.models import SCHEMA as SCHEMA
+    from opwire.schema.models import SCHEMA_VERSION as SCHEMA_VERSION
+    from opwire.schema.spec_roles import first_missing as first_missing
 
-__all__ = ["RECORDS_VERSION", "SCHEMA", "SCHEMA_VERSION", "first_missing", "required_bump", "schema_diff"]
+__all__ = lazy_names(_LAZY, ())
 
 __getattr__ = lazy_getattr(__name__, __path__, _LAZY)  # also `opwire.schema.<submodule>` without importing it first

@@ -35,15 +35,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
-from opwire._lazy import lazy_getattr
+from opwire._lazy import lazy_getattr, lazy_names
 from opwire.errors import DecodeError, EncodeError
 
 if TYPE_CHECKING:  # pydantic loads with the first codec, so `import opwire` (and `opwire --help`) stays light
+    import torch
     import torch.export
     from pydantic import BaseModel
 
-    from opwire.serde.budgets import MAX_ELEMENTS
-    from opwire.serde.pytree_spec import check_spec, program_specs
+    from opwire.schema import models as m
+    from opwire.serde.budgets import MAX_ELEMENTS as MAX_ELEMENTS
+    from opwire.serde.pytree_spec import check_spec as check_spec
+    from opwire.serde.pytree_spec import program_specs as program_specs
 
 # public name -> module that defines it, imported on first use (the codecs and their budgets stay unloaded)
 _LAZY = {
@@ -54,18 +57,16 @@ _LAZY = {
 
 __all__ = [
     "FORMATS",
-    "MAX_ELEMENTS",
     "DecodeError",
     "EncodeError",
-    "check_spec",
     "dumps",
     "from_exported_program",
     "loads",
-    "program_specs",
     "python_values",
     "to_exported_program",
     "values",
 ]
+__all__ += lazy_names(_LAZY, __all__)
 
 M = TypeVar("M", bound="BaseModel")
 Format = Literal["json", "binary", "compact"]
@@ -85,12 +86,12 @@ def dumps(obj: BaseModel, format: Format = "json", *, indent: int | None = None)
     "compact" (Thrift)."""
     _check_format(format)
     if format == "json":
-        from opwire.serde import json
+        from opwire.serde import json  # deferred: imports pydantic and the models (`import opwire` stays light)
 
         return json.encode(obj, indent=indent)
     if indent is not None:
         raise ValueError(f"indent applies to JSON only, not to Thrift {format}")
-    from opwire.serde import thrift
+    from opwire.serde import thrift  # deferred: imports pydantic and the models (`import opwire` stays light)
 
     return thrift.encode(obj, format)
 
@@ -136,11 +137,10 @@ def loads(
     """
     if format is not None:
         _check_format(format)
-    from opwire.serde import framing
-    from opwire.serde.budgets import MAX_ELEMENTS
+    from opwire.serde import budgets, framing  # deferred: framing imports the models (pydantic)
 
     depth = framing.MAX_DEPTH if max_depth is None else max_depth
-    elements = MAX_ELEMENTS if max_elements is None else max_elements
+    elements = budgets.MAX_ELEMENTS if max_elements is None else max_elements
     if isinstance(data, bytes | bytearray | memoryview) and (header := framing.sniff(data)) is not None:
         codec, root, _version = header
         if format is not None and format != codec:
@@ -152,10 +152,10 @@ def loads(
     if cls is None:
         return _loads_any(data, format, depth, elements)
     if format in (None, "json"):
-        from opwire.serde import json
+        from opwire.serde import json  # deferred: imports pydantic and the models (`import opwire` stays light)
 
         return json.decode(data, cls, max_depth=depth, max_elements=elements)
-    from opwire.serde import thrift
+    from opwire.serde import thrift  # deferred: imports pydantic and the models (`import opwire` stays light)
 
     if isinstance(data, str):
         raise DecodeError(f"Expected bytes for format {format!r}, got str")
@@ -169,7 +169,7 @@ def _json_not_thrift(data: bytes | bytearray | memoryview, format: str) -> Decod
     """For Thrift that failed to decode: a DecodeError saying the data is JSON, if it is."""
     import json as _stdlib_json
 
-    from opwire.serde.json import looks_like_json
+    from opwire.serde.json import looks_like_json  # deferred: imports pydantic and the models
 
     if not looks_like_json(data):
         return None
@@ -182,15 +182,15 @@ def _json_not_thrift(data: bytes | bytearray | memoryview, format: str) -> Decod
 
 def _loads_any(data: bytes | str, format: str | None, max_depth: int, max_elements: int) -> Any:
     """`loads` without a type: the header's root type, or the JSON root its keys show."""
-    from opwire.schema import models as m
-    from opwire.serde import framing, json
+    from opwire.schema import models as m  # deferred: imports pydantic (`import opwire` stays light)
+    from opwire.serde import framing, json  # deferred: import pydantic and the models
 
     if not isinstance(data, str) and framing.has_header(data):  # codec and root type from the header
         header = framing.read_header(data)
         cls = m.MODELS.get(header.root)
         if cls is None:
             raise DecodeError(f"input: the header names root type {header.root!r}, which this opwire does not know")
-        from opwire.serde import thrift
+        from opwire.serde import thrift  # deferred: imports pydantic; a JSON input never loads the Thrift codec
 
         codec: Any = header.codec
         return thrift.decode(bytes(data), cls, codec, framed=True, max_depth=max_depth, max_elements=max_elements)
@@ -209,34 +209,36 @@ def _loads_any(data: bytes | str, format: str | None, max_depth: int, max_elemen
     )
 
 
-def values(mapping: Mapping[str, Any]) -> Any:
+def values(mapping: Mapping[str, Any]) -> m.Values:
     """A `Values` record (the inputs file of `opwire run` / `opwire exec`) holding Python objects by name.
 
     Tensors, numbers, bools, strings, None, complex, devices, dtypes, layouts, memory formats, and
     lists/tuples/str-keyed dicts of these; anything else is an EncodeError naming its path.
     """
-    from opwire.schema import models as m
-    from opwire.serde import objects
+    from opwire.schema import models as m  # deferred: imports pydantic
+    from opwire.serde import objects  # deferred: imports torch
 
     return m.Values(values={str(k): objects.from_python(v, str(k)) for k, v in mapping.items()})
 
 
-def python_values(record: Any, device: Any = None) -> dict[str, Any]:
+def python_values(record: m.Values, device: str | torch.device | None = None) -> dict[str, Any]:
     """The Python objects of a `Values` record by name (tensors rebuilt, on `device` if given)."""
-    from opwire.serde import objects
+    from opwire.serde import objects  # deferred: imports torch
 
     return {k: objects.to_python(v, device, k) for k, v in record.values.items()}
 
 
-def from_exported_program(ep: torch.export.ExportedProgram) -> Any:
+def from_exported_program(ep: torch.export.ExportedProgram) -> m.ExportedProgram:
     """An opwire model of a torch ExportedProgram (via torch's own serializer)."""
-    from opwire.serde import torch_bridge
+    from opwire.serde import torch_bridge  # deferred: imports torch
 
     return torch_bridge.from_exported_program(ep)
 
 
-def to_exported_program(archive_or_program: Any, *args: Any, **kwargs: Any) -> torch.export.ExportedProgram:
-    """A torch ExportedProgram from an opwire archive or program model."""
-    from opwire.serde import torch_bridge
+def to_exported_program(
+    archive_or_program: m.OpwireArchive | m.ExportedProgram, **kwargs: Any
+) -> torch.export.ExportedProgram:
+    """A torch ExportedProgram from an opwire archive or program model (keywords: `torch_bridge`'s)."""
+    from opwire.serde import torch_bridge  # deferred: imports torch
 
-    return torch_bridge.to_exported_program(archive_or_program, *args, **kwargs)
+    return torch_bridge.to_exported_program(archive_or_program, **kwargs)

@@ -36,9 +36,12 @@ from opwire.schema.idl import TypeRef
 from opwire.serde._paths import format_path
 from opwire.serde._thrift import tables
 
-__all__ = ["ALIGN", "aligned", "check_written", "placeholders", "settle"]
+__all__ = ["ALIGN", "SETTLED", "aligned", "check_written", "placeholders", "settle"]
 
 ALIGN = 64
+SETTLED = {"TensorValue": "padding"}
+"""Struct -> the field `settle` checks and drops after a decoder built the model (an archive's alignment, refused
+elsewhere); `_thrift.fast.decode_plain`, which builds no model, declines a value holding one."""
 _TABLES = ("weights", "constants")
 _PREFIX = {"binary": 4, "compact": 1}  # size of a length prefix below 128
 

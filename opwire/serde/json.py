@@ -25,6 +25,7 @@ from opwire.serde._build import json_builders
 from opwire.serde._depth import check_depth
 from opwire.serde._json_write import json_writers
 from opwire.serde._paths import decode_error_from_validation, format_path
+from opwire.serde._walk import find_invalid
 from opwire.serde.framing import MAX_DEPTH, has_header, schema_version_error
 
 __all__ = [
@@ -214,8 +215,6 @@ def _written(obj: BaseModel) -> str | None:
 
 def _locate_encode_error(obj: BaseModel, exc: Exception) -> EncodeError:
     """Walk the model to find the first value that cannot be written (slow path, errors only)."""
-    from opwire.serde._walk import find_invalid
-
     found = find_invalid(obj)
     if found is None:
         return EncodeError(f"cannot encode {type(obj).__name__}: {exc}")

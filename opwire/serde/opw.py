@@ -16,14 +16,15 @@ import stat
 import zlib
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from opwire.errors import DecodeError
+from opwire._version import __version__
+from opwire.errors import DecodeError, EncodeError
 from opwire.schema import models as m
-from opwire.serde import budgets
+from opwire.serde import budgets, json
 from opwire.serde._archive import opw_table
 from opwire.serde._archive.mapping import MAPPABLE, Buffer, MappedFile, view_tensor
-from opwire.serde.tensor_tables import Table, check_table
+from opwire.serde.tensor_tables import ProgramTables, Table, check_table
 
 if TYPE_CHECKING:
     import torch
@@ -106,8 +107,6 @@ class OpwArchive:
 
     @cached_property
     def _meta(self) -> m.OpwireArchive:
-        from opwire.serde import json
-
         buffer, start, length = self._blob(self.table.meta)
         data = bytes(memoryview(buffer)[start : start + length])
         return json.decode(data, m.OpwireArchive, source=f"{self._src}:meta", max_elements=self.max_elements)
@@ -135,7 +134,7 @@ class OpwArchive:
 
     def value(self, table: Table, name: str) -> m.TensorValue:
         """Weight or constant `name` as a TensorValue (its bytes copied once)."""
-        from opwire.serde import tensors
+        from opwire.serde import tensors  # deferred: imports torch (opening and reading the table need none)
 
         return tensors.from_tensor(self.tensor(table, name, "cpu"), f"{table}[{name!r}]")
 
@@ -191,7 +190,7 @@ class OpwArchive:
 
     def materialize(self) -> m.OpwireArchive:
         """Everything as an OpwireArchive (each tensor's bytes copied once)."""
-        from opwire.serde import tensors
+        from opwire.serde import tensors  # deferred: imports torch (opening and reading the table need none)
 
         meta = self._meta
         weights, constants = self.tensors("cpu")
@@ -228,12 +227,9 @@ def read(path: str | Path, *, verify: bool = False, max_elements: int = budgets.
         return archive.materialize()
 
 
-def write(archive: Any, path: str | Path) -> int:
+def write(archive: m.OpwireArchive | ProgramTables, path: str | Path) -> int:
     """Write an OpwireArchive, or an opened archive (`pt2.open`, `opw.open`: no weight copied), as .opw; its size."""
-    from opwire._version import __version__
-    from opwire.errors import EncodeError
-    from opwire.serde import json
-    from opwire.serde._archive import opw_write
+    from opwire.serde._archive import opw_write  # deferred: imports torch
 
     if isinstance(archive, m.OpwireArchive):
         meta = archive.model_copy(update={"weights": {}, "constants": {}, "opwire_version": __version__})

@@ -18,9 +18,11 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
 
-from opwire.errors import DecodeError
+from opwire._version import __version__
+from opwire.errors import DecodeError, EncodeError
 from opwire.schema import models as m
-from opwire.serde import budgets
+from opwire.schema.spec_roles import bound_tensors
+from opwire.serde import budgets, json
 from opwire.serde._archive import pt2_payload
 from opwire.serde._archive.mapping import MAPPABLE, Buffer, MappedFile, view_tensor
 from opwire.serde._archive.pt2_layout import Pt2Layout, read_layout
@@ -92,13 +94,9 @@ class Pt2Archive:
     @cached_property
     def program(self) -> m.ExportedProgram:
         """The exported program (parses only its JSON entry)."""
-        from opwire.serde import json
-
         return json.decode(self.program_json, m.ExportedProgram, source=f"{self._src}", max_elements=self.max_elements)
 
     def _config(self, table: str) -> dict[str, m.PayloadMeta]:
-        from opwire.serde import json
-
         name = self._where.config(table)
         if name not in self._infos:
             if self._where.single_file(table) in self._infos:
@@ -175,7 +173,7 @@ class Pt2Archive:
         A stored entry is mapped copy-on-write (writes stay private to this process; the file is never
         written), a deflated one inflated within the budgets; each entry once, however many tensors name it
         (those tensors share it, as torch's loader shares a storage). Pickled entries follow `allow_pickle`."""
-        from opwire.serde import tensors
+        from opwire.serde import tensors  # deferred: imports torch (opening an archive and its program need none)
 
         meta, entry, where = self._meta_of(table, name)
         if meta.use_pickle or not MAPPABLE:
@@ -191,7 +189,7 @@ class Pt2Archive:
         self, device: str | torch.device | None = None
     ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
         """(weights, constants): every tensor the archive stores, mapped (see `tensor`)."""
-        from opwire.serde import tensors
+        from opwire.serde import tensors  # deferred: imports torch (opening an archive and its program need none)
 
         if self._mapped is not None:
             self._mapped.check()
@@ -239,8 +237,6 @@ class Pt2Archive:
     # -- whole archive ----------------------------------------------------------------------
     def materialize(self) -> m.OpwireArchive:
         """Everything: the program, every weight and constant, and the example inputs if allowed."""
-        from opwire._version import __version__
-
         program = self.program  # first: a bad program is reported before any weight is read
         self._read_cache = {}
         try:
@@ -264,8 +260,6 @@ class Pt2Archive:
         return {n: self.value(table, n) for n in self.locations(table)}
 
     def _pickled_table(self, table: str, entry: str) -> dict[str, m.TensorValue]:
-        from opwire.schema.spec_roles import bound_tensors
-
         needed = bound_tensors(self.program)[0 if table == "weights" else 1]
         if not needed:
             return {}
@@ -286,8 +280,7 @@ class Pt2Archive:
         obj = pt2_payload.unpickle(self._bytes(entry), self._src, entry)
         if not (isinstance(obj, tuple) and len(obj) == 2 and isinstance(obj[1], dict)):
             raise DecodeError(f"{self._src}: `{entry}` holds {type(obj).__name__}, expected (args, kwargs)", entry)
-        from opwire.errors import EncodeError
-        from opwire.serde import objects
+        from opwire.serde import objects  # deferred: imports torch (only pickled example inputs need it)
 
         try:
             return objects.inputs_from_python(obj[0], obj[1])
@@ -306,10 +299,9 @@ class Pt2Archive:
 
 
 def _to_value(obj: Any, archive: str, entry: str, where: str) -> m.TensorValue:
-    import torch
+    import torch  # deferred: only a pickled table (allow_pickle) holds torch objects
 
-    from opwire.errors import EncodeError
-    from opwire.serde import tensors
+    from opwire.serde import tensors  # deferred: imports torch
 
     if not isinstance(obj, torch.Tensor):
         raise DecodeError(

@@ -18,7 +18,7 @@ import torch
 from opwire.errors import DecodeError, EncodeError
 from opwire.schema import models as m
 from opwire.schema.idl import TypeRef
-from opwire.schema.members import Carrier
+from opwire.schema.members import VALUE, Carrier
 from opwire.serde import tensors, torch_enums
 
 __all__ = ["Names", "carrier_of", "from_member", "to_member"]
@@ -217,8 +217,6 @@ def python_of(value: m.Value, device: str | torch.device | None = None, where: s
 
 def _value_members() -> dict[Carrier, str]:
     """Python carrier -> the Value member holding it; every scalar member of Value is reachable or this fails."""
-    from opwire.schema.members import VALUE
-
     table = {c: name for name, c in VALUE.items() if c.kind not in ("list", "map")}
     missing = [c.spelled for _, c in _SCALARS if c not in table]
     if missing or set(table) - {c for _, c in _SCALARS} - {_NONE}:

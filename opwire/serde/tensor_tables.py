@@ -21,7 +21,7 @@ from opwire.schema import models as m
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["TABLES", "Table", "TensorTables", "check_table"]
+__all__ = ["TABLES", "ProgramTables", "Table", "TensorTables", "check_table"]
 
 Table = Literal["weights", "constants"]
 TABLES: tuple[Table, ...] = get_args(Table)
@@ -53,4 +53,13 @@ class TensorTables(Protocol):
 
     def value(self, table: Table, name: str) -> m.TensorValue:
         """Weight or constant `name` as a TensorValue."""
+        ...
+
+
+class ProgramTables(TensorTables, Protocol):
+    """A program with its tensor tables, opened: every archive and `OpenedProgram` (what `opw.write` copies)."""
+
+    @property
+    def program(self) -> m.ExportedProgram:
+        """The exported program."""
         ...

@@ -25,6 +25,7 @@ from opwire.serde._thrift import fast
 from opwire.serde._thrift.decode import Located, budget_message, count_payload, decode_payload
 from opwire.serde._thrift.encode import encode_payload
 from opwire.serde._thrift.spec import FAST_STRUCT_DEPTH, container_depth_bound
+from opwire.serde._walk import find_invalid
 from opwire.serde.framing import CODECS, MAX_DEPTH, has_header, read_header, schema_version_error, write_header
 
 __all__ = ["CODECS", "ENGINES", "MAX_DEPTH", "decode", "decode_plain", "encode"]
@@ -99,8 +100,6 @@ def _encode_payload(obj: BaseModel, name: str, codec: str, engines: tuple[str, .
 
 
 def _find_invalid(obj: BaseModel) -> EncodeError | None:
-    from opwire.serde._walk import find_invalid
-
     try:
         found = find_invalid(obj)
     except RecursionError:  # deeper than the stack: the encoder names that itself

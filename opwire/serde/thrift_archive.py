@@ -25,9 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 from opwire.errors import DecodeError
 from opwire.schema import models as m
-from opwire.serde import budgets, framing
-from opwire.serde._archive.mapping import MAPPABLE, MappedFile, TensorLayout, view_tensor
+from opwire.serde import budgets, framing, thrift
+from opwire.serde._archive.mapping import MAPPABLE, Buffer, MappedFile, TensorLayout, view_tensor
 from opwire.serde._thrift import tables
+from opwire.serde.tensor_layout import contiguous_strides
 from opwire.serde.tensor_tables import Table, check_table
 
 if TYPE_CHECKING:
@@ -63,8 +64,6 @@ class ThriftArchive:
     @cached_property
     def _meta(self) -> m.OpwireArchive:
         """Everything but the payloads: the file with each payload cut to an empty string, strictly decoded."""
-        from opwire.serde import thrift
-
         buffer = self._buffer()
         view, at = memoryview(buffer), 0
         pieces: list[memoryview | bytes] = []
@@ -81,7 +80,7 @@ class ThriftArchive:
                 raise DecodeError(f"{self._src}: the {table} the decoder read differ from those found in the file")
         return meta
 
-    def _buffer(self) -> Any:
+    def _buffer(self) -> Buffer:
         if self._file is None:
             raise DecodeError(f"{self._src}: the archive was closed")
         return self._file.buffer
@@ -113,8 +112,7 @@ class ThriftArchive:
     def tensor(self, table: Table, name: str, device: str | torch.device | None = None) -> torch.Tensor:
         """Weight or constant `name` (`table` "weights" or "constants"): a view of the mapped file when its payload
         is contiguous and aligned for its dtype, else a copy."""
-        from opwire.serde import tensors
-        from opwire.serde.tensor_layout import contiguous_strides
+        from opwire.serde import tensors  # deferred: imports torch (the program and `value` need none)
 
         table = check_table(table)
         where = f"{table}[{name!r}]"
@@ -128,7 +126,7 @@ class ThriftArchive:
         in_place = MAPPABLE and tv.storage_offset == 0 and strides == contiguous_strides(sizes)
         if in_place and length == numel * dtype.itemsize:
             if start % dtype.itemsize:  # unaligned: read into a tensor of its own, the mapping left untouched
-                import torch
+                import torch  # deferred: see `tensors` above
 
                 target = tensors.target_device(tv, device, where)
                 out = self._read_into(start, length, torch.empty(sizes, dtype=dtype), where)
@@ -209,7 +207,7 @@ def _identity(path: Path, src: str) -> tuple[int, int, int]:
 
 
 def _scan(
-    buffer: Any, start: int, codec: str, src: str, max_elements: int
+    buffer: Buffer, start: int, codec: str, src: str, max_elements: int
 ) -> tuple[dict[str, dict[str, Span]], list[Span]]:
     """Walk the archive once: each table's payload spans by tensor name, and the byte ranges to cut (each payload
     with its length prefix), in file order."""

@@ -14,9 +14,13 @@ from typing import Any
 
 import torch
 
+from opwire._version import __version__
 from opwire.errors import DecodeError, EncodeError
 from opwire.schema import models as m
-from opwire.schema.spec_roles import parameter_names
+from opwire.schema.spec_roles import first_missing, parameter_names
+from opwire.schema.symexpr import check_expr
+from opwire.serde import json, objects, tensors
+from opwire.serde.pytree_spec import loads_spec, program_specs
 
 __all__ = ["archive_from_exported_program", "from_exported_program", "to_exported_program"]
 
@@ -30,8 +34,6 @@ def from_exported_program(ep: torch.export.ExportedProgram) -> m.ExportedProgram
     """The opwire model of `ep`'s program (no weights), via torch's serializer."""
     from torch._export.serde.serialize import serialize
 
-    from opwire.serde import json
-
     _check_ep(ep)
     try:
         artifact = serialize(ep, serialize_state_dict=False, serialize_constants=False, serialize_example_inputs=False)
@@ -42,9 +44,6 @@ def from_exported_program(ep: torch.export.ExportedProgram) -> m.ExportedProgram
 
 def archive_from_exported_program(ep: torch.export.ExportedProgram) -> m.OpwireArchive:
     """The program plus its weights, tensor constants and example inputs: a pickle-free archive."""
-    from opwire._version import __version__
-    from opwire.serde import objects, tensors
-
     program = from_exported_program(ep)
     weights = {k: tensors.from_tensor(v, f"state_dict[{k!r}]") for k, v in ep.state_dict.items()}
     constants = {}
@@ -70,10 +69,8 @@ def archive_from_exported_program(ep: torch.export.ExportedProgram) -> m.OpwireA
 
 
 def _tensors_of(
-    table: Mapping[str, m.TensorValue | torch.Tensor], kind: str, params: set[str], device: Any
+    table: Mapping[str, m.TensorValue | torch.Tensor], kind: str, params: set[str], device: str | torch.device | None
 ) -> dict[str, torch.Tensor]:
-    from opwire.serde import tensors
-
     out: dict[str, torch.Tensor] = {}
     for name, value in table.items():
         t = value if isinstance(value, torch.Tensor) else tensors.to_tensor(value, device, f"{kind}[{name!r}]")
@@ -93,9 +90,6 @@ def _check_evaluated_strings(program: m.ExportedProgram, program_json: bytes) ->
     are checked again here, from the JSON torch will read); every pytree spec is parsed by opwire's
     reader, which accepts only registered types, so torch's `treespec_loads` then imports nothing."""
     import json as _stdlib_json
-
-    from opwire.schema.symexpr import check_expr
-    from opwire.serde.pytree_spec import loads_spec, program_specs
 
     for i, raw in enumerate(_EXPR.findall(program_json)):
         try:
@@ -119,8 +113,6 @@ def to_exported_program(
     from torch._export.serde import schema as torch_schema
     from torch._export.serde.serialize import ExportedProgramDeserializer, _bytes_to_dataclass
 
-    from opwire.serde import json, objects
-
     if isinstance(archive_or_program, m.OpwireArchive):
         program = archive_or_program.program
         sd_in: Mapping[str, Any] = {**archive_or_program.weights, **(state_dict or {})}
@@ -135,8 +127,6 @@ def to_exported_program(
         raise DecodeError(
             f"Expected an OpwireArchive or ExportedProgram model, got {type(archive_or_program).__name__}"
         )
-    from opwire.schema.spec_roles import first_missing
-
     missing = first_missing(program, sd_in, c_in)
     if missing is not None:
         raise DecodeError(

@@ -201,7 +201,7 @@ _TABLE: tuple[Code, ...] = (
         "{what}",
         "the message is the error the node raised; fix its cause as `opwire run` without --compare-nodes reports it",
     ),
-    # replay (`opwire replay --json` findings, opwire/validation/replay_findings.py): one per mismatch, skip, drift
+    # replay (`opwire replay --json` findings, opwire/validation/from_replay.py): one per mismatch, skip, drift
     Code(
         "replay_mismatch",
         _E,

@@ -17,12 +17,12 @@ import sys
 import types
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from opwire import program
-from opwire._lazy import lazy_getattr
+from opwire import program, serde
+from opwire._lazy import lazy_getattr, lazy_names
 from opwire.errors import DecodeError
-from opwire.program import OpenedProgram
+from opwire.program import OpenedProgram, Source
 from opwire.program.outfiles import write_output
 from opwire.schema import models as m
 from opwire.view.model import page_data
@@ -37,32 +37,33 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:  # what mypy and IDEs see for the lazy names
-    from opwire.view.runs import NodeComparer, NodeRecorder, read_nodes
+    import torch
+
+    from opwire.view.runs import NodeComparer as NodeComparer
+    from opwire.view.runs import NodeRecorder as NodeRecorder
+    from opwire.view.runs import read_nodes as read_nodes
 
 __all__ = [
-    "NodeComparer",
-    "NodeRecorder",
     "findings_document",
     "findings_json",
     "load_findings",
     "load_viewable",
-    "read_nodes",
     "render_html",
     "view",
 ]
+__all__ += lazy_names(_LAZY, __all__)
 
 __getattr__ = lazy_getattr(__name__, __path__, _LAZY)  # also `opwire.view.<submodule>` without importing it first
 
 Viewable = m.ExportedProgram | m.OpwireArchive | m.ExternKernelNodes
 
 
-def load_viewable(obj: Any) -> Viewable:
+def load_viewable(obj: Source) -> Viewable:
     """A program, archive or extern-node file from a path or a model (a torch ExportedProgram is serialized)."""
 
     if type(obj).__module__.startswith("torch.") and type(obj).__name__ == "ExportedProgram":
-        from opwire.serde.torch_bridge import from_exported_program  # deferred: imports torch
-
-        obj = from_exported_program(obj)  # the program alone: no weight is copied to draw it
+        # the program alone: no weight is copied to draw it (the face imports torch on this call only)
+        obj = serde.from_exported_program(cast("torch.export.ExportedProgram", obj))
     elif isinstance(obj, str | Path | OpenedProgram) or type(obj).__name__ == "Pt2Archive":
         obj = program.open(obj)
     if isinstance(obj, OpenedProgram):
@@ -75,7 +76,7 @@ def load_viewable(obj: Any) -> Viewable:
     return obj
 
 
-def render_html(program_or_archive: Any, findings: Sequence[str | Path] = (), title: str | None = None) -> str:
+def render_html(program_or_archive: Source, findings: Sequence[str | Path] = (), title: str | None = None) -> str:
     """The page for a program, archive or extern-node file (a path or a model), with findings files drawn on it."""
     obj = load_viewable(program_or_archive)
     if title is None:
@@ -86,7 +87,7 @@ def render_html(program_or_archive: Any, findings: Sequence[str | Path] = (), ti
 
 
 def view(
-    program_or_archive: Any, path: str | Path, findings: Sequence[str | Path] = (), title: str | None = None
+    program_or_archive: Source, path: str | Path, findings: Sequence[str | Path] = (), title: str | None = None
 ) -> Path:
     """Write the interactive page of a program, archive or extern-node file to `path`; returns the path."""
     out = Path(path)

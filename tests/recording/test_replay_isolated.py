@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import opwire
-from opwire.recording.distributed.replay_run import _LocalOnly
+from opwire.recording.distributed.run_replay import _LocalOnly
 from opwire.recording.frames import ScanSource
 from opwire.recording.source import ModelSource, StreamSource, TraceSource
 

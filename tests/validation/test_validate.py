@@ -404,7 +404,7 @@ def test_privateuse1_finding_names_renamed_backend() -> None:
 def test_replay_findings_cover_skips_and_drift() -> None:
     """Skipped calls and drifted op schemas are findings too, in the catalog's words."""
     from opwire.recording.report import ReplayReport, SchemaDrift
-    from opwire.validation.replay_findings import replay_findings
+    from opwire.validation import replay_findings
 
     report = ReplayReport("isolated", 3, skipped=[(2, "ns::op.default", "no Argument member carries it")])
     report.schema_drift = [SchemaDrift("ns::op.default", "ns::op(Tensor x) -> Tensor", None)]

@@ -13,8 +13,8 @@ Modules:
     live_exchange: how the ranks of a `--collectives` replay hand their outcome to rank 0 (through the store)
     numerics: where a rank's recorded outputs differ from what the collective's rule says they must be
     ranks: `opwire ranks RUN`: collective order per group, then every collective's numbers
-    replay_run: `opwire replay RUN`: every rank replayed in a sandboxed child, collectives checked across ranks
     run: a run directory: one trace per rank, checked to belong together
+    run_replay: `opwire replay RUN`: every rank replayed in a sandboxed child, collectives checked across ranks
     scan: one pass over a rank's trace for `opwire ranks`: its process groups and collectives, summarized
     sequence: each rank's collectives, read one record at a time
     share: work on a run split over the processes torchrun launched, and JSON gathered over gloo
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from opwire._lazy import lazy_getattr
+from opwire._lazy import lazy_getattr, lazy_names
 
 # public name -> module that defines it, imported on first use: most import torch, and `opwire --help` needs none
 _LAZY = {
@@ -33,23 +33,19 @@ _LAZY = {
     "check_ranks": "opwire.recording.distributed.ranks",
     "format_ranks": "opwire.recording.distributed.ranks",
     "is_run": "opwire.recording.distributed.run",
+    "replay_run": "opwire.recording.distributed.run_replay",
     "launched_share": "opwire.recording.distributed.share",
 }
 
 if TYPE_CHECKING:  # what mypy and IDEs see for the lazy names
-    from opwire.recording.distributed.diff_run import diff_runs
-    from opwire.recording.distributed.live import replay_live
-    from opwire.recording.distributed.ranks import check_ranks, format_ranks
-    from opwire.recording.distributed.run import is_run
-    from opwire.recording.distributed.share import launched_share
+    from opwire.recording.distributed.diff_run import diff_runs as diff_runs
+    from opwire.recording.distributed.live import replay_live as replay_live
+    from opwire.recording.distributed.ranks import check_ranks as check_ranks
+    from opwire.recording.distributed.ranks import format_ranks as format_ranks
+    from opwire.recording.distributed.run import is_run as is_run
+    from opwire.recording.distributed.run_replay import replay_run as replay_run
+    from opwire.recording.distributed.share import launched_share as launched_share
 
-__all__ = [
-    "check_ranks",
-    "diff_runs",
-    "format_ranks",
-    "is_run",
-    "launched_share",
-    "replay_live",
-]
+__all__ = lazy_names(_LAZY, ())
 
 __getattr__ = lazy_getattr(__name__, __path__, _LAZY)  # also `opwire.recording.distributed.<submodule>`

@@ -105,6 +105,9 @@ class _Listed(TraceSource):
     def __len__(self) -> int:
         return len(self.ahead.src)
 
+    def descriptors(self) -> list[int]:
+        return self.ahead.src.descriptors()
+
     def records(self, start: int = 0, stop: int | None = None) -> Iterator[m.CallRecord]:
         for i, rec in enumerate(self.ahead._decoded()):
             if stop is not None and i >= stop:

@@ -46,8 +46,8 @@ from opwire.recording.distributed.ahead import Ahead
 from opwire.recording.distributed.execute import run_collective
 from opwire.recording.distributed.live_exchange import Exchange
 from opwire.recording.distributed.ranks import check_ranks
-from opwire.recording.distributed.replay_run import RunReplay
 from opwire.recording.distributed.run import Run
+from opwire.recording.distributed.run_replay import RunReplay
 from opwire.recording.distributed.sequence import CollectiveCall, collective_calls
 from opwire.recording.launch import launch_info
 from opwire.recording.origin import flat_names

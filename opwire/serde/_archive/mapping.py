@@ -106,7 +106,7 @@ def view_tensor(
     """A tensor viewing `length` bytes at `start` of `buffer` as `layout`, after every check; see the module doc."""
     import torch  # deferred: opening an archive maps it without torch (inspect, convert); only a view needs it
 
-    from opwire.serde import tensors
+    from opwire.serde import tensors  # deferred: imports torch (see the line above)
 
     dtype = tensors.torch_dtype(layout.dtype, f"{where}.dtype")
     sizes, strides, offset = layout.sizes, layout.strides, layout.storage_offset

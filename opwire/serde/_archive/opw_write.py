@@ -18,10 +18,11 @@ from typing import Any
 
 import torch
 
-from opwire.errors import EncodeError
+from opwire.errors import DecodeError, EncodeError
 from opwire.schema import models as m
 from opwire.serde import tensors
-from opwire.serde._archive import opw_table
+from opwire.serde._archive import opw_table, pt2_write
+from opwire.serde.tensor_tables import ProgramTables
 
 __all__ = ["write"]
 
@@ -41,9 +42,6 @@ def _storage_view(t: torch.Tensor) -> memoryview:
 
 
 def _from_value(tv: m.TensorValue, where: str) -> tuple[dict[str, Any], Buffer]:
-    from opwire.errors import DecodeError
-    from opwire.serde._archive import pt2_write
-
     try:
         tensors.check_layout(tv, tensors.torch_dtype(tv.dtype, f"{where}.dtype"), where)
     except DecodeError as exc:
@@ -77,7 +75,7 @@ def _entry(
     }
 
 
-def _tensors_of(source: Any) -> Iterator[tuple[str, str, dict[str, Any], Buffer, int]]:
+def _tensors_of(source: m.OpwireArchive | ProgramTables) -> Iterator[tuple[str, str, dict[str, Any], Buffer, int]]:
     """(kind, name, table entry, storage bytes, identity) of every tensor of an OpwireArchive or an opened archive.
 
     Tensors with one identity shared their storage in the source (the same payload object, the same storage)."""
@@ -87,8 +85,8 @@ def _tensors_of(source: Any) -> Iterator[tuple[str, str, dict[str, Any], Buffer,
                 yield (kind, name, *_from_value(tv, f"{kind}[{name!r}]"), id(tv))
         return
     weights, constants = source.tensors("cpu")
-    for kind, table in (("weights", weights), ("constants", constants)):
-        for name, t in table.items():
+    for kind, opened in (("weights", weights), ("constants", constants)):
+        for name, t in opened.items():
             yield (kind, name, *_from_tensor(t, f"{kind}[{name!r}]"), t.untyped_storage().data_ptr())
 
 
@@ -96,7 +94,7 @@ def _pad(n: int) -> int:
     return -n % opw_table.ALIGN
 
 
-def write(source: Any, path: str | Path, meta: bytes) -> int:
+def write(source: m.OpwireArchive | ProgramTables, path: str | Path, meta: bytes) -> int:
     """Write `source`'s tensors and the encoded `meta` blob (program, example inputs) to `path`; returns its size."""
     blobs: list[Buffer] = [meta]
     digests: dict[bytes, int] = {}

@@ -12,9 +12,11 @@ import ctypes
 import io
 from pathlib import Path
 
-from opwire.errors import EncodeError
+from opwire.errors import DecodeError, EncodeError
 from opwire.schema import models as m
 from opwire.schema.spec_roles import parameter_names
+from opwire.serde import json
+from opwire.serde.tensor_layout import check_layout, contiguous_strides, dtype_of
 
 __all__ = ["storage_bytes", "write"]
 
@@ -25,9 +27,6 @@ def _sym_ints(values: list[int]) -> list[m.SymInt]:
 
 def storage_bytes(tv: m.TensorValue, where: str) -> bytes:
     """The bytes of a storage in which (sizes, strides, storage_offset) views the elements."""
-    from opwire.errors import DecodeError
-    from opwire.serde.tensor_layout import contiguous_strides
-
     if tv.storage_offset == 0 and list(tv.strides) == contiguous_strides(list(tv.sizes)):
         return tv.data
     from opwire.serde import tensors  # deferred: torch lays out a strided storage; contiguous ones need no torch
@@ -58,9 +57,6 @@ def _payload(tv: m.TensorValue, path_name: str, is_param: bool) -> m.PayloadMeta
 
 
 def _check_tensor(tv: m.TensorValue, where: str) -> None:
-    from opwire.errors import DecodeError
-    from opwire.serde.tensor_layout import check_layout, dtype_of
-
     try:
         check_layout(tv, dtype_of(tv.dtype, f"{where}.dtype"), where)
     except DecodeError as exc:
@@ -70,10 +66,9 @@ def _check_tensor(tv: m.TensorValue, where: str) -> None:
 def _example_inputs(archive: m.OpwireArchive) -> bytes:
     if archive.example_args is None and archive.example_kwargs is None:
         return b""
-    import torch
+    import torch  # deferred: an archive without example inputs is written without torch
 
-    from opwire.errors import DecodeError
-    from opwire.serde import objects
+    from opwire.serde import objects  # deferred: imports torch
 
     try:
         inputs = objects.inputs_to_python(archive.example_args, archive.example_kwargs, "cpu")
@@ -89,8 +84,6 @@ def write(archive: m.OpwireArchive, path: str | Path, *, model: str = "model") -
     import json as _stdlib_json
 
     from torch.export.pt2_archive._package import PT2ArchiveWriter
-
-    from opwire.serde import json
 
     if not isinstance(archive, m.OpwireArchive):
         raise EncodeError(f"Expected an OpwireArchive, got {type(archive).__name__}")

@@ -21,6 +21,7 @@ from thrift.transport.TTransport import TMemoryBuffer
 
 from opwire.schema.models import MODELS
 from opwire.serde._build import COUNT, EXPRESSIONS, TooMany, thrift_builders
+from opwire.serde._padding import SETTLED
 from opwire.serde._thrift.spec import build_specs, plan
 
 __all__ = ["TooMany", "count_values", "decode", "decode_plain", "encode", "verify"]
@@ -94,8 +95,8 @@ def _plain(name: str) -> type:
     }
     if any(s == name for s, _ in EXPRESSIONS):
         ns["__new__"] = _decline
-    elif name in _SETTLED:
-        check, settled = _check(name), _SETTLED[name]
+    elif name in SETTLED:  # checked and dropped after the build (serde/_padding.py): `decode` decides
+        check, settled = _check(name), SETTLED[name]
 
         def new_settled(cls: type, **kw: Any) -> Any:
             if kw.get(settled) is not None:
@@ -115,11 +116,6 @@ def _plain(name: str) -> type:
 
             ns["__new__"] = new
     return type(f"Plain{name}", (SimpleNamespace, TFrozenBase), ns)
-
-
-_SETTLED = {"TensorValue": "padding"}
-"""Fields `decode` checks and drops after the build (serde/_padding.py: an archive's alignment, refused elsewhere):
-`decode_plain` declines a value holding one, and `decode` decides."""
 
 
 def _decline(cls: type, **kw: Any) -> None:

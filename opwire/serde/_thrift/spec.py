@@ -11,6 +11,7 @@ from enum import IntEnum
 from functools import cache
 from typing import Any
 
+from opwire.schema import models
 from opwire.schema.idl import FieldDef, TypeRef
 from opwire.schema.models import MODELS, SCHEMA
 
@@ -105,8 +106,6 @@ def plan(name: str) -> StructPlan:
 
 def enum_class(name: str) -> type[IntEnum]:
     """The generated IntEnum class of IDL enum `name`."""
-    from opwire.schema import models
-
     cls: type[IntEnum] = getattr(models, name)
     return cls
 

@@ -15,9 +15,9 @@ from distrun import JOB, SHARE_JOB, torchrun
 from support.clirun import Cli
 
 import opwire
+from opwire.recording.distributed import replay_run
 from opwire.recording.distributed.diff_run import diff_runs
 from opwire.recording.distributed.ranks import check_ranks, format_ranks
-from opwire.recording.distributed.replay_run import replay_run
 from opwire.recording.distributed.share import Share
 from opwire.recording.launch import rank_file
 from opwire.recording.source import StreamSource

@@ -18,8 +18,8 @@ from distrun import torchrun
 from support.clirun import Cli
 
 import opwire
+from opwire.recording.distributed import replay_run
 from opwire.recording.distributed.diff_run import diff_runs
-from opwire.recording.distributed.replay_run import replay_run
 from opwire.recording.origin import MAX_CHECKED
 from opwire.recording.stream_reader import TraceReader
 from opwire.recording.trace_diff import CallDifference, OnlyIn
