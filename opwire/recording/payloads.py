@@ -29,7 +29,6 @@ __all__ = [
     "rebuild_span",
     "rebuild_undefined",
     "span_address",
-    "span_bytes",
     "span_equals",
     "span_of",
     "tensor_value",
@@ -189,15 +188,9 @@ def span_address(t: Any, meta: m.TensorValue, size: int) -> int | None:
     return int(t.data_ptr())
 
 
-def span_bytes(t: Any, meta: m.TensorValue, size: int) -> bytes | None:
-    """The `size` bytes at `span_address(t, meta, size)` (copied out), or None where it is None."""
-    at = span_address(t, meta, size)
-    return None if at is None else ctypes.string_at(at, size)
-
-
 def span_equals(t: Any, meta: m.TensorValue, data: bytes) -> bool:
-    """Whether `t` holds exactly `data` (a payload of layout `meta`) in its span: `span_bytes(t, meta, len(data)) ==
-    data`, compared in place where the C library's memcmp is at hand."""
+    """Whether `t` holds exactly `data` (a payload of layout `meta`) in its span (`span_address`): compared in place
+    where the C library's memcmp is at hand, else copied out and compared."""
     at = span_address(t, meta, len(data))
     if at is None:
         return False
