@@ -11,7 +11,7 @@ import torch
 
 import opwire
 from opwire.errors import DecodeError
-from opwire.recording.frame_index import IndexedReader, tensor_index
+from opwire.recording.frame_index import IndexedReader
 from opwire.recording.frames import FrameReader, ScanSource, first_string, open_source
 from opwire.recording.source import StreamSource
 from opwire.recording.stream_frames import read_stream_header
@@ -137,7 +137,7 @@ def test_two_readers_with_one_memo_decode_a_shared_frame_once(mlp: Path, tmp_pat
 def test_an_index_handed_over_reads_what_the_scan_reads(mlp: Path, tmp_path: Path) -> None:
     with FrameReader(mlp) as full:
         names = full.names()
-        index = tensor_index(full, [*names, "no-such-tensor"])
+        index = IndexedReader.index_of(full, [*names, "no-such-tensor"])
         assert index is not None and index["tensors"]["no-such-tensor"] is None
         with IndexedReader(mlp, index) as given:
             assert len(given) == 0 and given.header == read_stream_header(mlp)  # the header frame alone
@@ -148,7 +148,7 @@ def test_an_index_handed_over_reads_what_the_scan_reads(mlp: Path, tmp_path: Pat
                 assert (a.dtype, a.shape, a.stride()) == (b.dtype, b.shape, b.stride()) and torch.equal(a, b)
             assert given.meta("no-such-tensor") is None
         with (
-            IndexedReader(mlp, tensor_index(full, names[:1]) or {}) as given,
+            IndexedReader(mlp, IndexedReader.index_of(full, names[:1]) or {}) as given,
             pytest.raises(KeyError, match=re.escape(repr(names[1]))),
         ):
             given.meta(names[1])  # only what the index lists: nothing is taken for absent
@@ -161,7 +161,7 @@ def test_an_index_handed_over_reads_what_the_scan_reads(mlp: Path, tmp_path: Pat
 def test_an_index_handed_over_still_checks_frames_and_payloads(mlp: Path, tmp_path: Path) -> None:
     with FrameReader(mlp) as full:
         name = next(n for n in full.names() if full.nbytes(n) > 0)
-        index = tensor_index(full, [name])
+        index = IndexedReader.index_of(full, [name])
         assert index is not None
     bad = tmp_path / "bad.trace"
     data = bytearray(mlp.read_bytes())

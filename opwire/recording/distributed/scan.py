@@ -20,7 +20,7 @@ import torch
 from opwire.recording.collectives import collective_of
 from opwire.recording.distributed.run import Run
 from opwire.recording.distributed.sequence import CollectiveCall, collective_calls, signature
-from opwire.recording.frame_index import IndexedReader, tensor_index
+from opwire.recording.frame_index import IndexedReader
 from opwire.recording.frames import ScanSource
 from opwire.recording.launch import rank_file
 from opwire.recording.origin import flat_names
@@ -45,7 +45,7 @@ def _plain(value: Any) -> Any:
 
 def summarize(src: TraceSource, rank: int, index: bool = False) -> dict[str, Any]:
     """Rank `rank`'s process groups and collectives (every group, point-to-point included) as JSON; `index`: with
-    where their tensors sit in the file (`frame_index.tensor_index`, under "frames"), for processes that read them
+    where their tensors sit in the file (`IndexedReader.index_of`, under "frames"), for processes that read them
     without scanning the file (`RankTensors.adopt`)."""
     d = src.header.distributed
     groups = [json.encode(g).decode("ascii") for g in (d.groups if d is not None else [])]
@@ -61,7 +61,7 @@ def summarize(src: TraceSource, rank: int, index: bool = False) -> dict[str, Any
         calls.append([c.index, c.target, c.group, sig, c.inputs, c.outputs, c.source, c.module, values, cost])
     out: dict[str, Any] = {"rank": rank, "groups": groups, "calls": calls}
     if index:
-        out["frames"] = tensor_index(src.reader, tensors) if isinstance(src, ScanSource) else None
+        out["frames"] = IndexedReader.index_of(src.reader, tensors) if isinstance(src, ScanSource) else None
     return out
 
 
