@@ -7,6 +7,11 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.opwire-installed
 TORCH_PIN := torch==2.13.0
 
+# Python's bytecode cache on, whatever the machine sets (these machines set PYTHONDONTWRITEBYTECODE=1): nothing is
+# compiled at install, and without the cache every process the suite starts (CLI runs, torchrun ranks, replay
+# workers) would compile torch, numpy, pytest and opwire from source again (`import torch` 2.1 -> 5.3 CPU-s)
+unexport PYTHONDONTWRITEBYTECODE
+
 .PHONY: demo test suite lint docs bench coverage fuzz regen clean thrift-compiler
 
 # the C model builder (opwire/serde/_cbuild_src) is built by `pip install -e .`: a change to it reinstalls
@@ -14,12 +19,15 @@ CBUILD_SRC := $(wildcard opwire/serde/_cbuild_src/*.c opwire/serde/_cbuild_src/*
 
 # Two steps, torch first. setuptools (a requirement of torch 2.13, named here too) is then in the venv, so opwire's
 # build runs without build isolation: no second, temporary environment fetching setuptools again (~5 CPU-s).
-# Bytecode stays compiled at install (not --no-compile): under PYTHONDONTWRITEBYTECODE=1 every process of the
-# suite would compile numpy, pytest, pydantic... from source again.
+# No bytecode is compiled at install (--no-compile): pip compiles every file of every package on one core (torch's
+# alone ~20 CPU-s, transformers' and diffusers' as much again), and the suite imports a fraction of them. Python's
+# own cache writes a module's bytecode the first time any process imports it, so each file is compiled once, when
+# used; see `unexport` below.
 $(STAMP): pyproject.toml setup.py $(CBUILD_SRC)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check $(TORCH_PIN) 'setuptools>=68'
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-build-isolation -e '.[dev,docs]' $(TORCH_PIN)
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-compile $(TORCH_PIN) 'setuptools>=68'
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-compile --no-build-isolation -e '.[dev,docs]' \
+		$(TORCH_PIN)
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -41,9 +49,7 @@ docs: $(STAMP)
 test: $(STAMP) thrift-compiler
 	@$(MAKE) --no-print-directory -j3 --output-sync=target lint docs suite
 
-# opwire is installed editable, so pip compiled none of its bytecode; where PYTHONDONTWRITEBYTECODE=1 is set (as on
-# these machines), every process the suite starts (CLI runs, torchrun ranks, replay workers) would compile opwire
-# from source again: ~0.35 CPU-s each, hundreds of times. One compile up front (~1 s) writes it once.
+# One compile of opwire up front (~1 s, both cores) rather than by the first processes of both workers at once.
 suite: $(STAMP)
 	$(PY) -m compileall -q -j 2 opwire tests/support >/dev/null
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q -n 2 --dist loadgroup --durations=15
