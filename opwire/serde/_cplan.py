@@ -8,8 +8,9 @@ for `thrift_plain` the `_plain` class of `_thrift/fast.py`, whether the struct i
 index of its settled field (serde/_padding.py) or -1.
 The SymExpr `expr_str` check and base64 go back to `_build`'s Python functions (opwire's grammar decides).
 
-`json_build`, `thrift_build` and `thrift_plain` return None when the C module is not built (then `_build`'s Python builders
-serve) or when it does not take the input: the checking path decides and words the error, as with the builders.
+`json_build`, `thrift_build` and `thrift_plain` return None when the C module is not built (then `_build`'s Python
+builders, or fastbinary for `thrift_plain`, serve) or when it does not take the input: the checking path decides and
+words the error, as with the builders.
 """
 
 from __future__ import annotations
