@@ -6,14 +6,14 @@
 
 from setuptools import Extension, setup
 
-SOURCES = ["plan.c", "gc.c", "json_parse.c", "json_walk.c", "thrift_read.c"]
+SOURCES = ["plan.c", "gc.c", "json_parse.c", "json_walk.c", "thrift_read.c", "thrift_plain.c"]
 
 setup(
     ext_modules=[
         Extension(
             "opwire.serde._cbuild",
             sources=[f"opwire/serde/_cbuild_src/{name}" for name in SOURCES],
-            depends=["opwire/serde/_cbuild_src/cbuild.h"],
+            depends=["opwire/serde/_cbuild_src/cbuild.h", "opwire/serde/_cbuild_src/thrift_wire.h"],
             extra_compile_args=["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Wno-missing-field-initializers"],
         )
     ]

@@ -36,10 +36,15 @@ _CHUNK = 1 << 20  # payload bytes hashed per read
 
 def first_string(body: bytes, head: bytes) -> str | None:
     """The string field that follows `head` at the start of a compact Thrift body (None when it is not there)."""
-    if body[: len(head)] != head:
+    if not body.startswith(head):
         return None
-    n = shift = 0
     at = len(head)
+    if at < len(body) and body[at] < 0x80 and at + 1 + body[at] <= len(body):  # a length below 128: one byte
+        try:
+            return body[at + 1 : at + 1 + body[at]].decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    n = shift = 0
     while True:
         if at >= len(body) or shift > 28:
             return None
@@ -91,7 +96,7 @@ class FrameReader(TraceReader):
             what = f"{self.source}: bytes of the frames decoded on open"
             raise budgets.exceeded(what, self._read_bytes, "max_bytes", self.max_bytes, f"byte {pos}")
         if kind == b"F":  # decoded when a replay asks what was freed after that record
-            self._budget.spend(1, f"{self.source}: frames indexed and values decoded on open", f"byte {pos}")
+            self._indexed(pos)
             self._freed_at.setdefault(len(idx.records) - 1, []).append((body, size, check, pos))
             return
         name = first_string(data, _TENSOR_HEAD)
@@ -103,7 +108,7 @@ class FrameReader(TraceReader):
             self._where.pop(entry.name, None)
             self._order[entry.name] = None
             return
-        self._budget.spend(1, f"{self.source}: frames indexed and values decoded on open", f"byte {pos}")
+        self._indexed(pos)
         idx.tensors.pop(name, None)
         self._lazy[name] = self._where[name] = (body, size, check, pos)
         self._order[name] = None

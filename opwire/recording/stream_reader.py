@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
 __all__ = ["TraceReader"]
 
+_RECORD = MEMBER_KIND["record"]
+
 
 @dataclass
 class _Index:
@@ -68,20 +70,21 @@ class TraceReader:
         if h.root != ROOT or h.codec != "compact":
             raise DecodeError(f"{self.source}: holds a {h.root} ({h.codec}), not a streamed trace")
         idx, pos = _Index(), h.offset
-        while pos < self._size:
+        end, seek, read, unpack, take = self._size, self._f.seek, self._f.read, FRAME.unpack, self._take  # per frame
+        while pos < end:
             if idx.end is not None:
-                raise DecodeError(f"{self.source}: {self._size - pos} bytes after the end frame at byte {pos}")
-            if self._size - pos < FRAME.size:
+                raise DecodeError(f"{self.source}: {end - pos} bytes after the end frame at byte {pos}")
+            if end - pos < FRAME.size:
                 idx.cut = self._cut(idx, pos, "inside a frame header")
                 break
-            self._f.seek(pos)
-            kind, size, check = FRAME.unpack(self._f.read(FRAME.size))
+            seek(pos)
+            kind, size, check = unpack(read(FRAME.size))
             body = pos + FRAME.size
-            if size > self._size - body:
+            if size > end - body:
                 what = "a payload frame" if kind == PAYLOAD else f"a {KIND_MEMBER.get(kind, 'frame')} frame"
-                idx.cut = self._cut(idx, pos, f"inside {what} ({size} bytes announced, {self._size - body} there)")
+                idx.cut = self._cut(idx, pos, f"inside {what} ({size} bytes announced, {end - body} there)")
                 break
-            self._take(idx, kind, body, size, check, pos)
+            take(idx, kind, body, size, check, pos)
             pos = body + size
         if idx.header is None:
             raise DecodeError(f"{self.source}: the streamed trace has no header frame; the file is cut or corrupt")
@@ -99,9 +102,18 @@ class TraceReader:
             f"those replay"
         )
 
+    def _indexed(self, pos: int) -> None:
+        """Charge the budget one value for the frame at byte `pos` (as `spend(1, ...)`, its words formatted only
+        when it refuses)."""
+        budget = self._budget
+        if budget.spent < budget.max_elements:
+            budget.spent += 1
+        else:
+            budget.spend(1, f"{self.source}: frames indexed and values decoded on open", f"byte {pos}")
+
     def _take(self, idx: _Index, kind: bytes, body: int, size: int, check: int, pos: int) -> None:
-        if kind in (PAYLOAD, MEMBER_KIND["record"]):
-            self._budget.spend(1, f"{self.source}: frames indexed and values decoded on open", f"byte {pos}")
+        if kind == PAYLOAD or kind == _RECORD:
+            self._indexed(pos)
         if kind == PAYLOAD:
             if size < DIGEST:
                 raise DecodeError(f"{self.source}: payload frame at byte {pos} is shorter than its digest")

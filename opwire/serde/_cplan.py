@@ -3,11 +3,14 @@
 The same facts `_build.py` compiles into Python builders, as tuples the C module reads once: per IDL type its kind
 (and item types, struct index, enum members); per struct or union its model class, fields in IDL order (name,
 type, required, whether JSON null is taken, the default as pydantic fills it in, Thrift id, whether leaving it
-out of the wire is canonical), every field name, and for unions the all-None template and the members by name.
+out of the wire is canonical), every field name, for unions the all-None template and the members by name, and
+for `thrift_plain` the `_plain` class of `_thrift/fast.py`, whether the struct is declined (an expression) and the
+index of its settled field (serde/_padding.py) or -1.
 The SymExpr `expr_str` check and base64 go back to `_build`'s Python functions (opwire's grammar decides).
 
-`json_build` and `thrift_build` return None when the C module is not built (then `_build`'s Python builders
-serve) or when it does not take the input: the checking path decides and words the error, as with the builders.
+`json_build`, `thrift_build` and `thrift_plain` return None when the C module is not built (then `_build`'s Python
+builders, or fastbinary for `thrift_plain`, serve) or when it does not take the input: the checking path decides and
+words the error, as with the builders.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from pydantic import BaseModel
 from opwire.schema.idl import TypeRef
 from opwire.schema.models import MODELS, SCHEMA
 from opwire.serde._build import EXPRESSIONS, NONFINITE, binary, enum_values, expr, field_default
+from opwire.serde._padding import SETTLED
+from opwire.serde._thrift.fast import plain_classes
 
 _cbuild: ModuleType | None
 try:
@@ -30,7 +35,7 @@ try:
 except ImportError:  # not built (a source checkout without `pip install -e .`): the Python builders serve
     _cbuild = None
 
-__all__ = ["AVAILABLE", "TooMany", "json_build", "thrift_build"]
+__all__ = ["AVAILABLE", "TooMany", "json_build", "thrift_build", "thrift_plain"]
 
 AVAILABLE = _cbuild is not None
 """Whether the C model builder is built and loaded."""
@@ -93,7 +98,11 @@ class _Tables:
         union = sdef.kind == "union"
         template = dict.fromkeys(f.name for f in sdef.fields) if union else None
         members = {f.name: i for i, f in enumerate(sdef.fields)} if union else None
-        return (model, union, tuple(fields), {f.name for f in sdef.fields}, template, members)
+        declined = any(s == name for s, _ in EXPRESSIONS)
+        names = [f.name for f in sdef.fields]
+        settled = names.index(SETTLED[name]) if name in SETTLED else -1
+        plain = plain_classes()[name]
+        return (model, union, tuple(fields), set(names), template, members, plain, declined, settled)
 
 
 @cache
@@ -141,3 +150,23 @@ def thrift_build(data: bytes, start: int, name: str, codec: str, limit: int) -> 
     except _cbuild.Fallback:
         return None
     return built
+
+
+_LIMIT = 2**62  # budgets past it are the same as none (a value takes a byte at least)
+
+
+def thrift_plain(data: bytes, name: str, codec: str, limit: int) -> tuple[Any, int | None] | None:
+    """(the `name` value in all of canonical Thrift `codec` bytes `data` as `_thrift.fast.decode_plain` builds it,
+    the values it holds as `fast.count_values(data, 0, name, codec, limit)` counts them: `limit + 1` once past
+    `limit`, None where that count declines a list or map longer than `limit`), or None when `decode_plain` would
+    decline the bytes (or the C module is not built)."""
+    if _cbuild is None:
+        return None
+    plan, index = _plan()
+    try:
+        read: tuple[Any, int | None] = _cbuild.thrift_plain(
+            plan, index[name], data, codec == "compact", max(-_LIMIT, min(limit, _LIMIT))
+        )
+    except _cbuild.Fallback:
+        return None
+    return read

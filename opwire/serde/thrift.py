@@ -206,13 +206,27 @@ def decode_plain(
     if MODELS.get(name) is not cls:
         raise DecodeError(f"Expected an opwire model class (opwire.schema.models), got {cls!r}")
     data, codec = bytes(data), _codec(format)
-    obj = fast.decode_plain(data, name, codec)
-    if obj is not None and max_elements is not None:
-        count = fast.count_values(data, 0, name, codec, max_elements.remaining)
-        if count is None:
+    read = _plain_read(data, name, codec, None if max_elements is None else max_elements.remaining)
+    if read is None:
+        return None
+    obj, count = read
+    if max_elements is not None:
+        if count is None:  # a list or map longer than the budget: `decode` decides
             return None
         max_elements.spend(count, f"{source or name}: values decoded so far", "")
     return obj
+
+
+def _plain_read(data: bytes, name: str, codec: str, limit: int | None) -> tuple[Any, int | None] | None:
+    """(`decode_plain`'s value, its values counted against `limit` as `fast.count_values` counts them, when there
+    is a limit), or None: the C module's one pass (`_cplan.thrift_plain`), or without it fastbinary's decode and
+    re-encode, then its count."""
+    if _cplan.AVAILABLE:
+        return _cplan.thrift_plain(data, name, codec, len(data) if limit is None else limit)
+    obj = fast.decode_plain(data, name, codec)
+    if obj is None:
+        return None
+    return obj, None if limit is None else fast.count_values(data, 0, name, codec, limit)
 
 
 def _fast_decode(data: bytes, start: int, name: str, codec: str, limit: int) -> tuple[Any, int] | None:

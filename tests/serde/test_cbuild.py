@@ -15,6 +15,7 @@ import json
 import tracemalloc
 import weakref
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -26,7 +27,7 @@ from support.typed import MODEL_NAMES, assert_identical, strategy_for
 
 import opwire
 from opwire.schema import models as m
-from opwire.serde import FORMATS, _cplan
+from opwire.serde import FORMATS, _cplan, thrift
 from opwire.serde._thrift import fast
 
 _SPLICES = [b"{", b"}", b"[", b"]", b'"', b",", b":", b"\\", b"\\u", b"\\ud800", b"0", b"-", b"1e999", b"NaN",
@@ -137,16 +138,20 @@ def _program() -> BaseModel:
 def test_thrift_hostile_lengths_and_nesting_are_declined(codec: str) -> None:
     payload = fast.encode(_program(), codec)
     assert _cplan.thrift_build(payload, 0, "ExportedProgram", codec, 10**9) is not None
+    assert _cplan.thrift_plain(payload, "ExportedProgram", codec, 10**9) is not None
     for cut in range(0, len(payload), max(1, len(payload) // 300)):  # truncated anywhere: declined, no overread
         assert _cplan.thrift_build(payload[:cut], 0, "ExportedProgram", codec, 10**9) is None
+        assert _cplan.thrift_plain(payload[:cut], "ExportedProgram", codec, 10**9) is None
     assert _cplan.thrift_build(payload + b"\x00", 0, "ExportedProgram", codec, 10**9) is None  # a byte left over
     huge = b"\x7f\xff\xff\xff" if codec == "binary" else b"\xff\xff\xff\xff\x07"
     for pos in range(0, len(payload), max(1, len(payload) // 200)):
         mutated = payload[:pos] + huge + payload[pos + len(huge) :]
         _c(mutated, "ExportedProgram", codec, 10**9)  # declined or read; never past the buffer
+        _cplan.thrift_plain(mutated, "ExportedProgram", codec, 10**9)
     union = b"\x0f\x00\xd2\x0c\x00\x00\x00\x01" if codec == "binary" else b"\x09\x00"  # Argument.as_list, opened
     nested = b"".join([union] * 70)  # deeper than 64 structs: the checking decoder's
     assert _cplan.thrift_build(nested, 0, "Argument", codec, 10**9) is None
+    assert _cplan.thrift_plain(nested, "Argument", codec, 10**9) is None
 
 
 def _leaks(fn: Callable[[], object]) -> int:
@@ -187,6 +192,8 @@ def test_repeated_decodes_leak_nothing() -> None:
         cases.append(lambda p=payload, c=codec: _cplan.thrift_build(p, 0, "ExportedProgram", c, 10**9))
         cases.append(lambda p=payload, c=codec: _cplan.thrift_build(p[:-7], 0, "ExportedProgram", c, 10**9))
         cases.append(lambda p=payload, c=codec: _c(p, "ExportedProgram", c, 100))
+        cases.append(lambda p=payload, c=codec: _cplan.thrift_plain(p, "ExportedProgram", c, 100))
+        cases.append(lambda p=payload, c=codec: _cplan.thrift_plain(p[:-7], "ExportedProgram", c, 10**9))
     for case in cases:
         assert _leaks(case) < 20_000
 
@@ -201,7 +208,23 @@ def test_decoded_models_are_tracked_and_the_collector_left_alone(monkeypatch: py
     threshold = gc.get_threshold()
     programs = [opwire.loads(data if fmt == "json" else opwire.dumps(_program(), fmt), m.ExportedProgram, fmt)
                 for fmt in FORMATS if fmt in ("json", "binary", "compact")]  # fmt: skip
+    plain = [thrift.decode_plain(thrift.encode(_program(), fmt, framed=False), m.ExportedProgram, fmt)
+             for fmt in ("binary", "compact")]  # fmt: skip
     assert toggled == [] and gc.get_threshold() == threshold and gc.isenabled()
+    assert all(p is not None for p in plain)
+    for program in plain:  # plain objects and their lists and dicts alike
+        todo = [program]
+        while todo:
+            v = todo.pop()
+            if isinstance(v, SimpleNamespace):
+                assert gc.is_tracked(v)
+                todo += vars(v).values()
+            elif isinstance(v, list):
+                assert gc.is_tracked(v) or not v
+                todo += v
+            elif isinstance(v, dict):
+                assert gc.is_tracked(v) or not any(gc.is_tracked(x) for x in v.values())
+                todo += v.values()
     for program in programs:
         todo: list[Any] = [program]
         while todo:

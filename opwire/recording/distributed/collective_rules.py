@@ -43,8 +43,11 @@ def name_at(names: Names, path: tuple[int, ...]) -> str:
 def reduce(op: str, xs: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The reduction of `xs` (float64 for floating inputs) and the magnitude scale for its tolerance."""
     floating = xs[0].is_floating_point() or xs[0].is_complex()
-    if floating and all(x.dtype == xs[0].dtype for x in xs):  # one conversion of the stack: the same values
-        stack = torch.stack(xs).to(torch.complex128 if xs[0].is_complex() else torch.float64)
+    if floating and all(x.dtype == xs[0].dtype and x.shape == xs[0].shape for x in xs):
+        # the stack `torch.stack(xs).to(wide)` gives, each input converted as it is copied in (one pass, not two)
+        stack = torch.empty((len(xs), *xs[0].shape), dtype=torch.complex128 if xs[0].is_complex() else torch.float64)
+        for k, x in enumerate(xs):
+            stack[k].copy_(x)
         ys = list(stack)
     else:
         ys = [x.to(torch.complex128 if x.is_complex() else torch.float64) if floating else x for x in xs]

@@ -43,6 +43,9 @@ typedef struct {
     int max_id;
     int *by_id;          /* Thrift: field id -> field index or -1, 0..max_id */
     int *order;          /* Thrift: field indices by increasing id (the wire's order) */
+    PyObject *plain_cls; /* thrift_plain: the class of its plain objects (fast.py's `_plain`) */
+    int plain_decline;   /* thrift_plain: declined wherever it occurs (its strings go through opwire's grammar) */
+    int settled;         /* thrift_plain: field index declined when present (serde/_padding.py), or -1 */
 } StructPlan;
 
 typedef struct {
@@ -77,5 +80,6 @@ void untracked_finish(Untracked *u);
 PyObject *json_parse(const char *data, Py_ssize_t n, Untracked *u);
 PyObject *json_build(PyObject *self, PyObject *args);
 PyObject *thrift_build(PyObject *self, PyObject *args);
+PyObject *thrift_plain(PyObject *self, PyObject *args);
 
 #endif

@@ -9,7 +9,8 @@
  *
  * Files: plan.c (this: the plan, models, the module), json_parse.c (JSON text -> a parsed tree the collector
  * does not see), json_walk.c (parsed JSON -> models), thrift_read.c
- * (Thrift binary and compact bytes -> models), gc.c (building without feeding the cyclic collector).
+ * (Thrift binary and compact bytes -> models), thrift_plain.c (the same bytes -> plain objects), thrift_wire.h (the
+ * wire both read), gc.c (building without feeding the cyclic collector).
  * Nothing here reports an error to the user: anything not taken raises Fallback (or TooMany for a Thrift
  * decode past its budget) and opwire's checking path decides and words the error.
  */
@@ -40,6 +41,7 @@ static void plan_free(PyObject *capsule) {
             Py_XDECREF(s->names);
             Py_XDECREF(s->tmpl);
             Py_XDECREF(s->members);
+            Py_XDECREF(s->plain_cls);
             if (s->fields) {
                 for (int j = 0; j < s->nfields; j++) {
                     Py_XDECREF(s->fields[j].name);
@@ -107,11 +109,18 @@ static int read_field(Plan *p, FieldPlan *f, PyObject *t) {
 }
 
 static int read_struct(Plan *p, StructPlan *s, PyObject *t) {
-    PyObject *cls, *fields, *names, *tmpl, *members;
-    if (!PyTuple_Check(t) || !PyArg_ParseTuple(t, "OpOOOO", &cls, &s->is_union, &fields, &names, &tmpl, &members))
+    PyObject *cls, *fields, *names, *tmpl, *members, *plain;
+    if (!PyTuple_Check(t) || !PyArg_ParseTuple(t, "OpOOOOOpi", &cls, &s->is_union, &fields, &names, &tmpl, &members,
+                                               &plain, &s->plain_decline, &s->settled))
         return bad_plan("struct");
     if (!PyType_Check(cls) || !PyTuple_Check(fields) || !PyAnySet_Check(names))
         return bad_plan("struct members");
+    /* plain objects get their `__dict__` set in place (thrift_plain.c): a class with a dict slot of its own */
+    if (!PyType_Check(plain) || ((PyTypeObject *)plain)->tp_dictoffset <= 0 ||
+        PyType_HasFeature((PyTypeObject *)plain, Py_TPFLAGS_MANAGED_DICT))
+        return bad_plan("plain class");
+    Py_INCREF(plain);
+    s->plain_cls = plain;
     if (s->is_union && (!PyDict_Check(tmpl) || !PyDict_Check(members)))
         return bad_plan("union");
     Py_INCREF(cls);
@@ -125,6 +134,8 @@ static int read_struct(Plan *p, StructPlan *s, PyObject *t) {
     if (PyTuple_GET_SIZE(fields) > MAX_FIELDS)
         return bad_plan("field count");
     s->nfields = (int)PyTuple_GET_SIZE(fields);
+    if (s->settled < -1 || s->settled >= s->nfields)
+        return bad_plan("settled field");
     s->fields = PyMem_Calloc(s->nfields ? s->nfields : 1, sizeof(FieldPlan));
     if (s->fields == NULL)
         return -1;
@@ -254,6 +265,8 @@ static PyMethodDef methods[] = {
     {"json_build", json_build, METH_VARARGS, "json_build(plan, struct_index, parsed) -> model"},
     {"thrift_build", thrift_build, METH_VARARGS,
      "thrift_build(plan, struct_index, data, start, compact, limit) -> (model, values)"},
+    {"thrift_plain", thrift_plain, METH_VARARGS,
+     "thrift_plain(plan, struct_index, data, compact, limit) -> (plain value, values or None)"},
     {NULL, NULL, 0, NULL},
 };
 

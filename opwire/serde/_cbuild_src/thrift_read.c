@@ -9,204 +9,14 @@
  * before anything is read or allocated; at most 64 nested structs (as fastbinary); every value is counted
  * against the decode's budget (TooMany past it). Anything else raises Fallback: the checking decoder decides.
  */
-#include "cbuild.h"
-#include <string.h>
-
-#if PY_VERSION_HEX >= 0x030B0000
-#define UNPACK8 PyFloat_Unpack8
-#else
-#define UNPACK8 _PyFloat_Unpack8
-#endif
-
-#define MAX_STRUCTS 64 /* fastbinary's nesting limit: deeper values are the checking decoder's */
-
-/* Thrift's TType numbers (binary) and compact's codes, by IDL kind (index: K_*) */
-static const int TTYPE[] = {0, 2, 3, 6, 8, 10, 4, 11, 11, 8, 12, 15, 13, 11};
-static const int CTYPE[] = {0, 1, 3, 4, 5, 6, 7, 8, 8, 5, 12, 9, 11, 8};
-
-typedef struct {
-    Plan *p;
-    const unsigned char *buf;
-    Py_ssize_t pos, end;
-    int compact;
-    long long count, limit;
-    int structs; /* structs open on the current path */
-    Untracked u;
-} Reader;
+#include "thrift_wire.h"
 
 static PyObject *read_value(Reader *r, int ti);
 
-static int spend(Reader *r) {
-    if (++r->count > r->limit) {
-        PyErr_SetNone(CB_TooMany);
-        return -1;
-    }
-    return 0;
-}
-
-static int fail(void) {
-    cb_fallback();
-    return -1;
-}
-
-static int take(Reader *r, Py_ssize_t n, const unsigned char **at) {
-    if (n < 0 || n > r->end - r->pos)
-        return fail();
-    *at = r->buf + r->pos;
-    r->pos += n;
-    return 0;
-}
-
-static int byte(Reader *r, int *out) {
-    const unsigned char *at;
-    if (take(r, 1, &at) < 0)
-        return -1;
-    *out = at[0];
-    return 0;
-}
-
-static unsigned long long big_endian(const unsigned char *at, int n) {
-    unsigned long long v = 0;
-    for (int i = 0; i < n; i++)
-        v = (v << 8) | at[i];
-    return v;
-}
-
-/* an unsigned varint of at most `bits` bits, written minimally (what the codec writes) */
-static int varint(Reader *r, int bits, unsigned long long *out) {
-    unsigned long long v = 0;
-    int shift = 0;
-    for (;;) {
-        int b;
-        if (byte(r, &b) < 0)
-            return -1;
-        if (shift && b == 0)
-            return fail(); /* a trailing zero group: not minimal */
-        if (shift >= bits || (shift + 7 > bits && (b & 0x7f) >> (bits - shift)))
-            return fail(); /* past the width */
-        v |= (unsigned long long)(b & 0x7f) << shift;
-        shift += 7;
-        if (!(b & 0x80))
-            break;
-    }
-    *out = v;
-    return 0;
-}
-
-static long long unzigzag(unsigned long long v) {
-    return (long long)(v >> 1) ^ -(long long)(v & 1);
-}
-
-/* a signed integer of `bits` bits (8, 16, 32, 64) */
-static int integer(Reader *r, int bits, long long *out) {
-    const unsigned char *at;
-    if (bits == 8) {
-        if (take(r, 1, &at) < 0)
-            return -1;
-        *out = (signed char)at[0];
-        return 0;
-    }
-    if (r->compact) {
-        unsigned long long v;
-        if (varint(r, bits == 16 ? 32 : bits, &v) < 0)
-            return -1;
-        *out = unzigzag(v);
-        if (bits == 16 && (*out < -32768 || *out > 32767))
-            return fail();
-        return 0;
-    }
-    if (take(r, bits / 8, &at) < 0)
-        return -1;
-    unsigned long long v = big_endian(at, bits / 8);
-    if (bits == 16)
-        *out = (short)v;
-    else if (bits == 32)
-        *out = (int)(unsigned int)v;
-    else
-        *out = (long long)v;
-    return 0;
-}
-
-/* a length or size: at most the bytes that remain (every element or byte takes one at least) */
-static int length(Reader *r, Py_ssize_t *out) {
-    unsigned long long v;
-    if (r->compact) {
-        if (varint(r, 32, &v) < 0)
-            return -1;
-    } else {
-        long long s;
-        if (integer(r, 32, &s) < 0)
-            return -1;
-        if (s < 0)
-            return fail();
-        v = (unsigned long long)s;
-    }
-    if (v > (unsigned long long)(r->end - r->pos))
-        return fail();
-    *out = (Py_ssize_t)v;
-    return 0;
-}
-
-static PyObject *string(Reader *r, int kind) {
-    Py_ssize_t n;
-    const unsigned char *at;
-    if (length(r, &n) < 0 || take(r, n, &at) < 0)
-        return NULL;
-    if (kind == K_BINARY)
-        return PyBytes_FromStringAndSize((const char *)at, n);
-    PyObject *s = PyUnicode_DecodeUTF8((const char *)at, n, NULL);
-    if (s == NULL)
-        return cb_fallback();
-    if (kind == K_EXPR) {
-        PyObject *checked = PyObject_CallOneArg(r->p->expr_cb, s);
-        Py_DECREF(s);
-        return checked ? checked : cb_fallback();
-    }
-    return s;
-}
-
-static PyObject *boolean(Reader *r) {
-    int b;
-    if (byte(r, &b) < 0)
-        return NULL;
-    if (b != 1 && b != (r->compact ? 2 : 0)) /* as elements: compact writes 1/2, binary 1/0 */
-        return cb_fallback();
-    return PyBool_FromLong(b == 1);
-}
-
-static int track_later(Reader *r, PyObject *o) {
-    return untracked_add(&r->u, o);
-}
-
-/* element type codes of a container as the wire must give them */
-static int code_of(Reader *r, int ti) {
-    int kind = r->p->types[ti].kind;
-    return r->compact ? CTYPE[kind] : TTYPE[kind];
-}
-
 static PyObject *read_list(Reader *r, TypeNode *t) {
     Py_ssize_t n;
-    int etype;
-    if (r->compact) {
-        int h;
-        if (byte(r, &h) < 0)
-            return NULL;
-        etype = h & 0x0f;
-        n = h >> 4;
-        if (n == 15) {
-            if (length(r, &n) < 0)
-                return NULL;
-            if (n < 15)
-                return cb_fallback(); /* the short form fits */
-        }
-        if (n > r->end - r->pos)
-            return cb_fallback();
-    } else {
-        if (byte(r, &etype) < 0 || length(r, &n) < 0)
-            return NULL;
-    }
-    if (etype != code_of(r, t->a))
-        return cb_fallback();
+    if (list_header(r, t->a, &n) < 0)
+        return NULL;
     PyObject *list = PyList_New(n);
     if (list == NULL)
         return NULL;
@@ -227,22 +37,8 @@ static PyObject *read_list(Reader *r, TypeNode *t) {
 
 static PyObject *read_map(Reader *r, TypeNode *t) {
     Py_ssize_t n;
-    int kv;
-    if (r->compact) {
-        if (length(r, &n) < 0)
-            return NULL;
-        if (n == 0)
-            kv = (code_of(r, t->a) << 4) | code_of(r, t->b); /* an empty map is one 0 byte */
-        else if (byte(r, &kv) < 0)
-            return NULL;
-    } else {
-        int k, v;
-        if (byte(r, &k) < 0 || byte(r, &v) < 0 || length(r, &n) < 0)
-            return NULL;
-        kv = (k << 4) | v;
-    }
-    if (kv != ((code_of(r, t->a) << 4) | code_of(r, t->b)) || r->p->types[t->a].kind != K_STRING)
-        return cb_fallback();
+    if (map_header(r, t->a, t->b, &n) < 0)
+        return NULL;
     PyObject *dict = PyDict_New();
     if (dict == NULL)
         return NULL;
@@ -263,44 +59,6 @@ static PyObject *read_map(Reader *r, TypeNode *t) {
     return dict;
 }
 
-/* a field header: 0 at the struct's end, else 1 with the field's id and wire code (compact: bool's value
-   travels in the code: 1 true, 2 false) */
-static int field_header(Reader *r, int last, int *id, int *code) {
-    int b;
-    if (byte(r, &b) < 0)
-        return -1;
-    if (b == 0)
-        return 0;
-    if (!r->compact) {
-        long long fid;
-        if (integer(r, 16, &fid) < 0)
-            return -1;
-        *code = b;
-        *id = (int)fid;
-        return 1;
-    }
-    *code = b & 0x0f;
-    if (b >> 4) {
-        *id = last + (b >> 4);
-        return 1;
-    }
-    long long fid;
-    if (integer(r, 16, &fid) < 0)
-        return -1;
-    if (fid > last && fid - last <= 15)
-        return fail(); /* the short form fits */
-    *id = (int)fid;
-    return 1;
-}
-
-/* the fields of `sp` from wire position *k up to (not including) field index `j` (-1: all the rest) were
-   left out: canonical only when their default is None */
-static int left_out(StructPlan *sp, int *k, int j) {
-    for (; *k < sp->nfields && sp->order[*k] != j; (*k)++)
-        if (!sp->fields[sp->order[*k]].thrift_absent_ok)
-            return fail();
-    return 0;
-}
 
 static PyObject *read_struct(Reader *r, int si) {
     StructPlan *sp = &r->p->structs[si];

@@ -24,7 +24,7 @@ from opwire.serde._build import COUNT, EXPRESSIONS, TooMany, thrift_builders
 from opwire.serde._padding import SETTLED
 from opwire.serde._thrift.spec import build_specs, plan
 
-__all__ = ["TooMany", "count_values", "decode", "decode_plain", "encode", "verify"]
+__all__ = ["TooMany", "count_values", "decode", "decode_plain", "encode", "plain_classes", "verify"]
 
 _DECODERS = {"binary": fastbinary.decode_binary, "compact": fastbinary.decode_compact}
 _ENCODERS = {"binary": fastbinary.encode_binary, "compact": fastbinary.encode_compact}
@@ -181,6 +181,11 @@ def _check_specs() -> dict[str, list[Any]]:
 @cache
 def _plain_specs() -> dict[str, list[Any]]:
     return build_specs(_plain)
+
+
+def plain_classes() -> dict[str, type]:
+    """The `_plain` class of each struct and union (what `decode_plain` builds; the C reader builds the same)."""
+    return {name: holder[0] for name, holder in _plain_specs().items()}
 
 
 def encode(obj: Any, codec: str) -> bytes:

@@ -15,7 +15,7 @@ import torch
 import torch.distributed as dist
 
 from opwire.recording.collectives import COLLECTIVES, Kind, collective_of, is_distributed_op
-from opwire.recording.distributed.collective_rules import RULES, Recorded
+from opwire.recording.distributed.collective_rules import RULES, Recorded, reduce
 from opwire.recording.distributed.execute import run_collective
 from opwire.recording.distributed.numerics import check_collective
 from opwire.recording.distributed.sequence import CollectiveCall, Names
@@ -61,6 +61,27 @@ def test_reduce_gives_the_reduction_on_the_root_alone() -> None:
     assert _disagreeing(calls, tensors) == []
     tensors[(1, "y")] = torch.tensor([2.0, -2.0])
     assert _disagreeing(calls, tensors) == [1]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.complex64])
+def test_reductions_are_those_of_the_widened_stack_bit_for_bit(dtype: torch.dtype) -> None:
+    """`reduce` widens its inputs as it stacks them: every reduction and scale is `torch.stack(xs).to(wide)`'s, NaN,
+    non-contiguous inputs and all."""
+    torch.manual_seed(0)
+    xs = [(torch.randn(6, 5) * 1e3).to(dtype) for _ in range(4)]
+    xs[1][2, 3] = float("nan")
+    xs = [x.t() if k != 2 else x.t().contiguous() for k, x in enumerate(xs)]
+    stack = torch.stack(xs).to(torch.complex128 if dtype.is_complex else torch.float64)
+    scale = stack.abs().sum(0)
+    want = {"SUM": (stack.sum(0), scale), "AVG": (stack.sum(0) / 4, scale / 4), "PRODUCT": (stack.prod(0), None)}
+    if not dtype.is_complex:
+        want |= {"MIN": (stack.amin(0), None), "MAX": (stack.amax(0), None)}
+    for op, (value, tol) in want.items():
+        got, got_tol = reduce(op, xs)
+        assert got.dtype == value.dtype and torch.equal(got.isnan(), value.isnan())
+        assert torch.equal(got.nan_to_num(0.0), value.nan_to_num(0.0)), op
+        if tol is not None:
+            assert got_tol is not None and torch.equal(got_tol.nan_to_num(0.0), tol.nan_to_num(0.0))
 
 
 def test_reduce_scatter_gives_rank_i_the_sum_of_every_rank_s_ith_tensor() -> None:

@@ -1,0 +1,249 @@
+/* Thrift binary and compact bytes -> plain objects for `thrift.decode_plain`, in one pass, per the plan.
+ *
+ * The Python path (opwire/serde/_thrift/fast.py `decode_plain`, then `count_values` under a budget) decodes with
+ * Apache Thrift's C codec into the `_plain` classes, re-encodes to hold the input canonical, and counts again.
+ * This reader takes exactly what that takes, and builds the same objects: the canonical bytes thrift_read.c
+ * takes (thrift_wire.h), at most 64 nested structs, a union of exactly one member, required fields present;
+ * then what the `_plain` classes check: a struct of a field that goes through opwire's expression grammar is
+ * declined, and so is a settled field (serde/_padding.py) present; enum fields hold a value the IDL knows
+ * (enums are left as ints). Each struct is an object of its `_plain` class whose `__dict__` holds the fields
+ * present, in the wire's order (absent ones come from the class: the model's default, None where canonical).
+ *
+ * The count is `count_values`': fastbinary charges a struct and its own values when it ends (post-order) and
+ * refuses a list or map longer than the budget when it reads its header. Whichever comes first decides, and
+ * only once the whole input is taken: past the budget, the count is limit + 1; a container too long first, no
+ * count (None: `decode` decides).
+ */
+#include "thrift_wire.h"
+
+enum { E_NONE = 0, E_PAST = 1, E_LONG = 2 };
+
+static PyObject *plain_value(Reader *r, int ti);
+
+/* a list or map of `n` items: one value of the struct being read; longer than the budget: fastbinary's count
+   stops here unless it stopped before */
+static void container(Reader *r, Py_ssize_t n) {
+    r->own++;
+    if (n > r->limit && r->event == E_NONE)
+        r->event = E_LONG;
+}
+
+static PyObject *plain_list(Reader *r, TypeNode *t) {
+    Py_ssize_t n;
+    if (list_header(r, t->a, &n) < 0)
+        return NULL;
+    container(r, n);
+    PyObject *list = PyList_New(n);
+    if (list == NULL)
+        return NULL;
+    if (track_later(r, list) < 0) {
+        Py_DECREF(list);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *x = plain_value(r, t->a);
+        if (x == NULL) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, i, x);
+    }
+    return list;
+}
+
+static PyObject *plain_map(Reader *r, TypeNode *t) {
+    Py_ssize_t n;
+    if (map_header(r, t->a, t->b, &n) < 0)
+        return NULL;
+    container(r, n);
+    PyObject *dict = PyDict_New();
+    if (dict == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *k = string(r, K_STRING), *v = k ? plain_value(r, t->b) : NULL; /* keys are not counted */
+        int bad = v == NULL || PyDict_SetItem(dict, k, v) < 0;
+        Py_XDECREF(k);
+        Py_XDECREF(v);
+        if (bad || PyDict_GET_SIZE(dict) != i + 1) { /* a repeated key: not what the codec writes */
+            Py_DECREF(dict);
+            return cb_fallback();
+        }
+    }
+    if (track_later(r, dict) < 0) { /* once filled: storing a container in a dict tracks it again */
+        Py_DECREF(dict);
+        return NULL;
+    }
+    return dict;
+}
+
+/* an object of `sp`'s plain class holding `dict` (stolen) as its `__dict__` */
+static PyObject *plain_object(Reader *r, StructPlan *sp, PyObject *dict) {
+    PyTypeObject *cls = (PyTypeObject *)sp->plain_cls;
+    PyObject *o = track_later(r, dict) < 0 ? NULL : cls->tp_alloc(cls, 0);
+    if (o != NULL && (track_later(r, o) < 0 || PyObject_GenericSetDict(o, dict, NULL) < 0))
+        Py_CLEAR(o);
+    Py_DECREF(dict);
+    return o;
+}
+
+/* whether enum field `f`'s value `v` is a member of its enum */
+static int known(Reader *r, FieldPlan *f, PyObject *v) {
+    TypeNode *t = &r->p->types[f->type];
+    if (t->kind != K_ENUM)
+        return 1;
+    PyObject *member = PyDict_GetItemWithError(t->enum_map, v);
+    return member != NULL;
+}
+
+static PyObject *plain_struct(Reader *r, int si) {
+    StructPlan *sp = &r->p->structs[si];
+    if (r->structs >= MAX_STRUCTS || sp->plain_decline)
+        return cb_fallback();
+    PyObject *vals[MAX_FIELDS]; /* by field index (the IDL's order); NULL: left out */
+    PyObject *o = NULL;
+    long long outer = r->own; /* the enclosing struct's values so far */
+    int last = 0, k = 0, present = 0, j = -1; /* k: position in the wire's order of the next field */
+    for (int q = 0; q < sp->nfields; q++)
+        vals[q] = NULL;
+    r->own = 0;
+    r->structs++;
+    for (;;) {
+        int id, code;
+        int more = field_header(r, last, &id, &code);
+        if (more < 0)
+            goto done;
+        if (!more)
+            break;
+        j = id > 0 && id <= sp->max_id ? sp->by_id[id] : -1;
+        if (j < 0 || id <= last || (sp->is_union && present) || j == sp->settled) {
+            cb_fallback(); /* unknown, repeated, out of order, a second member, or settled after the build */
+            goto done;
+        }
+        FieldPlan *f = &sp->fields[j];
+        if (!sp->is_union && left_out(sp, &k, j) < 0)
+            goto done;
+        k++;
+        if (r->compact && r->p->types[f->type].kind == K_BOOL) {
+            if (code != 1 && code != 2) {
+                cb_fallback();
+                goto done;
+            }
+            r->own++;
+            vals[j] = PyBool_FromLong(code == 1);
+        } else if (code != code_of(r, f->type)) {
+            cb_fallback();
+            goto done;
+        } else {
+            vals[j] = plain_value(r, f->type);
+        }
+        if (vals[j] == NULL)
+            goto done;
+        if (!known(r, f, vals[j])) {
+            cb_fallback();
+            goto done;
+        }
+        last = id;
+        present++;
+    }
+    if (sp->is_union ? present != 1 : left_out(sp, &k, -1) < 0) {
+        cb_fallback();
+        goto done;
+    }
+    PyObject *dict = _PyDict_NewPresized(present);
+    if (dict == NULL)
+        goto done;
+    for (int q = 0; q < sp->nfields; q++) {
+        int at = sp->order[q]; /* the wire's order, as the codec passes the fields */
+        if (vals[at] != NULL && PyDict_SetItem(dict, sp->fields[at].name, vals[at]) < 0) {
+            Py_DECREF(dict);
+            goto done;
+        }
+    }
+    o = plain_object(r, sp, dict);
+    if (o != NULL) { /* the struct ends: fastbinary's count charges it and its own values now */
+        r->count += 1 + r->own;
+        if (r->count > r->limit && r->event == E_NONE)
+            r->event = E_PAST;
+    }
+done:
+    if (o == NULL)
+        cb_fallback();
+    for (int q = 0; q < sp->nfields; q++)
+        Py_XDECREF(vals[q]);
+    r->own = outer;
+    r->structs--;
+    return o;
+}
+
+static PyObject *plain_value(Reader *r, int ti) {
+    TypeNode *t = &r->p->types[ti];
+    const unsigned char *at;
+    long long v;
+    if (t->kind == K_STRUCT)
+        return plain_struct(r, t->a);
+    if (t->kind == K_LIST)
+        return plain_list(r, t);
+    if (t->kind == K_MAP)
+        return plain_map(r, t);
+    r->own++;
+    switch (t->kind) {
+    case K_BOOL:
+        return boolean(r);
+    case K_I8:
+        return integer(r, 8, &v) < 0 ? NULL : PyLong_FromLongLong(v);
+    case K_I16:
+        return integer(r, 16, &v) < 0 ? NULL : PyLong_FromLongLong(v);
+    case K_I32:
+    case K_ENUM: /* an int: a field's is checked by its struct (`known`) */
+        return integer(r, 32, &v) < 0 ? NULL : PyLong_FromLongLong(v);
+    case K_I64:
+        return integer(r, 64, &v) < 0 ? NULL : PyLong_FromLongLong(v);
+    case K_DOUBLE: {
+        if (take(r, 8, &at) < 0)
+            return NULL;
+        double d = UNPACK8((const char *)at, r->compact ? 1 : 0);
+        if (d == -1.0 && PyErr_Occurred())
+            return NULL;
+        return PyFloat_FromDouble(d);
+    }
+    case K_STRING:
+    case K_BINARY:
+        return string(r, t->kind);
+    }
+    return cb_fallback(); /* K_EXPR: only in structs declined as a whole */
+}
+
+/* thrift_plain(plan, struct_index, data, compact, limit) -> (plain value, values counted or None) */
+PyObject *thrift_plain(PyObject *self, PyObject *args) {
+    PyObject *capsule;
+    Py_buffer view;
+    int si, compact;
+    long long limit;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "Oiy*pL", &capsule, &si, &view, &compact, &limit))
+        return NULL;
+    Plan *p = plan_get(capsule);
+    PyObject *out = NULL;
+    if (p == NULL)
+        goto end;
+    if (si < 0 || si >= p->nstructs) {
+        PyErr_SetString(PyExc_IndexError, "struct index out of range");
+        goto end;
+    }
+    Reader r = {p, view.buf, 0, view.len, compact, 0, limit, 0, {NULL, 0, 0}, 0, E_NONE};
+    PyObject *o = plain_struct(&r, si);
+    if (o != NULL && r.pos != r.end) {
+        Py_CLEAR(o);
+        cb_fallback(); /* bytes left over */
+    }
+    untracked_finish(&r.u);
+    if (o != NULL) {
+        if (r.event == E_LONG)
+            out = Py_BuildValue("(NO)", o, Py_None);
+        else
+            out = Py_BuildValue("(NL)", o, r.event == E_PAST ? limit + 1 : r.count);
+    }
+end:
+    PyBuffer_Release(&view);
+    return out;
+}
