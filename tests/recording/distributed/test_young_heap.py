@@ -18,10 +18,12 @@ def test_the_heap_alive_on_entry_is_frozen_inside_and_thawed_after() -> None:
 def test_a_host_that_froze_objects_keeps_them_frozen() -> None:
     gc.freeze()
     try:
+        # A frozen object that dies leaves the count (the block's own frames may free a few): what must not happen
+        # is the block freezing the young objects too, or thawing the host's (the count back to 0)
         frozen = gc.get_freeze_count()
         with young_heap():
-            assert gc.get_freeze_count() == frozen
-        assert gc.get_freeze_count() == frozen
+            assert frozen - 100 <= gc.get_freeze_count() <= frozen
+        assert frozen - 100 <= gc.get_freeze_count() <= frozen
     finally:
         gc.unfreeze()
 
