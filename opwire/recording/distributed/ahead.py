@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import torch
+
 from opwire.errors import OpwireError
 from opwire.proxy_executor.exec_policy import ExecPolicy
 from opwire.recording.collectives import is_distributed_op
@@ -27,6 +29,7 @@ from opwire.recording.replay_engine import CallWalk, Replayer, check_policy
 from opwire.recording.source import TraceSource
 from opwire.schema import models as m
 from opwire.schema.refs import tensor_names
+from opwire.serde.tensors import TORCH_DTYPES
 
 __all__ = ["AHEAD_RECORDS", "Ahead"]
 
@@ -57,7 +60,8 @@ class Ahead:
             yield rec
 
     def warm(self, runner: Replayer) -> None:
-        """Build and bind each kept record's node, decode the tensor entries it names and the freed lists."""
+        """Build and bind each kept record's node (its fast call prepared), decode the tensor entries it names and the
+        freed lists, plan the byte checks of the values it compares."""
         entries = True
         try:
             self.src.freed_after(-1)
@@ -68,9 +72,14 @@ class Ahead:
             if "skipped" not in rec.metadata and not is_distributed_op(rec.target):
                 try:
                     walk = runner.walk(i, rec)
-                    runner.ex.plan(walk.shape.node)
+                    plan = runner.ex.plan(walk.shape.node)
+                    plan.prepared()  # its fast call made (`run_plan`'s)
                 except Exception:  # left to the loop, which reports it at this call
                     walk = None
+                else:
+                    stand_ins = _stand_ins(self.src, walk)
+                    if stand_ins is not None:
+                        plan.estimate_ahead(stand_ins)  # the memory estimate of these shapes, kept for the call
             self.walks.append(walk)
             if entries:
                 entries = self._entries(i, rec, walk, runner.byte_checks)
@@ -122,3 +131,22 @@ class _Listed(TraceSource):
                 return
             if i >= start:
                 yield rec
+
+
+def _stand_ins(src: TraceSource, walk: CallWalk) -> dict[str, torch.Tensor] | None:
+    """The call's tensor inputs as meta tensors of their recorded layouts (nothing allocated), keyed as the node
+    reads them; None when one has no layout torch can take (the call reads it and reports it)."""
+    out: dict[str, torch.Tensor] = {}
+    for slot, name in walk.slots:
+        try:
+            meta = src.meta(name)
+        except OpwireError:
+            return None
+        dtype = TORCH_DTYPES.get(meta.dtype) if meta is not None else None
+        if meta is None or dtype is None:
+            return None
+        try:
+            out[slot] = torch.empty_strided(list(meta.sizes), list(meta.strides), dtype=dtype, device="meta")
+        except (RuntimeError, TypeError, ValueError, OverflowError):
+            return None
+    return out
