@@ -284,8 +284,8 @@ class Replayer:
 
     def take_external(self, i: int, rec: m.CallRecord, given: dict[str, Any] | None = None) -> None:
         """Chained replay: inputs written outside the trace (no replay can write them) take the recorded value."""
-        if self.mode != "chained":
-            return
+        if self.mode != "chained" or EXTERNAL not in rec.metadata:
+            return  # (no names listed: `metadata_names` would give none)
         for n in metadata_names(rec.metadata, EXTERNAL, f"call {i} {rec.target}"):
             live = given.get(n) if given is not None else self._tensor(n, False)
             if isinstance(live, torch.Tensor):
