@@ -262,6 +262,7 @@ class Replayer:
                 else:
                     found += self._full_check(i, rec, where, got, n, defined)
                 if chained and walk.compare_values and not defined:
+                    held.clear()  # taking a recorded value writes memory an output checked above may share
                     found += self._adopted(i, rec, where, n, got if isinstance(got, torch.Tensor) else None)
         for label, before, after, defined in walk.writes:
             live = given.get(before)
