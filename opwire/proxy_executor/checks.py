@@ -106,6 +106,18 @@ class Checks:
                 f"({describe_exception(exc)})"
             ) from exc
 
+    def estimate_ahead(self, fn: Callable[..., Any], pos: list[Any], kw: dict[str, Any]) -> None:
+        """Run the memory estimate for arguments of these shapes before the call does, keeping what it finds for the
+        call (`seen`): a replay's set-up passes meta tensors of the recorded layouts, and the key reads shapes,
+        dtypes and layouts, never data or devices. Nothing is raised here: a call with these shapes raises what the
+        estimate found when it runs. A node with a precondition (its key reads devices) is left to its call."""
+        if self.memory is None or self.precondition is not None:
+            return
+        try:
+            self._estimate(fn, pos, kw, None)
+        except Exception:  # kept for the call, which raises it (or estimates again and raises then)
+            return
+
     def _estimate(self, fn: Callable[..., Any], pos: list[Any], kw: dict[str, Any], key: Any) -> None:
         """Raise BudgetError when the node's outputs would go over the budget (`memory` is set)."""
         assert self.memory is not None

@@ -89,6 +89,17 @@ class NodePlan:
             kw[name] = defaults[name]
         return pos, kw
 
+    def estimate_ahead(self, values: Mapping[str, Any]) -> None:
+        """The memory estimate of a call on `values` (stand-ins of the same shapes: meta tensors) run ahead, kept for
+        the call (`Checks.estimate_ahead`); nothing raised (the call reports what is wrong with its values)."""
+        if self.checks is None or self.checks.memory is None or self.checks.precondition is not None:
+            return
+        try:
+            pos, kw = self.args(values.__getitem__, None)
+        except Exception:  # the call converts its own values and reports what is wrong with them
+            return
+        self.checks.estimate_ahead(self.fn, pos, kw)
+
     def invoke(self, pos: list[Any], kw: dict[str, Any]) -> Any:
         """Call the kernel; whatever it raises becomes a KernelError naming the op and node."""
         if self.checks is not None:

@@ -12,6 +12,7 @@ go through a reused buffer into SHA-256, never into a tensor. `ScanSource` is th
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Container
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,8 @@ from opwire.serde import budgets, tensors, thrift
 
 if TYPE_CHECKING:
     import torch
+
+    from opwire.recording.payloads import ByteCheck
 
 __all__ = ["FrameReader", "ScanSource", "open_source"]
 
@@ -200,6 +203,11 @@ class FrameReader(TraceReader):
         """Whether `t` holds the stored payload of `name` byte for byte (its tensor frame decoded on first use)."""
         self.entry(name)
         return super().same_bytes(name, t)
+
+    def byte_check(self, name: str, gone: Container[str] = ()) -> ByteCheck | None:
+        """`same_bytes` of `name` planned ahead (its tensor frame decoded on first use)."""
+        self.entry(name)
+        return super().byte_check(name, gone)
 
     def verify(self) -> tuple[int, int]:
         """Check every payload's SHA-256 and every record frame's CRC-32; (payloads, records)."""

@@ -11,8 +11,9 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import math
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from typing import Any
 
 import torch
@@ -22,6 +23,8 @@ from opwire.schema import models as m
 from opwire.serde import tensors
 
 __all__ = [
+    "ByteCheck",
+    "Scratch",
     "Span",
     "check_span",
     "digest_of",
@@ -35,6 +38,7 @@ __all__ = [
 ]
 
 _SLACK_BYTES = 64 << 20
+_SCRATCH_BYTES = 1 << 20  # payload bytes read per piece by a byte check (a reader's reused buffer)
 
 
 def digest_of(t: torch.Tensor, data: bytes | None = None) -> m.TensorDigest:
@@ -192,24 +196,88 @@ def span_equals(t: Any, meta: m.TensorValue, data: bytes) -> bool:
     """Whether `t` holds exactly `data` (a payload of layout `meta`) in its span (`span_address`): compared in place
     where the C library's memcmp is at hand, else copied out and compared."""
     at = span_address(t, meta, len(data))
-    if at is None:
-        return False
+    return at is not None and _equal_at(at, data)
+
+
+def _equal_at(at: int, data: bytes) -> bool:
+    """Whether the `len(data)` bytes at address `at` are `data` (memcmp in place where the C library is at hand)."""
     if _MEMCMP is None:
         return ctypes.string_at(at, len(data)) == data
     return bool(_MEMCMP(at, data, len(data)) == 0)
 
 
-def _memcmp() -> Any:
-    """The C library's memcmp through ctypes (None where the process has no C library to look it up in)."""
+class Scratch:
+    """A reused buffer a reader reads payload bytes into to compare them (`ByteCheck`): no allocation, and no fresh
+    pages to fault in, per read."""
+
+    __slots__ = ("address", "size", "view")
+
+    def __init__(self, size: int = _SCRATCH_BYTES) -> None:
+        buffer = bytearray(size)
+        self.view, self.size = memoryview(buffer), size
+        self.address = ctypes.addressof((ctypes.c_char * size).from_buffer(buffer))
+
+
+class ByteCheck:
+    """The byte check of one stored payload, planned ahead (`TraceReader.byte_check`): its layout and its place in
+    the file known, `holds(t, values)` is a few attribute reads, then reads of the payload into a reused buffer
+    (`Scratch`) each compared in place with the tensor's memory (memcmp).
+
+    True only where `compare_tensor(t, meta, values=values, same=<the reader's same_bytes>)` finds no difference
+    (the same dtype, shape, strides and offset; with `values`, the payload's bytes in `t`'s span, as `span_equals`
+    compares them). False decides nothing: the caller takes that full path, which reports whatever differs as before
+    (another dtype with the same bits, NaN, -0.0, a corrupt or cut payload, a tensor subclass or another device)."""
+
+    __slots__ = ("at", "dtype", "end", "fileno", "gone", "name", "offset", "scratch", "size", "sizes", "strides")
+
+    def __init__(
+        self, name: str, meta: m.TensorValue, dtype: torch.dtype, count: int, fileno: Callable[[], int], at: int,
+        size: int, scratch: Scratch, gone: Container[str],
+    ) -> None:  # fmt: skip
+        self.name, self.dtype, self.gone = name, dtype, gone
+        self.sizes, self.strides, self.offset = tuple(meta.sizes), tuple(meta.strides), meta.storage_offset
+        self.end = (self.offset + count) * dtype.itemsize  # the storage bytes the span reaches
+        self.fileno, self.at, self.size, self.scratch = fileno, at, size, scratch
+
+    def holds(self, t: Any, values: bool) -> bool:
+        """Whether `t` matches the recorded layout and (with `values`) holds the payload byte for byte."""
+        if type(t) is not torch.Tensor or t.layout is not torch.strided or self.name in self.gone:
+            return False
+        if t.dtype is not self.dtype or t.shape != self.sizes or t.stride() != self.strides:
+            return False
+        if t.storage_offset() != self.offset:
+            return False
+        if not values:
+            return True
+        if not t.is_cpu or t.is_conj() or t.is_neg() or t.untyped_storage().nbytes() < self.end:
+            return False
+        fd, at, left, ptr = self.fileno(), self.at, self.size, int(t.data_ptr())
+        if _MEMCMP_AT is None or not _PREADV:
+            data = os.pread(fd, left, at)  # no seek: the reader seeks before each of its reads
+            return len(data) == left and _equal_at(ptr, data)
+        scratch = self.scratch
+        while left:  # in pieces of the scratch buffer's size: a file cut since reads short, and the check declines
+            n = min(left, scratch.size)
+            if os.preadv(fd, [scratch.view[:n]], at) != n or _MEMCMP_AT(ptr, scratch.address, n):
+                return False
+            at, ptr, left = at + n, ptr + n, left - n
+        return True
+
+
+def _memcmp(second: Any = ctypes.c_char_p) -> Any:
+    """The C library's memcmp through ctypes, its second argument a `second` (None where the process has no C
+    library to look it up in)."""
     try:
         fn = ctypes.CDLL(None).memcmp
     except (OSError, AttributeError, TypeError):
         return None
-    fn.argtypes, fn.restype = (ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t), ctypes.c_int
+    fn.argtypes, fn.restype = (ctypes.c_void_p, second, ctypes.c_size_t), ctypes.c_int
     return fn
 
 
-_MEMCMP = _memcmp()
+_MEMCMP = _memcmp()  # (address, bytes, length)
+_MEMCMP_AT = _memcmp(ctypes.c_void_p)  # (address, address, length)
+_PREADV = hasattr(os, "preadv")
 
 
 def rebuild_undefined(meta: m.TensorValue, max_bytes: int, device: Any, where: str) -> torch.Tensor:

@@ -20,6 +20,7 @@ from opwire.proxy_executor.targets import resolve
 from opwire.recording.compare import Difference, Errors, compare_scalar, compare_tensor, reproducible
 from opwire.recording.definedness import EXTERNAL, metadata_names
 from opwire.recording.mutations import written_arguments
+from opwire.recording.payloads import ByteCheck
 from opwire.recording.progress import Progress
 from opwire.recording.replay_nodes import NodeShape, NodeShapes
 from opwire.recording.report import Mismatch, OpStats, ReplayReport
@@ -180,6 +181,9 @@ class Replayer:
         self._payloads: OrderedDict[str, torch.Tensor] = OrderedDict()
         self._cached_bytes = 0
         self.errors = Errors()
+        # tensor name -> its payload's byte check planned ahead (`TraceSource.byte_check`): an output that holds it
+        # is equal and nothing else runs; any other takes the full check (set up by a caller, `distributed.ahead`)
+        self.byte_checks: dict[str, ByteCheck] = {}
 
     def free(self, i: int) -> None:
         """Chained replay: drop the objects the program let go of after record `i`."""
@@ -242,6 +246,7 @@ class Replayer:
         except OpwireError as exc:
             return self._found(i, rec, "call", Difference("error", f"{type(exc).__name__}: {exc}"))
         found: list[Mismatch] = []
+        planned, held = self.byte_checks, {}  # held: name -> the output its planned check passed (this call only)
         for j, label, value, names in walk.outputs:
             if names is None:  # a constant scalar output, compared when reproducible
                 diff = compare_scalar(out.get(f"#s{j}"), value, self.rtol, self.atol)
@@ -251,11 +256,18 @@ class Replayer:
                 got = out.get(slot)
                 if chained and isinstance(got, torch.Tensor):
                     self.live[obj] = got
-                found += self._check(i, rec, where, got, n, defined)
+                plan = planned.get(n)
+                if plan is not None and plan.holds(got, defined):
+                    held[n] = got  # equal, as the full check below would find
+                else:
+                    found += self._full_check(i, rec, where, got, n, defined)
                 if chained and walk.compare_values and not defined:
+                    held.clear()  # taking a recorded value writes memory an output checked above may share
                     found += self._adopted(i, rec, where, n, got if isinstance(got, torch.Tensor) else None)
         for label, before, after, defined in walk.writes:
-            found += self._check(i, rec, label, given.get(before), after, defined)
+            live = given.get(before)
+            if held.get(after, held) is not live:  # an in-place op's output is the argument it wrote: checked once
+                found += self._check(i, rec, label, live, after, defined)
             if chained and not defined:
                 found += self._adopted(i, rec, label, after, given.get(before))
         if chained and not walk.compare_values:
@@ -273,8 +285,8 @@ class Replayer:
 
     def take_external(self, i: int, rec: m.CallRecord, given: dict[str, Any] | None = None) -> None:
         """Chained replay: inputs written outside the trace (no replay can write them) take the recorded value."""
-        if self.mode != "chained":
-            return
+        if self.mode != "chained" or EXTERNAL not in rec.metadata:
+            return  # (no names listed: `metadata_names` would give none)
         for n in metadata_names(rec.metadata, EXTERNAL, f"call {i} {rec.target}"):
             live = given.get(n) if given is not None else self._tensor(n, False)
             if isinstance(live, torch.Tensor):
@@ -308,6 +320,14 @@ class Replayer:
             ) from None
 
     def _check(self, i: int, rec: m.CallRecord, label: str, got: Any, name: str, values: bool) -> list[Mismatch]:
+        planned = self.byte_checks.get(name)
+        if planned is not None and planned.holds(got, values):
+            return []  # what `_full_check` finds of it, decided without the walk there
+        return self._full_check(i, rec, label, got, name, values)
+
+    def _full_check(
+        self, i: int, rec: m.CallRecord, label: str, got: Any, name: str, values: bool
+    ) -> list[Mismatch]:  # fmt: skip
         want = self.src.meta(name)
         if want is None:
             return self._found(i, rec, label, Difference("missing", f"the trace has no payload for {name!r}"))

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from opwire.errors import DecodeError
-from opwire.recording.payloads import span_of, tensor_value
+from opwire.recording.payloads import ByteCheck, span_of, tensor_value
 from opwire.recording.stream_reader import TraceReader
 from opwire.recording.tensor_names import object_of
 from opwire.schema import models as m
@@ -60,6 +60,11 @@ class TraceSource:
         """Whether `t` holds the recorded payload of `name` byte for byte in its recorded layout (False: cannot
         tell without rebuilding it; a reader that can compare in place overrides this)."""
         return False
+
+    def byte_check(self, name: str) -> ByteCheck | None:
+        """`same_bytes` of `name` planned ahead, for a loop that checks many outputs (`payloads.ByteCheck`); None
+        where the source has no plan (the full check then runs, as it always may)."""
+        return None
 
     def names(self) -> list[str]:
         """Every tensor name."""
@@ -178,6 +183,9 @@ class StreamSource(TraceSource):
 
     def same_bytes(self, name: str, t: torch.Tensor) -> bool:
         return name not in self._replaced and self.reader.same_bytes(name, t)
+
+    def byte_check(self, name: str) -> ByteCheck | None:
+        return None if name in self._replaced else self.reader.byte_check(name, self._replaced)
 
     def meta(self, name: str) -> m.TensorValue | None:
         t = self._replaced.get(name)

@@ -6,12 +6,12 @@ import hashlib
 import io
 import os
 import zlib
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from opwire.errors import DecodeError, printable
+from opwire.errors import DecodeError, OpwireError, printable
 from opwire.recording.stream_frames import DIGEST, FRAME, KIND_MEMBER, MAX_FRAME, MEMBER_KIND, PAYLOAD, ROOT
 from opwire.schema import models as m
 from opwire.serde import budgets, framing, thrift
@@ -19,6 +19,8 @@ from opwire.serde.tensor_layout import MAX_STORAGE_SLACK, SLACK_BYTES
 
 if TYPE_CHECKING:
     import torch
+
+    from opwire.recording.payloads import ByteCheck, Scratch
 
 __all__ = ["TraceReader"]
 
@@ -57,6 +59,7 @@ class TraceReader:
         self._f: io.BufferedReader = open(self.path, "rb")
         self._size = os.fstat(self._f.fileno()).st_size
         self._verified: set[str] = set()
+        self._scratch: Scratch | None = None  # the buffer its byte checks read payloads into (`byte_check`)
         try:
             self._index = self._scan()
         except BaseException:
@@ -298,6 +301,29 @@ class TraceReader:
         offset, size = loc
         data = os.pread(self._f.fileno(), size, offset)  # no seek: the reader seeks before each of its reads
         return len(data) == size and span_equals(t, entry.value, data)
+
+    def byte_check(self, name: str, gone: Container[str] = ()) -> ByteCheck | None:
+        """`same_bytes` of `name` planned ahead (`payloads.ByteCheck`), declining once `name` is in `gone` (replaced
+        by its source); None where it could never say yes: no entry, no payload in the file, undefined content, a
+        digest (`compare_tensor` compares digests then), a layout its payload's length does not fit, nothing to
+        compare. The payload's place was bounded by the file's size when it was indexed; a file cut since reads
+        short, and the check declines."""
+        from opwire.recording.payloads import ByteCheck, Scratch, check_span  # deferred: torch; records need none
+
+        entry = self._index.tensors.get(name)
+        loc = self._index.payloads.get(entry.payload) if entry is not None and entry.payload is not None else None
+        if entry is None or loc is None or entry.undefined or entry.value.digest is not None:
+            return None
+        offset, size = loc
+        try:
+            dtype, count = check_span(entry.value, size, f"{self.source}: tensors[{name!r}]")
+        except OpwireError:
+            return None  # `load` refuses it: the full path reports it
+        if not size:
+            return None
+        if self._scratch is None:
+            self._scratch = Scratch()  # one per reader, shared by its checks (a reader serves one thread)
+        return ByteCheck(name, entry.value, dtype, count, self._f.fileno, offset, size, self._scratch, gone)
 
     def verify(self) -> tuple[int, int]:
         """Check every payload's SHA-256 and every record frame's CRC-32 (read once, in chunks); (payloads, records).

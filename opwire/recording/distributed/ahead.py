@@ -1,6 +1,7 @@
 """What a `--collectives` rank prepares before its replay starts: records decoded and checked against the policy,
 each record's walk built (`Replayer.walk`: its node, names and labels) and its node bound, the tensor entries and
-freed lists it reads decoded, so the replay loop runs the calls and compares their outputs, and little else.
+freed lists it reads decoded, and the byte check of each value it compares planned (`Replayer.byte_checks`: the
+payload's layout and place in the file), so the replay loop runs the calls and compares their outputs, and little else.
 
 Each step is one the loop would otherwise take at the record's first use, taken in the same order of records. A
 step that fails here is left to the loop, which then fails at the same call with the same error: a bind error is
@@ -10,20 +11,25 @@ ahead (the loop decodes it, and everything after it, where it did before).
 
 What is held is bounded: the first `AHEAD_RECORDS` records and their walks are kept (the rest are decoded twice,
 by the policy check and by the loop, as before); tensor entries and freed lists are what the reader keeps once
-read anyway; bound plans are the executor's bounded table; node shapes are the replayer's cache.
+read anyway; a byte check is a few numbers per compared value of the kept records (no payload bytes held); bound
+plans are the executor's bounded table; node shapes are the replayer's cache.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+import torch
+
 from opwire.errors import OpwireError
 from opwire.proxy_executor.exec_policy import ExecPolicy
 from opwire.recording.collectives import is_distributed_op
+from opwire.recording.payloads import ByteCheck
 from opwire.recording.replay_engine import CallWalk, Replayer, check_policy
 from opwire.recording.source import TraceSource
 from opwire.schema import models as m
 from opwire.schema.refs import tensor_names
+from opwire.serde.tensors import TORCH_DTYPES
 
 __all__ = ["AHEAD_RECORDS", "Ahead"]
 
@@ -54,7 +60,8 @@ class Ahead:
             yield rec
 
     def warm(self, runner: Replayer) -> None:
-        """Build and bind each kept record's node, decode the tensor entries it names and the freed lists."""
+        """Build and bind each kept record's node (its fast call prepared), decode the tensor entries it names and the
+        freed lists, plan the byte checks of the values it compares."""
         entries = True
         try:
             self.src.freed_after(-1)
@@ -65,22 +72,32 @@ class Ahead:
             if "skipped" not in rec.metadata and not is_distributed_op(rec.target):
                 try:
                     walk = runner.walk(i, rec)
-                    runner.ex.plan(walk.shape.node)
+                    plan = runner.ex.plan(walk.shape.node)
+                    plan.prepared()  # its fast call made (`run_plan`'s)
                 except Exception:  # left to the loop, which reports it at this call
                     walk = None
+                else:
+                    stand_ins = _stand_ins(self.src, walk)
+                    if stand_ins is not None:
+                        plan.estimate_ahead(stand_ins)  # the memory estimate of these shapes, kept for the call
             self.walks.append(walk)
             if entries:
-                entries = self._entries(i, rec)
+                entries = self._entries(i, rec, walk, runner.byte_checks)
 
-    def _entries(self, i: int, rec: m.CallRecord) -> bool:
-        """Decode the entries record `i` names and the objects freed after it; False at the first that fails."""
+    def _entries(self, i: int, rec: m.CallRecord, walk: CallWalk | None, checks: dict[str, ByteCheck]) -> bool:
+        """Decode the entries record `i` names and the objects freed after it, planning the byte check of each value
+        the loop compares (its outputs, the arguments it writes) into `checks`; False at the first that fails."""
         try:
             for na in rec.inputs:
                 for n in tensor_names(na.arg):
                     self.src.undefined(n)
-            for arg in rec.outputs:
-                for n in tensor_names(arg):
-                    self.src.undefined(n)
+            compared = [n for arg in rec.outputs for n in tensor_names(arg)]
+            compared += [after for _, _, after, _ in walk.writes] if walk is not None else []
+            for n in compared:
+                self.src.undefined(n)
+                planned = self.src.byte_check(n)
+                if planned is not None:
+                    checks[n] = planned
             self.src.freed_after(i)
         except OpwireError:
             return False
@@ -114,3 +131,22 @@ class _Listed(TraceSource):
                 return
             if i >= start:
                 yield rec
+
+
+def _stand_ins(src: TraceSource, walk: CallWalk) -> dict[str, torch.Tensor] | None:
+    """The call's tensor inputs as meta tensors of their recorded layouts (nothing allocated), keyed as the node
+    reads them; None when one has no layout torch can take (the call reads it and reports it)."""
+    out: dict[str, torch.Tensor] = {}
+    for slot, name in walk.slots:
+        try:
+            meta = src.meta(name)
+        except OpwireError:
+            return None
+        dtype = TORCH_DTYPES.get(meta.dtype) if meta is not None else None
+        if meta is None or dtype is None:
+            return None
+        try:
+            out[slot] = torch.empty_strided(list(meta.sizes), list(meta.strides), dtype=dtype, device="meta")
+        except (RuntimeError, TypeError, ValueError, OverflowError):
+            return None
+    return out
