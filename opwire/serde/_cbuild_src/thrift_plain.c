@@ -28,54 +28,6 @@ static void container(Reader *r, Py_ssize_t n) {
         r->event = E_LONG;
 }
 
-static PyObject *plain_list(Reader *r, TypeNode *t) {
-    Py_ssize_t n;
-    if (list_header(r, t->a, &n) < 0)
-        return NULL;
-    container(r, n);
-    PyObject *list = PyList_New(n);
-    if (list == NULL)
-        return NULL;
-    if (track_later(r, list) < 0) {
-        Py_DECREF(list);
-        return NULL;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *x = plain_value(r, t->a);
-        if (x == NULL) {
-            Py_DECREF(list);
-            return NULL;
-        }
-        PyList_SET_ITEM(list, i, x);
-    }
-    return list;
-}
-
-static PyObject *plain_map(Reader *r, TypeNode *t) {
-    Py_ssize_t n;
-    if (map_header(r, t->a, t->b, &n) < 0)
-        return NULL;
-    container(r, n);
-    PyObject *dict = PyDict_New();
-    if (dict == NULL)
-        return NULL;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *k = string(r, K_STRING), *v = k ? plain_value(r, t->b) : NULL; /* keys are not counted */
-        int bad = v == NULL || PyDict_SetItem(dict, k, v) < 0;
-        Py_XDECREF(k);
-        Py_XDECREF(v);
-        if (bad || PyDict_GET_SIZE(dict) != i + 1) { /* a repeated key: not what the codec writes */
-            Py_DECREF(dict);
-            return cb_fallback();
-        }
-    }
-    if (track_later(r, dict) < 0) { /* once filled: storing a container in a dict tracks it again */
-        Py_DECREF(dict);
-        return NULL;
-    }
-    return dict;
-}
-
 /* an object of `sp`'s plain class holding `dict` (stolen) as its `__dict__` */
 static PyObject *plain_object(Reader *r, StructPlan *sp, PyObject *dict) {
     PyTypeObject *cls = (PyTypeObject *)sp->plain_cls;
@@ -182,9 +134,9 @@ static PyObject *plain_value(Reader *r, int ti) {
     if (t->kind == K_STRUCT)
         return plain_struct(r, t->a);
     if (t->kind == K_LIST)
-        return plain_list(r, t);
+        return list_of(r, t, plain_value, container);
     if (t->kind == K_MAP)
-        return plain_map(r, t);
+        return map_of(r, t, plain_value, container);
     r->own++;
     switch (t->kind) {
     case K_BOOL:

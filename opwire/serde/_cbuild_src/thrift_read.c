@@ -13,53 +13,6 @@
 
 static PyObject *read_value(Reader *r, int ti);
 
-static PyObject *read_list(Reader *r, TypeNode *t) {
-    Py_ssize_t n;
-    if (list_header(r, t->a, &n) < 0)
-        return NULL;
-    PyObject *list = PyList_New(n);
-    if (list == NULL)
-        return NULL;
-    if (track_later(r, list) < 0) {
-        Py_DECREF(list);
-        return NULL;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *x = read_value(r, t->a);
-        if (x == NULL) {
-            Py_DECREF(list);
-            return NULL;
-        }
-        PyList_SET_ITEM(list, i, x);
-    }
-    return list;
-}
-
-static PyObject *read_map(Reader *r, TypeNode *t) {
-    Py_ssize_t n;
-    if (map_header(r, t->a, t->b, &n) < 0)
-        return NULL;
-    PyObject *dict = PyDict_New();
-    if (dict == NULL)
-        return NULL;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *k = string(r, K_STRING), *v = k ? read_value(r, t->b) : NULL; /* keys are not counted */
-        int bad = v == NULL || PyDict_SetItem(dict, k, v) < 0;
-        Py_XDECREF(k);
-        Py_XDECREF(v);
-        if (bad || PyDict_GET_SIZE(dict) != i + 1) { /* a repeated key: not what the codec writes */
-            Py_DECREF(dict);
-            return cb_fallback(); /* (keeps a TooMany) */
-        }
-    }
-    if (track_later(r, dict) < 0) { /* once filled: storing a container in a dict tracks it again */
-        Py_DECREF(dict);
-        return NULL;
-    }
-    return dict;
-}
-
-
 static PyObject *read_struct(Reader *r, int si) {
     StructPlan *sp = &r->p->structs[si];
     if (r->structs >= MAX_STRUCTS)
@@ -188,9 +141,9 @@ static PyObject *read_value(Reader *r, int ti) {
     case K_STRUCT:
         return read_struct(r, t->a);
     case K_LIST:
-        return read_list(r, t);
+        return list_of(r, t, read_value, NULL);
     case K_MAP:
-        return read_map(r, t);
+        return map_of(r, t, read_value, NULL);
     }
     return cb_fallback();
 }

@@ -265,4 +265,61 @@ static inline int map_header(Reader *r, int ki, int vi, Py_ssize_t *n) {
     return 0;
 }
 
+/* how a reader reads one value of type `ti` (a model or a plain object for a struct); `seen`, when set, is told
+   each container's length once its header is read (the plain reader counts it) */
+typedef PyObject *(*ValueFn)(Reader *r, int ti);
+typedef void (*SeenFn)(Reader *r, Py_ssize_t n);
+
+/* a list of `t`'s items, each read by `value` */
+static inline PyObject *list_of(Reader *r, TypeNode *t, ValueFn value, SeenFn seen) {
+    Py_ssize_t n;
+    if (list_header(r, t->a, &n) < 0)
+        return NULL;
+    if (seen != NULL)
+        seen(r, n);
+    PyObject *list = PyList_New(n);
+    if (list == NULL)
+        return NULL;
+    if (track_later(r, list) < 0) {
+        Py_DECREF(list);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *x = value(r, t->a);
+        if (x == NULL) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, i, x);
+    }
+    return list;
+}
+
+/* a map of string keys to `t`'s values, each read by `value` */
+static inline PyObject *map_of(Reader *r, TypeNode *t, ValueFn value, SeenFn seen) {
+    Py_ssize_t n;
+    if (map_header(r, t->a, t->b, &n) < 0)
+        return NULL;
+    if (seen != NULL)
+        seen(r, n);
+    PyObject *dict = PyDict_New();
+    if (dict == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *k = string(r, K_STRING), *v = k ? value(r, t->b) : NULL; /* keys are not counted */
+        int bad = v == NULL || PyDict_SetItem(dict, k, v) < 0;
+        Py_XDECREF(k);
+        Py_XDECREF(v);
+        if (bad || PyDict_GET_SIZE(dict) != i + 1) { /* a repeated key: not what the codec writes */
+            Py_DECREF(dict);
+            return cb_fallback(); /* (keeps a TooMany) */
+        }
+    }
+    if (track_later(r, dict) < 0) { /* once filled: storing a container in a dict tracks it again */
+        Py_DECREF(dict);
+        return NULL;
+    }
+    return dict;
+}
+
 #endif
