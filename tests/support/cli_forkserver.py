@@ -9,6 +9,10 @@ the request's directory (under the request's RLIMIT_AS, if any), reads stdin fro
 way an interpreter does (a `SystemExit` code, or the traceback of an uncaught exception and 1, then the
 atexit handlers). The server never runs an op, so a child forks from a process without a thread pool, as
 a freshly started `opwire` is. A request that passes its timeout is killed; the reply says so.
+
+A request with "module" runs that module as `python -m MODULE ARGV` does instead (`torch.distributed.run`: a
+`torchrun` line's launcher, whose ranks it starts as fresh interpreters of their own), in the request's "env" as
+its whole environment when given: the launcher costs its run, not another import of torch.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import atexit
 import json
 import os
 import resource
+import runpy
 import signal
 import sys
 import time
@@ -38,13 +43,21 @@ def _child(request: dict[str, object]) -> None:
     sys.stdin = open(0, encoding="utf-8", closefd=False)
     sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
     sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+    if request.get("env") is not None:
+        os.environ.clear()
+        os.environ.update(request["env"])  # type: ignore[arg-type]
     argv = [str(a) for a in request["argv"]]  # type: ignore[attr-defined]
-    sys.argv = ["opwire", *argv]
+    module = request.get("module")
+    sys.argv = [str(module) if module else "opwire", *argv]
     code = 1
     try:
-        from opwire.cli import main
+        if module:
+            runpy.run_module(str(module), run_name="__main__", alter_sys=True)
+            code = 0
+        else:
+            from opwire.cli import main
 
-        code = main(argv)
+            code = main(argv)
     except SystemExit as exc:
         if exc.code is None or isinstance(exc.code, int):
             code = exc.code or 0
