@@ -4,7 +4,8 @@
 
 The server imports torch (Dynamo too, which torch itself loads lazily on a command's first custom-op call),
 the CLI and every command module, then forks one child per request: the child moves to
-the request's directory (under the request's RLIMIT_AS, if any), reads stdin from /dev/null, points stdout/stderr at the request's files, sets
+the request's directory (under the request's RLIMIT_AS, if any: "limit_as" bytes, or "headroom_as" bytes beyond the
+server's own size), reads stdin from /dev/null, points stdout/stderr at the request's files, sets
 `sys.argv` and calls `opwire.cli.main(argv)`, exactly what the `opwire` console script calls, then exits the
 way an interpreter does (a `SystemExit` code, or the traceback of an uncaught exception and 1, then the
 atexit handlers). The server never runs an op, so a child forks from a process without a thread pool, as
@@ -28,10 +29,20 @@ import time
 import traceback
 
 
+def _vm_size() -> int:
+    """This process's address space in bytes (VmSize)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmSize in /proc/self/status")
+
+
 def _child(request: dict[str, object]) -> None:
     os.setpgid(0, 0)  # its own process group: a timeout kills the command and what it started
-    if request.get("limit_as"):
-        limit = int(request["limit_as"])  # type: ignore[call-overload]
+    if request.get("limit_as") or request.get("headroom_as"):
+        # an absolute limit, or the server's own size (the imported CLI, as this fresh fork holds it) plus headroom
+        limit = int(request.get("limit_as") or _vm_size() + int(request["headroom_as"]))  # type: ignore[call-overload]
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     os.chdir(str(request["cwd"]))
     stdin = os.open(os.devnull, os.O_RDONLY)

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Cli", "one_line", "run_cli", "run_cli_fresh", "run_module"]
+__all__ = ["Cli", "one_line", "run_cli", "run_cli_fresh", "run_module", "serve"]
 
 Cli = Callable[..., "subprocess.CompletedProcess[str]"]
 
@@ -71,16 +71,24 @@ def run_module(
     return _serve([sys.executable, "-m", module], [str(a) for a in args], request)
 
 
+def serve(request: dict[str, Any]) -> dict[str, Any]:
+    """Run one request (tests/support/cli_forkserver.py) in a child of this worker's fork server; the server's reply:
+    {"returncode": N (minus the signal that killed it), "cpu": S} or {"timeout": True, "cpu": S}."""
+    with _lock:
+        proc = _server()
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps(request) + "\n")
+        reply: dict[str, Any] = json.loads(proc.stdout.readline())
+    return reply
+
+
 def _serve(command: list[str], argv: list[str], request: dict[str, Any]) -> subprocess.CompletedProcess[str]:
     """Send one request to this worker's fork server and wait for the child; its output and exit code."""
     with _lock:
-        proc = _server()
+        _server()
         _state["n"] += 1
         out, err = (_state["dir"] / f"{_state['n']}.{name}" for name in ("out", "err"))
-        request = {**request, "argv": argv, "out": str(out), "err": str(err)}
-        assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write(json.dumps(request) + "\n")
-        reply = json.loads(proc.stdout.readline())
+    reply = serve({**request, "argv": argv, "out": str(out), "err": str(err)})
     stdout, stderr = (p.read_text(encoding="utf-8") for p in (out, err))
     out.unlink()
     err.unlink()
