@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.clirun import run_cli
+from support.clirun import run_cli, run_module
 
 TUTORIALS = Path(__file__).resolve().parents[1] / "docs" / "tutorials"
 _BLOCK = re.compile(
@@ -113,15 +113,13 @@ def _run_console(body: str, cwd: Path, where: str, fresh: bool) -> str:
 
 
 def _torchrun(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, str]:
-    """A `torchrun` line as the reader types it (this checkout's opwire first on the path), bounded in time."""
-    import os
-    import subprocess
-
+    """A `torchrun` line as the reader types it (this checkout's opwire first on the path), bounded in time: the
+    launcher is forked from the CLI fork server (torch imported once per worker); the ranks start fresh, as
+    torchrun starts them."""
     full = {**os.environ, **env, "OMP_NUM_THREADS": "1"}
     root = str(Path(__file__).resolve().parents[1])
     full["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [full.get("PYTHONPATH")])])
-    cmd = [sys.executable, "-m", "torch.distributed.run", *argv]
-    done = subprocess.run(cmd, cwd=cwd, env=full, capture_output=True, text=True, timeout=600)
+    done = run_module("torch.distributed.run", *argv, cwd=cwd, env=full, timeout=600)
     return done.returncode, done.stdout + done.stderr
 
 

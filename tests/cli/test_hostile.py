@@ -3,24 +3,22 @@
 For every command of every case: the documented exit code, exactly one line on stderr naming the
 command and matching the case's pattern, no traceback, nothing on stdout, no file created or changed
 beside the inputs (the side effect an attack is after), no signal, no hang, and under 10 s of CPU,
-all under RLIMIT_AS (tests/support/hostile_driver.py forks each command from one process that imported torch).
+all under RLIMIT_AS (tests/support/hostile_driver.py: each command forked by the CLI fork server, which imported
+torch once).
 """
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.hostile import CASES, Case, Work
+from support.hostile_driver import run_jobs
 
 pytestmark = pytest.mark.xdist_group("hostile_cli")  # the module-scoped fixture is built once, on one worker
 
-_DRIVER = Path(__file__).parents[1] / "support" / "hostile_driver.py"
 CPU_SECONDS = 10.0
 
 JOBS = [(case, command) for case in CASES for command in case.commands]
@@ -56,10 +54,7 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], 
             (d / "_stderr").touch()
             meta.append((case, command, d, _snapshot(d)))
             jobs.append({"argv": argv, "cwd": str(d), "out": str(d / "_stdout"), "err": str(d / "_stderr")})
-    jobs_file, results_file = root / "jobs.json", root / "results.json"
-    jobs_file.write_text(json.dumps(jobs))
-    subprocess.run([sys.executable, str(_DRIVER), str(jobs_file), str(results_file)], check=True, timeout=1800)
-    results = json.loads(results_file.read_text())
+    results = run_jobs(jobs)
     out = {}
     for (case, command, d, before), result in zip(meta, results, strict=True):
         after = _snapshot(d)

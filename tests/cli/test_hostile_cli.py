@@ -1,6 +1,6 @@
 """The CLI never trusts the file: names printed escaped (one error is one line), bounded output summaries,
 and output paths that are never a symlink, a non-regular file, or an input. Each command runs in its own
-process under RLIMIT_AS (tests/support/hostile_driver.py's headroom: 2 GiB beyond what the imported CLI holds).
+process under RLIMIT_AS (4 GiB for the whole process; torch's import maps about 0.7 GiB).
 """
 
 from __future__ import annotations

@@ -1,25 +1,21 @@
 """The executing commands over tests/support/hostile_exec.py: one line on stderr, the documented exit code, no side effect.
 
 Every case runs as its own process under RLIMIT_AS (an attack that allocates past the budget dies there
-instead of passing), forked by tests/support/hostile_driver.py from one process that imported torch once, so the
+instead of passing), forked by the CLI fork server (tests/support/hostile_driver.py), which imported torch once, so the
 table costs one torch import, not one per case.
 """
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.hostile_driver import run_jobs
 from support.hostile_exec import CASES, Case
 
 pytestmark = pytest.mark.xdist_group("hostile_exec")  # the module-scoped fixture is built once, on one worker
-
-_DRIVER = Path(__file__).parents[1] / "support" / "hostile_driver.py"
 
 
 @pytest.fixture(scope="module")
@@ -35,10 +31,7 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[dict[s
             {"argv": [case.command, *argv], "cwd": str(d), "out": str(d / "_stdout"), "err": str(d / "_stderr")}
         )
         dirs.append(d)
-    jobs_file, results_file = root / "jobs.json", root / "results.json"
-    jobs_file.write_text(json.dumps(jobs))
-    subprocess.run([sys.executable, str(_DRIVER), str(jobs_file), str(results_file)], check=True, timeout=1800)
-    results = json.loads(results_file.read_text())
+    results = run_jobs(jobs)
     return {case.name: (result, d) for case, result, d in zip(CASES, results, dirs, strict=True)}
 
 

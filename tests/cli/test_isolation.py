@@ -11,12 +11,11 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
-from support.clirun import one_line, run_cli
+from support.clirun import one_line, run_cli, run_module
 from support.isolation_escapes import refused
 from support.isolation_files import (
     nodes_calling,
@@ -87,9 +86,9 @@ def test_a_crash_in_a_run_directory_names_the_rank_and_the_call(d: Path) -> None
 def test_a_crash_under_collectives_is_one_line_naming_the_rank_and_the_call(d: Path) -> None:
     """`replay RUN --collectives` replays each rank in a sandboxed fork: a crash there is the rank's one error line."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "1", "-m", "opwire"]
+    cmd = ["--standalone", "--nproc-per-node", "1", "-m", "opwire"]  # torchrun's launcher, forked; the rank fresh
     args = ["replay", "segv.run", "--collectives", "--collective-timeout", "30", "--import", "isolib"]
-    done = subprocess.run([*cmd, *args], cwd=d, capture_output=True, text=True, timeout=300, env=env)
+    done = run_module("torch.distributed.run", *cmd, *args, cwd=d, env=env, timeout=300)
     assert done.returncode != 0
     lines = [ln for ln in done.stderr.splitlines() if ln.startswith("opwire replay: error:")]
     assert len(lines) == 1 and re.search(r"rank 0: .*SIGSEGV\) while running call 1 \(opwire_iso::segv", lines[0]), (

@@ -4,11 +4,16 @@
 
 The server imports torch (Dynamo too, which torch itself loads lazily on a command's first custom-op call),
 the CLI and every command module, then forks one child per request: the child moves to
-the request's directory (under the request's RLIMIT_AS, if any), reads stdin from /dev/null, points stdout/stderr at the request's files, sets
+the request's directory (under the request's RLIMIT_AS, if any: "limit_as" bytes, or "headroom_as" bytes beyond the
+server's own size), reads stdin from /dev/null, points stdout/stderr at the request's files, sets
 `sys.argv` and calls `opwire.cli.main(argv)`, exactly what the `opwire` console script calls, then exits the
 way an interpreter does (a `SystemExit` code, or the traceback of an uncaught exception and 1, then the
 atexit handlers). The server never runs an op, so a child forks from a process without a thread pool, as
 a freshly started `opwire` is. A request that passes its timeout is killed; the reply says so.
+
+A request with "module" runs that module as `python -m MODULE ARGV` does instead (`torch.distributed.run`: a
+`torchrun` line's launcher, whose ranks it starts as fresh interpreters of their own), in the request's "env" as
+its whole environment when given: the launcher costs its run, not another import of torch.
 """
 
 from __future__ import annotations
@@ -17,16 +22,27 @@ import atexit
 import json
 import os
 import resource
+import runpy
 import signal
 import sys
 import time
 import traceback
 
 
+def _vm_size() -> int:
+    """This process's address space in bytes (VmSize)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmSize in /proc/self/status")
+
+
 def _child(request: dict[str, object]) -> None:
     os.setpgid(0, 0)  # its own process group: a timeout kills the command and what it started
-    if request.get("limit_as"):
-        limit = int(request["limit_as"])  # type: ignore[call-overload]
+    if request.get("limit_as") or request.get("headroom_as"):
+        # an absolute limit, or the server's own size (the imported CLI, as this fresh fork holds it) plus headroom
+        limit = int(request.get("limit_as") or _vm_size() + int(request["headroom_as"]))  # type: ignore[call-overload]
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     os.chdir(str(request["cwd"]))
     stdin = os.open(os.devnull, os.O_RDONLY)
@@ -38,13 +54,21 @@ def _child(request: dict[str, object]) -> None:
     sys.stdin = open(0, encoding="utf-8", closefd=False)
     sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
     sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+    if request.get("env") is not None:
+        os.environ.clear()
+        os.environ.update(request["env"])  # type: ignore[arg-type]
     argv = [str(a) for a in request["argv"]]  # type: ignore[attr-defined]
-    sys.argv = ["opwire", *argv]
+    module = request.get("module")
+    sys.argv = [str(module) if module else "opwire", *argv]
     code = 1
     try:
-        from opwire.cli import main
+        if module:
+            runpy.run_module(str(module), run_name="__main__", alter_sys=True)
+            code = 0
+        else:
+            from opwire.cli import main
 
-        code = main(argv)
+            code = main(argv)
     except SystemExit as exc:
         if exc.code is None or isinstance(exc.code, int):
             code = exc.code or 0

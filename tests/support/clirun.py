@@ -3,7 +3,8 @@
 Each command runs in its own process: a fork of tests/support/cli_forkserver.py, a server (one per test worker) that
 imported the CLI once, so a command costs what it does rather than torch's import. Commands that need
 another environment or stdin start `python -m opwire.cli` from scratch; tests/cli/test_main.py and the
-tests that check start-up itself always do.
+tests that check start-up itself always do. `run_module` forks a `torchrun` launcher the same way (its ranks start
+fresh, as torchrun starts them).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Cli", "one_line", "run_cli", "run_cli_fresh"]
+__all__ = ["Cli", "one_line", "run_cli", "run_cli_fresh", "run_module", "serve"]
 
 Cli = Callable[..., "subprocess.CompletedProcess[str]"]
 
@@ -58,22 +59,42 @@ def run_cli(
     *args: object, cwd: Path, timeout: float = 600, limit_as: int | None = None
 ) -> subprocess.CompletedProcess[str]:
     """The finished `opwire ARGS` process, run in `cwd` (text output), under RLIMIT_AS `limit_as` if given."""
-    argv = [str(a) for a in args]
+    return _serve(["opwire"], [str(a) for a in args], {"cwd": str(cwd), "timeout": timeout, "limit_as": limit_as})
+
+
+def run_module(
+    module: str, *args: object, cwd: Path, env: dict[str, str], timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    """The finished `python -m MODULE ARGS` process (e.g. `torch.distributed.run`, torchrun), run in `cwd` with `env`
+    as its whole environment, forked from the server (torch already imported) rather than started from scratch."""
+    request = {"cwd": str(cwd), "timeout": timeout, "module": module, "env": env}
+    return _serve([sys.executable, "-m", module], [str(a) for a in args], request)
+
+
+def serve(request: dict[str, Any]) -> dict[str, Any]:
+    """Run one request (tests/support/cli_forkserver.py) in a child of this worker's fork server; the server's reply:
+    {"returncode": N (minus the signal that killed it), "cpu": S} or {"timeout": True, "cpu": S}."""
     with _lock:
         proc = _server()
-        _state["n"] += 1
-        out, err = (_state["dir"] / f"{_state['n']}.{name}" for name in ("out", "err"))
-        request = {"argv": argv, "cwd": str(cwd), "out": str(out), "err": str(err), "timeout": timeout}
-        request["limit_as"] = limit_as
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(json.dumps(request) + "\n")
-        reply = json.loads(proc.stdout.readline())
+        reply: dict[str, Any] = json.loads(proc.stdout.readline())
+    return reply
+
+
+def _serve(command: list[str], argv: list[str], request: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    """Send one request to this worker's fork server and wait for the child; its output and exit code."""
+    with _lock:
+        _server()
+        _state["n"] += 1
+        out, err = (_state["dir"] / f"{_state['n']}.{name}" for name in ("out", "err"))
+    reply = serve({**request, "argv": argv, "out": str(out), "err": str(err)})
     stdout, stderr = (p.read_text(encoding="utf-8") for p in (out, err))
     out.unlink()
     err.unlink()
     if reply.get("timeout"):
-        raise subprocess.TimeoutExpired(["opwire", *argv], timeout, stdout, stderr)
-    return subprocess.CompletedProcess(["opwire", *argv], reply["returncode"], stdout, stderr)
+        raise subprocess.TimeoutExpired([*command, *argv], request["timeout"], stdout, stderr)
+    return subprocess.CompletedProcess([*command, *argv], reply["returncode"], stdout, stderr)
 
 
 def one_line(proc: subprocess.CompletedProcess[str], command: str) -> str:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
+
+from support.clirun import run_module
 
 __all__ = ["JOB", "SHARE_JOB", "torchrun"]
 
@@ -22,7 +23,8 @@ def torchrun(
     full = {**os.environ, **(env or {})}
     full["PYTHONPATH"] = os.pathsep.join([str(_ROOT), *filter(None, [full.get("PYTHONPATH")])])
     full.setdefault("OMP_NUM_THREADS", "1")
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+    cmd = ["--standalone", "--nproc-per-node", "2"]
     if not str(args[0]).endswith(".py"):  # a script runs as itself, anything else as `-m opwire ARGS`
         cmd += ["-m", "opwire"]
-    return subprocess.run([*cmd, *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=full)
+    # the launcher forked from the CLI fork server (torch imported once per worker); the ranks start fresh
+    return run_module("torch.distributed.run", *cmd, *args, cwd=cwd, env=full, timeout=timeout)

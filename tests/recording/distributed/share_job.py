@@ -1,25 +1,29 @@
 """Run by the tests under torchrun: `opwire ranks`, `diff` and `replay` of run directories, each split over the
 launched processes; every process writes each command's exit code and what it printed to OUT.<command>.<RANK>.
 
-Each command runs in a child process, as `torchrun -m opwire ...` would start it (a process that joined and left a
-gloo group does not fork sandboxed children safely afterwards), with a rendezvous store of its own: a port next to
-the launcher's, served by process 0's child (children of one launch would otherwise meet on the launcher's store
-under the same keys)."""
+Each command runs in a child process forked by this process, after it imported torch and the CLI once, as the
+tests' CLI fork server does (tests/support/cli_forkserver.py): the child calls `opwire.cli.main(argv)`, what
+`torchrun -m opwire ...` would run. This process itself never joins a gloo group (one that joined and left one does
+not fork sandboxed children safely afterwards). Each command gets a rendezvous store of its own: a port next to the
+launcher's, served by process 0's child (children of one launch would otherwise meet on the launcher's store under
+the same keys)."""
 
 import os
-import subprocess
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "support"))
+from cli_forkserver import prepare, run_command  # tests/support, beside the CLI fork server
 
 run, other, out = sys.argv[1:4]
 commands = (("ranks", ["ranks", run]), ("diff", ["diff", run, other]), ("replay", ["replay", run]))
+prepare()
+launcher_port = int(os.environ["MASTER_PORT"])
+os.environ["TORCHELASTIC_USE_AGENT_STORE"] = "False"
 for k, (name, argv) in enumerate(commands):
-    env = {
-        **os.environ,
-        "TORCHELASTIC_USE_AGENT_STORE": "False",
-        "MASTER_PORT": str(int(os.environ["MASTER_PORT"]) + 1 + k),
-    }
-    done = subprocess.run([sys.executable, "-m", "opwire", *argv], capture_output=True, text=True, timeout=240, env=env)
-    with open(f"{out}.{name}.{os.environ['RANK']}", "w") as f:
-        f.write(f"{done.returncode}\n{done.stdout}")
-    with open(f"{out}.{name}.{os.environ['RANK']}.err", "w") as f:
-        f.write(done.stderr)
+    os.environ["MASTER_PORT"] = str(launcher_port + 1 + k)  # the forked command's environment
+    stdout = f"{out}.{name}.{os.environ['RANK']}"
+    done = run_command({"argv": argv, "cwd": os.getcwd(), "out": stdout, "err": f"{stdout}.err", "timeout": 240})
+    code = -1 if done.get("timeout") else done["returncode"]
+    printed = Path(stdout).read_text()
+    Path(stdout).write_text(f"{code}\n{printed}")
