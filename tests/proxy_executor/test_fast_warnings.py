@@ -5,10 +5,10 @@ through torch's warning handler, re-issued as OpwireWarnings naming the node, ne
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
-import threading
 import warnings
 from pathlib import Path
 from typing import Any, ClassVar
@@ -181,36 +181,54 @@ def test_a_host_filter_put_in_front_decides_on_the_opwire_warning_not_on_the_raw
     assert seen == []
 
 
-def test_each_thread_gets_its_own_nodes_warnings_and_the_host_thread_keeps_its_own(
-    capfd: pytest.CaptureFixture[str],
-) -> None:
-    ex = _executor(*((name, node("aten::var", {"self": t("x")}, "y")) for name in ("a", "b")))
-    start = threading.Barrier(3)
+_THREADS = """
+import json, os, sys, threading, warnings, torch
+from support.hostile_exec import node, t
+from opwire.proxy_executor import ProxyExecutor
+from opwire.schema import models as m
 
-    def work(index: int) -> None:
-        start.wait()
-        for _ in range(50):
-            ex.call_function(index, [], [torch.ones(1), None])
+nodes = [m.ExternKernelNode(name=n, node=node("aten::var", {"self": t("x")}, "y")) for n in ("a", "b")]
+ex = ProxyExecutor(m.ExternKernelNodes(nodes=nodes))
+start = threading.Barrier(3)
 
-    def host() -> None:
-        start.wait()
-        for i in range(50):
-            warnings.warn(f"host {i}", UserWarning, stacklevel=1)
+def work(index):
+    start.wait()
+    for _ in range(50):
+        ex.call_function(index, [], [torch.ones(1), None])
 
-    with warnings.catch_warnings(record=True) as seen:
-        warnings.simplefilter("always")
-        threads = [threading.Thread(target=work, args=(0,)), threading.Thread(target=work, args=(1,))]
-        threads.append(threading.Thread(target=host))
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
-    said = [str(w.message) for w in seen]
+def host():
+    start.wait()
+    for i in range(50):
+        warnings.warn(f"host {i}", UserWarning, stacklevel=1)
+
+with warnings.catch_warnings(record=True) as seen:
+    warnings.simplefilter("always")
+    threads = [threading.Thread(target=work, args=(0,)), threading.Thread(target=work, args=(1,))]
+    threads.append(threading.Thread(target=host))
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+print(json.dumps([str(w.message) for w in seen]))
+"""
+
+
+def test_each_thread_gets_its_own_nodes_warnings_and_the_host_thread_keeps_its_own(tmp_path: Path) -> None:
+    """Two threads call two nodes while a third warns for itself. In a fresh process: `catch_warnings` swaps the
+    process-wide `showwarning`, so a thread an earlier test left running in this worker (whose own
+    `catch_warnings` ends mid-test) could put it back under this one and take its warnings elsewhere."""
+    tests = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(opwire.__file__).parents[1]), str(tests)])}
+    proc = subprocess.run(
+        [sys.executable, "-c", _THREADS], capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    said: list[str] = json.loads(proc.stdout)
     assert sum(s.startswith(f"extern node 0 'a' (aten::var): the kernel warned: {VAR}") for s in said) == 50
     assert sum(s.startswith(f"extern node 1 'b' (aten::var): the kernel warned: {VAR}") for s in said) == 50
     assert sorted(s for s in said if s.startswith("host ")) == sorted(f"host {i}" for i in range(50))
     assert len(said) == 150
-    assert "degrees of freedom" not in capfd.readouterr().err
+    assert "degrees of freedom" not in proc.stderr
 
 
 def test_a_dispatch_mode_runs_with_the_torch_function_state_a_direct_call_gives_it() -> None:
