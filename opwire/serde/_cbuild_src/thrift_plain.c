@@ -38,6 +38,12 @@ static PyObject *plain_object(Reader *r, StructPlan *sp, PyObject *dict) {
     return o;
 }
 
+/* a compact bool field's value: one of the struct's own */
+static int own_value(Reader *r) {
+    r->own++;
+    return 0;
+}
+
 /* whether enum field `f`'s value `v` is a member of its enum */
 static int known(Reader *r, FieldPlan *f, PyObject *v) {
     TypeNode *t = &r->p->types[f->type];
@@ -54,53 +60,14 @@ static PyObject *plain_struct(Reader *r, int si) {
     PyObject *vals[MAX_FIELDS]; /* by field index (the IDL's order); NULL: left out */
     PyObject *o = NULL;
     long long outer = r->own; /* the enclosing struct's values so far */
-    int last = 0, k = 0, present = 0, j = -1; /* k: position in the wire's order of the next field */
-    for (int q = 0; q < sp->nfields; q++)
-        vals[q] = NULL;
     r->own = 0;
     r->structs++;
-    for (;;) {
-        int id, code;
-        int more = field_header(r, last, &id, &code);
-        if (more < 0)
+    int present = fields_of(r, sp, vals, plain_value, own_value);
+    if (present < 0 || (sp->settled >= 0 && vals[sp->settled] != NULL))
+        goto done; /* not canonical, or a settled field present (settled after the build) */
+    for (int q = 0; q < sp->nfields; q++)
+        if (vals[q] != NULL && !known(r, &sp->fields[q], vals[q]))
             goto done;
-        if (!more)
-            break;
-        j = id > 0 && id <= sp->max_id ? sp->by_id[id] : -1;
-        if (j < 0 || id <= last || (sp->is_union && present) || j == sp->settled) {
-            cb_fallback(); /* unknown, repeated, out of order, a second member, or settled after the build */
-            goto done;
-        }
-        FieldPlan *f = &sp->fields[j];
-        if (!sp->is_union && left_out(sp, &k, j) < 0)
-            goto done;
-        k++;
-        if (r->compact && r->p->types[f->type].kind == K_BOOL) {
-            if (code != 1 && code != 2) {
-                cb_fallback();
-                goto done;
-            }
-            r->own++;
-            vals[j] = PyBool_FromLong(code == 1);
-        } else if (code != code_of(r, f->type)) {
-            cb_fallback();
-            goto done;
-        } else {
-            vals[j] = plain_value(r, f->type);
-        }
-        if (vals[j] == NULL)
-            goto done;
-        if (!known(r, f, vals[j])) {
-            cb_fallback();
-            goto done;
-        }
-        last = id;
-        present++;
-    }
-    if (sp->is_union ? present != 1 : left_out(sp, &k, -1) < 0) {
-        cb_fallback();
-        goto done;
-    }
     PyObject *dict = _PyDict_NewPresized(present);
     if (dict == NULL)
         goto done;

@@ -21,47 +21,10 @@ static PyObject *read_struct(Reader *r, int si) {
         return NULL;
     PyObject *vals[MAX_FIELDS]; /* by field index (the IDL's order); NULL: left out */
     PyObject *dict = NULL, *fields = NULL, *o = NULL;
-    int last = 0, k = 0, present = 0, j = -1; /* k: position in the wire's order of the next field */
-    for (int q = 0; q < sp->nfields; q++)
-        vals[q] = NULL;
     r->structs++;
-    for (;;) {
-        int id, code;
-        int more = field_header(r, last, &id, &code);
-        if (more < 0)
-            goto done;
-        if (!more)
-            break;
-        j = id > 0 && id <= sp->max_id ? sp->by_id[id] : -1;
-        if (j < 0 || id <= last || (sp->is_union && present)) {
-            cb_fallback(); /* unknown, repeated, out of order, or a second member */
-            goto done;
-        }
-        FieldPlan *f = &sp->fields[j];
-        if (!sp->is_union && left_out(sp, &k, j) < 0)
-            goto done;
-        k++;
-        if (r->compact && r->p->types[f->type].kind == K_BOOL) {
-            if (code != 1 && code != 2) {
-                cb_fallback();
-                goto done;
-            }
-            vals[j] = spend(r) < 0 ? NULL : PyBool_FromLong(code == 1);
-        } else if (code != code_of(r, f->type)) {
-            cb_fallback();
-            goto done;
-        } else {
-            vals[j] = read_value(r, f->type);
-        }
-        if (vals[j] == NULL)
-            goto done;
-        last = id;
-        present++;
-    }
-    if (sp->is_union ? present != 1 : left_out(sp, &k, -1) < 0) {
-        cb_fallback();
+    int present = fields_of(r, sp, vals, read_value, spend);
+    if (present < 0)
         goto done;
-    }
     fields = PySet_New(present == sp->nfields ? sp->names : NULL);
     dict = sp->is_union ? PyDict_Copy(sp->tmpl) : _PyDict_NewPresized(sp->nfields);
     if (dict == NULL || fields == NULL)

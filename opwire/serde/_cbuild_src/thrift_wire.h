@@ -322,4 +322,48 @@ static inline PyObject *map_of(Reader *r, TypeNode *t, ValueFn value, SeenFn see
     return dict;
 }
 
+/* how a reader charges a compact bool field's value (its byte is the field header's) */
+typedef int (*ChargeFn)(Reader *r);
+
+/* The fields of struct `sp` into `vals` by field index (NULL where left out), each value read by `value`, a
+   compact bool field's charged by `charge`: in increasing id order, each known and of its IDL wire type, none left
+   out but those whose default is None, a union's exactly one member. The number present, or -1 (an error set:
+   Fallback where the bytes are not canonical). `vals` holds what was read either way: the caller releases it. */
+static inline int fields_of(Reader *r, StructPlan *sp, PyObject **vals, ValueFn value, ChargeFn charge) {
+    int last = 0, k = 0, present = 0; /* k: position in the wire's order of the next field */
+    for (int q = 0; q < sp->nfields; q++)
+        vals[q] = NULL;
+    for (;;) {
+        int id, code;
+        int more = field_header(r, last, &id, &code);
+        if (more < 0)
+            return -1;
+        if (!more)
+            break;
+        int j = id > 0 && id <= sp->max_id ? sp->by_id[id] : -1;
+        if (j < 0 || id <= last || (sp->is_union && present))
+            return fail(); /* unknown, repeated, out of order, or a second member */
+        FieldPlan *f = &sp->fields[j];
+        if (!sp->is_union && left_out(sp, &k, j) < 0)
+            return -1;
+        k++;
+        if (r->compact && r->p->types[f->type].kind == K_BOOL) {
+            if (code != 1 && code != 2)
+                return fail();
+            vals[j] = charge(r) < 0 ? NULL : PyBool_FromLong(code == 1);
+        } else if (code != code_of(r, f->type)) {
+            return fail();
+        } else {
+            vals[j] = value(r, f->type);
+        }
+        if (vals[j] == NULL)
+            return -1;
+        last = id;
+        present++;
+    }
+    if (sp->is_union ? present != 1 : left_out(sp, &k, -1) < 0)
+        return fail();
+    return present;
+}
+
 #endif
