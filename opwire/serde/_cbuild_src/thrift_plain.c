@@ -96,40 +96,16 @@ done:
 
 static PyObject *plain_value(Reader *r, int ti) {
     TypeNode *t = &r->p->types[ti];
-    const unsigned char *at;
-    long long v;
     if (t->kind == K_STRUCT)
         return plain_struct(r, t->a);
     if (t->kind == K_LIST)
         return list_of(r, t, plain_value, container);
     if (t->kind == K_MAP)
         return map_of(r, t, plain_value, container);
+    if (t->kind == K_EXPR)
+        return cb_fallback(); /* only in structs declined as a whole */
     r->own++;
-    switch (t->kind) {
-    case K_BOOL:
-        return boolean(r);
-    case K_I8:
-        return integer(r, 8, &v) < 0 ? NULL : PyLong_FromLongLong(v);
-    case K_I16:
-        return integer(r, 16, &v) < 0 ? NULL : PyLong_FromLongLong(v);
-    case K_I32:
-    case K_ENUM: /* an int: a field's is checked by its struct (`known`) */
-        return integer(r, 32, &v) < 0 ? NULL : PyLong_FromLongLong(v);
-    case K_I64:
-        return integer(r, 64, &v) < 0 ? NULL : PyLong_FromLongLong(v);
-    case K_DOUBLE: {
-        if (take(r, 8, &at) < 0)
-            return NULL;
-        double d = UNPACK8((const char *)at, r->compact ? 1 : 0);
-        if (d == -1.0 && PyErr_Occurred())
-            return NULL;
-        return PyFloat_FromDouble(d);
-    }
-    case K_STRING:
-    case K_BINARY:
-        return string(r, t->kind);
-    }
-    return cb_fallback(); /* K_EXPR: only in structs declined as a whole */
+    return leaf(r, t->kind); /* an enum as its int: a field's is checked by its struct (`known`) */
 }
 
 /* thrift_plain(plan, struct_index, data, compact, limit) -> (plain value, values counted or None) */

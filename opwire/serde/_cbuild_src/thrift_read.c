@@ -61,54 +61,23 @@ done:
 
 static PyObject *read_value(Reader *r, int ti) {
     TypeNode *t = &r->p->types[ti];
-    const unsigned char *at;
-    long long v;
-    if (t->kind != K_STRUCT && spend(r) < 0)
-        return NULL;
-    switch (t->kind) {
-    case K_BOOL:
-        return boolean(r);
-    case K_I8:
-        return integer(r, 8, &v) < 0 ? NULL : PyLong_FromLongLong(v);
-    case K_I16:
-        return integer(r, 16, &v) < 0 ? NULL : PyLong_FromLongLong(v);
-    case K_I32:
-        return integer(r, 32, &v) < 0 ? NULL : PyLong_FromLongLong(v);
-    case K_I64:
-        return integer(r, 64, &v) < 0 ? NULL : PyLong_FromLongLong(v);
-    case K_ENUM: {
-        if (integer(r, 32, &v) < 0)
-            return NULL;
-        PyObject *key = PyLong_FromLongLong(v);
-        if (key == NULL)
-            return NULL;
-        PyObject *member = PyDict_GetItemWithError(t->enum_map, key);
-        Py_DECREF(key);
-        if (member == NULL)
-            return cb_fallback();
-        Py_INCREF(member);
-        return member;
-    }
-    case K_DOUBLE: {
-        if (take(r, 8, &at) < 0)
-            return NULL;
-        double d = UNPACK8((const char *)at, r->compact ? 1 : 0);
-        if (d == -1.0 && PyErr_Occurred())
-            return NULL;
-        return PyFloat_FromDouble(d);
-    }
-    case K_STRING:
-    case K_BINARY:
-    case K_EXPR:
-        return string(r, t->kind);
-    case K_STRUCT:
+    if (t->kind == K_STRUCT)
         return read_struct(r, t->a);
-    case K_LIST:
+    if (spend(r) < 0)
+        return NULL;
+    if (t->kind == K_LIST)
         return list_of(r, t, read_value, NULL);
-    case K_MAP:
+    if (t->kind == K_MAP)
         return map_of(r, t, read_value, NULL);
-    }
-    return cb_fallback();
+    PyObject *v = leaf(r, t->kind);
+    if (v == NULL || t->kind != K_ENUM)
+        return v;
+    PyObject *member = PyDict_GetItemWithError(t->enum_map, v); /* the enum's member, a value the IDL knows */
+    Py_DECREF(v);
+    if (member == NULL)
+        return cb_fallback();
+    Py_INCREF(member);
+    return member;
 }
 
 /* thrift_build(plan, struct_index, data, start, compact, limit) -> (model, values counted) */

@@ -265,6 +265,39 @@ static inline int map_header(Reader *r, int ki, int vi, Py_ssize_t *n) {
     return 0;
 }
 
+/* a value of a leaf kind both readers build alike: bool, the integers (an enum's as its int), double, string,
+   binary, an expression's string; NULL with Fallback for any other kind */
+static inline PyObject *leaf(Reader *r, int kind) {
+    const unsigned char *at;
+    long long v;
+    switch (kind) {
+    case K_BOOL:
+        return boolean(r);
+    case K_I8:
+        return integer(r, 8, &v) < 0 ? NULL : PyLong_FromLongLong(v);
+    case K_I16:
+        return integer(r, 16, &v) < 0 ? NULL : PyLong_FromLongLong(v);
+    case K_I32:
+    case K_ENUM:
+        return integer(r, 32, &v) < 0 ? NULL : PyLong_FromLongLong(v);
+    case K_I64:
+        return integer(r, 64, &v) < 0 ? NULL : PyLong_FromLongLong(v);
+    case K_DOUBLE: {
+        if (take(r, 8, &at) < 0)
+            return NULL;
+        double d = UNPACK8((const char *)at, r->compact ? 1 : 0);
+        if (d == -1.0 && PyErr_Occurred())
+            return NULL;
+        return PyFloat_FromDouble(d);
+    }
+    case K_STRING:
+    case K_BINARY:
+    case K_EXPR:
+        return string(r, kind);
+    }
+    return cb_fallback();
+}
+
 /* how a reader reads one value of type `ti` (a model or a plain object for a struct); `seen`, when set, is told
    each container's length once its header is read (the plain reader counts it) */
 typedef PyObject *(*ValueFn)(Reader *r, int ti);
