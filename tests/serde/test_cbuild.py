@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 from support import corpus
-from support.typed import MODEL_NAMES, assert_identical, strategy_for
+from support.typed import MODEL_NAMES, assert_identical, mutate_bytes, strategy_for
 
 import opwire
 from opwire.schema import models as m
@@ -43,28 +43,10 @@ def test_the_c_builder_is_loaded() -> None:
     assert _cplan.json_build("SymInt", b'{"as_int": 3}') == m.SymInt(as_int=3)  # the plan of the IDL compiles
 
 
-def _mutate(data: bytes, draw: st.DrawFn, splices: list[bytes]) -> bytes:
-    for _ in range(draw(st.integers(1, 3))):
-        n = len(data)
-        pos = draw(st.integers(0, max(n - 1, 0)))
-        kind = draw(st.sampled_from(("flip", "splice", "delete", "truncate", "repeat")))
-        if kind == "flip" and n:
-            data = data[:pos] + bytes([data[pos] ^ draw(st.integers(1, 255))]) + data[pos + 1 :]
-        elif kind == "splice":
-            data = data[:pos] + draw(st.sampled_from(splices) | st.binary(min_size=1, max_size=6)) + data[pos:]
-        elif kind == "delete":
-            data = data[:pos] + data[pos + draw(st.integers(1, 8)) :]
-        elif kind == "truncate":
-            data = data[:pos]
-        else:
-            data = data[:pos] + data[pos : pos + draw(st.integers(1, 6))] * draw(st.integers(2, 300)) + data[pos:]
-    return data
-
-
 @st.composite
 def _json_cases(draw: st.DrawFn) -> tuple[str, bytes]:
     name = draw(st.sampled_from(MODEL_NAMES))
-    return name, _mutate(opwire.dumps(draw(strategy_for(name))), draw, _SPLICES)
+    return name, mutate_bytes(opwire.dumps(draw(strategy_for(name))), draw, _SPLICES, 300)
 
 
 @settings(max_examples=500, deadline=None, suppress_health_check=list(HealthCheck), database=None)
@@ -100,7 +82,9 @@ def _thrift_cases(draw: st.DrawFn) -> tuple[str, str, bytes]:
     codec = draw(st.sampled_from(("binary", "compact")))
     payload = fast.encode(draw(strategy_for(name)), codec)
     if draw(st.booleans()):
-        payload = _mutate(payload, draw, [b"\x00", b"\x01", b"\x02", b"\x7f\xff\xff\xff", b"\xff\xff\xff\xff\x0f"])
+        payload = mutate_bytes(
+            payload, draw, [b"\x00", b"\x01", b"\x02", b"\x7f\xff\xff\xff", b"\xff\xff\xff\xff\x0f"], 300
+        )
     return name, codec, payload
 
 

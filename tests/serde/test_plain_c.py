@@ -13,7 +13,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.typed import MODEL_NAMES, strategy_for
+from support.typed import MODEL_NAMES, mutate_bytes, strategy_for
 
 import opwire
 from opwire.errors import DecodeError
@@ -66,22 +66,11 @@ def _agree(data: bytes, name: str, codec: str, limit: int | None) -> tuple[Any, 
     return ours
 
 
+_SPLICES = [b"\x00", b"\x01", b"\x02", b"\x80", b"\x7f\xff\xff\xff", b"\xff\xff\xff\xff\x0f"]
+
+
 def _mutate(data: bytes, draw: st.DrawFn) -> bytes:
-    splices = [b"\x00", b"\x01", b"\x02", b"\x80", b"\x7f\xff\xff\xff", b"\xff\xff\xff\xff\x0f"]
-    for _ in range(draw(st.integers(1, 3))):
-        pos = draw(st.integers(0, max(len(data) - 1, 0)))
-        kind = draw(st.sampled_from(("flip", "splice", "delete", "truncate", "repeat")))
-        if kind == "flip" and data:
-            data = data[:pos] + bytes([data[pos] ^ draw(st.integers(1, 255))]) + data[pos + 1 :]
-        elif kind == "splice":
-            data = data[:pos] + draw(st.sampled_from(splices) | st.binary(min_size=1, max_size=6)) + data[pos:]
-        elif kind == "delete":
-            data = data[:pos] + data[pos + draw(st.integers(1, 8)) :]
-        elif kind == "truncate":
-            data = data[:pos]
-        else:
-            data = data[:pos] + data[pos : pos + draw(st.integers(1, 6))] * draw(st.integers(2, 40)) + data[pos:]
-    return data
+    return mutate_bytes(data, draw, _SPLICES, 40)
 
 
 @st.composite

@@ -20,6 +20,7 @@ __all__ = [
     "MODEL_NAMES",
     "assert_identical",
     "assert_same_model",
+    "mutate_bytes",
     "same_value",
     "strategy_for",
     "sym_exprs",
@@ -138,3 +139,23 @@ def assert_identical(a: Any, b: Any, path: str = "$") -> None:
         assert math.isnan(b), path
     else:
         assert a == b, f"{path}: {a!r} vs {b!r}"
+
+
+def mutate_bytes(data: bytes, draw: st.DrawFn, splices: list[bytes], repeat: int) -> bytes:
+    """`data` with 1 to 3 of: a byte flipped, bytes spliced in (one of `splices` or a few drawn), bytes deleted, the
+    rest cut off, or a run of bytes repeated up to `repeat` times (what hostile encodings of a valid value look like)."""
+    for _ in range(draw(st.integers(1, 3))):
+        n = len(data)
+        pos = draw(st.integers(0, max(n - 1, 0)))
+        kind = draw(st.sampled_from(("flip", "splice", "delete", "truncate", "repeat")))
+        if kind == "flip" and n:
+            data = data[:pos] + bytes([data[pos] ^ draw(st.integers(1, 255))]) + data[pos + 1 :]
+        elif kind == "splice":
+            data = data[:pos] + draw(st.sampled_from(splices) | st.binary(min_size=1, max_size=6)) + data[pos:]
+        elif kind == "delete":
+            data = data[:pos] + data[pos + draw(st.integers(1, 8)) :]
+        elif kind == "truncate":
+            data = data[:pos]
+        else:
+            data = data[:pos] + data[pos : pos + draw(st.integers(1, 6))] * draw(st.integers(2, repeat)) + data[pos:]
+    return data
