@@ -124,13 +124,16 @@ def replay_live(
     if info.rank != 0:
         if exchange is None or not exchange.publish(info.rank, mine):
             return _alone(info.rank, mine, isolate)
-        # rank 0 reads the outcome from the agent's store and exits with the verdict; this rank leaves now, so
-        # torchrun has no running rank to stop (and list as failed) when rank 0 exits non-zero
-        if "error" in mine and not isolate:
-            os._exit(0)  # no destroy_process_group: it would wait for ranks that will never come
-        return 0
+        # rank 0 reads the outcome from the agent's store and exits with the verdict; this rank leaves now, at
+        # once (no interpreter teardown, no destroy_process_group, which would wait for ranks that will never
+        # come), so torchrun has no running rank to stop (and list as failed) when rank 0 exits non-zero
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     others = exchange.collect(timeout + _MARGIN) if exchange is not None else {}
     code = _report(run, mine, others, as_json, findings)
+    if code != 0 and exchange is not None:
+        exchange.wait_gone(_MARGIN)  # the ranks beside this one leave first, so torchrun lists rank 0 alone
     if code == 2 and not isolate:
         sys.stdout.flush()
         os._exit(2)  # no destroy_process_group: it would wait for ranks that will never come

@@ -5,8 +5,9 @@ the process group can then carry nothing more. Each rank's own process (outside 
 fork has ended) puts its outcome in the key-value store torchrun's agent keeps for the job, under this job's
 run id and restart count; rank 0 collects every rank's outcome and prints the run's report. A rank other than
 0 leaves as soon as its outcome is in the store, with exit code 0 (rank 0's exit carries the verdict): torchrun
-stops every running rank once one exits non-zero, and lists each as failed, so by the time rank 0 exits there is
-none left to stop.
+stops every running rank once one exits non-zero, and lists each as failed. So a rank also leaves its process id
+beside its outcome, and rank 0, before it exits non-zero, waits (bounded) until each rank launched beside it by the
+same agent (a sibling process) has exited: by then there is none left to stop.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ class Exchange:
     def publish(self, rank: int, outcome: dict[str, Any]) -> bool:
         """Put this rank's outcome (JSON-ready: its report, its error) where rank 0 reads it; False if it failed."""
         try:
+            self.store.set(f"{self.prefix}pid/{rank}", str(os.getpid()))
             self.store.set(f"{self.prefix}outcome/{rank}", json.dumps(outcome))
         except RuntimeError:  # the agent's store went away (torchrun is stopping the job)
             return False
@@ -63,6 +65,18 @@ class Exchange:
             out[r] = _outcome(raw)
         return out
 
+    def wait_gone(self, timeout: float) -> None:
+        """Rank 0: wait at most `timeout` seconds until every rank that published and runs beside it has exited."""
+        deadline = time.monotonic() + timeout
+        for r in range(1, self.world_size):
+            try:
+                raw = self.store.get(f"{self.prefix}pid/{r}") if self.store.check([f"{self.prefix}pid/{r}"]) else b""
+            except RuntimeError:  # the agent's store went away (torchrun is stopping the job)
+                return
+            pid = int(raw) if bytes(raw).isdigit() else 0
+            while pid and _running_sibling(pid) and time.monotonic() < deadline:
+                time.sleep(_POLL / 5)
+
     def _wait(self, key: str, deadline: float) -> bytes | None:
         while True:
             try:
@@ -73,6 +87,17 @@ class Exchange:
             if time.monotonic() >= deadline:
                 return None
             time.sleep(_POLL)
+
+
+def _running_sibling(pid: int) -> bool:
+    """Whether `pid` is a live (not yet exited) process with this process's parent: a rank of the same agent."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:  # gone (or another host's rank, or no /proc)
+        return False
+    fields = stat[stat.rfind(b")") + 2 :].split()  # after "pid (comm) ": state, ppid, ...
+    return len(fields) > 1 and fields[0] not in (b"Z", b"X") and fields[1] == str(os.getppid()).encode()
 
 
 def _outcome(raw: bytes | None) -> dict[str, Any] | None:

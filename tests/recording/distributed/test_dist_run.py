@@ -231,7 +231,7 @@ def test_a_failing_rank_gives_rank_0s_report_and_one_line_under_collectives(run_
     assert "Timed out waiting 4000ms" in ours[0] and "unbound_buffer.cc" not in ours[0]
     assert done.stderr.count("Traceback") == 1  # torchrun's, not a rank's
     summary = done.stderr[done.stderr.index("ChildFailedError") :]
-    assert "<NO_OTHER_FAILURES>" in summary and "rank      : 0 (local_rank: 0)" in summary
+    assert "<NO_OTHER_FAILURES>" in summary and "rank      : 0 (local_rank: 0)" in summary, summary
 
 
 def test_ranks_diff_and_replay_print_the_same_split_over_torchrun(run_dir: Path, tmp_path: Path) -> None:
