@@ -53,7 +53,7 @@ from opwire.recording.launch import launch_info
 from opwire.recording.origin import flat_names
 from opwire.recording.replay_engine import Replayer, ReplayOptions
 from opwire.recording.replay_worker import report_from_dict, worker_report
-from opwire.recording.report import Mismatch, OpStats, ReplayReport
+from opwire.recording.report import Mismatch, OpStats, ReplayReport, Span
 from opwire.recording.source import TraceSource
 from opwire.recording.tensor_names import object_of
 from opwire.schema import models as m
@@ -315,19 +315,23 @@ def _replay_rank(
         calls = {c.index: c for c in collective_calls(src, rank)} if ops else {}
         ahead.warm(runner)  # nodes bound, tensor entries and freed lists decoded: set-up, as the job's was
         torch.distributed.barrier()  # every rank set up before the first recorded collective (`_SETUP_TIMEOUT`)
-        start = time.perf_counter()
+        start = mark = time.perf_counter()
+        spans: list[Span] = []
+        report.spans, first, stop = spans, 0, 0  # a span ends after each c10d call (`Span`)
         runner.free(-1)
         with torch.no_grad():
             for i, rec in enumerate(ahead.records()):
                 child.at(f"call {i} ({printable(rec.target)})")
                 progress["at"] = (i, rec.target)
+                stop = i + 1
                 if "skipped" in rec.metadata:
                     report.skipped.append((i, rec.target, rec.metadata["skipped"]))
                     runner.free(i)
                     continue
                 stats = report.ops.setdefault(rec.target, OpStats())
                 runner.errors = Errors()
-                if is_distributed_op(rec.target):
+                c10d = is_distributed_op(rec.target)
+                if c10d:
                     found = _collective(runner, src, i, rec, calls, groups, ranks)
                 else:
                     found = runner.run(i, rec, ahead.walk(i))
@@ -337,7 +341,16 @@ def _replay_rank(
                 report.mismatches += found
                 report.replayed += 1
                 runner.free(i)
-        report.seconds = time.perf_counter() - start
+                if c10d:
+                    now = time.perf_counter()
+                    spans.append(Span(first, stop, now - mark))
+                    first, mark = stop, now
+        end = time.perf_counter()
+        if stop > first or not spans:  # the calls after the last c10d call, or the loop's end added to its span
+            spans.append(Span(first, stop, end - mark))
+        else:
+            spans[-1] = Span(spans[-1].start, stop, spans[-1].seconds + end - mark)
+        report.seconds = end - start
         return report
 
 
