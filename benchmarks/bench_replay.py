@@ -235,7 +235,10 @@ def _torchrun(args: list[str], cwd: str) -> tuple[str, float, float]:
     done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=1800, check=False)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
+    # a plain gloo job sometimes aborts in its teardown on a loaded machine, after both ranks timed their loop
+    # ("terminate called without an active exception"): its figures stand; any other failure stops the benchmark
+    torn = "terminate called without an active exception" in done.stderr and done.stdout.count("JOBTIME") == 2
+    if done.returncode != 0 and not torn:
         raise SystemExit(f"torchrun {' '.join(args)} failed:\n{done.stderr[-3000:]}")
     return done.stdout, wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
