@@ -23,7 +23,7 @@ from opwire.proxy_executor.run_budgets import MAX_MEMORY
 from opwire.proxy_executor.sandbox import Limits, enter, lock_reads
 from opwire.recording.progress import Progress
 from opwire.recording.replay_engine import ReplayOptions, run_range
-from opwire.recording.report import Mismatch, OpStats, ReplayReport, mismatch_model
+from opwire.recording.report import Mismatch, OpStats, ReplayReport, Span, mismatch_model, span_models
 from opwire.recording.source import StreamSource
 from opwire.schema import models as m
 from opwire.serde import json
@@ -49,6 +49,7 @@ def worker_report(part: ReplayReport) -> m.ReplayWorkerReport:
         skipped=[m.ReplaySkip(index=i, op=op, reason=why) for i, op, why in part.skipped],
         ops={op: m.ReplayOpStats(**asdict(s)) for op, s in part.ops.items()},
         seconds=part.seconds,
+        spans=span_models(part.spans),
     )
 
 
@@ -73,6 +74,7 @@ def report_from_model(r: m.ReplayWorkerReport) -> ReplayReport:
     ]
     part.skipped = [(s.index, s.op, s.reason) for s in r.skipped]
     part.ops = {op: OpStats(s.calls, s.mismatches, s.worst_abs, s.worst_rel) for op, s in r.ops.items()}
+    part.spans = None if r.spans is None else [Span(s.start, s.stop, s.seconds) for s in r.spans]
     return part
 
 

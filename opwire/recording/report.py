@@ -16,7 +16,16 @@ import torch
 from opwire.schema import models as m
 from opwire.serde.json import to_jsonable
 
-__all__ = ["Mismatch", "OpStats", "ReplayReport", "SchemaDrift", "format_table", "mismatch_model"]
+__all__ = [
+    "Mismatch",
+    "OpStats",
+    "ReplayReport",
+    "SchemaDrift",
+    "Span",
+    "format_table",
+    "mismatch_model",
+    "span_models",
+]
 
 
 @dataclass(frozen=True)
@@ -57,6 +66,16 @@ class SchemaDrift:
         return f"{self.op}: recorded {self.recorded!r}, now {now!r}"
 
 
+@dataclass(frozen=True)
+class Span:
+    """Calls `start`..`stop - 1` of a replay and their wall seconds, every check included (`--collectives` ends a
+    span after each c10d call; a rank's spans cover its timed loop in order and add up to its `seconds`)."""
+
+    start: int
+    stop: int
+    seconds: float
+
+
 @dataclass
 class OpStats:
     """Per op: calls replayed, calls with a mismatch, largest absolute and relative difference seen."""
@@ -92,6 +111,7 @@ class ReplayReport:
     max_mismatches: int = 10  # how many mismatches str() lists
     workers: int = 1
     verbose: bool = False  # str() shows the per-op table even when every call matched
+    spans: list[Span] | None = None  # `seconds` split after each c10d call (`--collectives`); None: not split
 
     @property
     def ok(self) -> bool:
@@ -153,6 +173,7 @@ class ReplayReport:
             tolerance=self.tolerance,
             workers=self.workers,
             findings=list(findings),
+            spans=span_models(self.spans),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -221,6 +242,11 @@ def mismatch_model(x: Mismatch) -> m.ReplayMismatch:
         module_path=x.module,
         inputs=list(x.inputs),
     )
+
+
+def span_models(spans: Sequence[Span] | None) -> list[m.ReplaySpan] | None:
+    """Spans as the IDL's `ReplaySpan` records (None stays None: the replay was not split)."""
+    return None if spans is None else [m.ReplaySpan(start=s.start, stop=s.stop, seconds=s.seconds) for s in spans]
 
 
 def _count(n: int, one: str, many: str) -> str:

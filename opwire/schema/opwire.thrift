@@ -8,7 +8,7 @@ namespace py opwire.schema.opwire
 /** Major version of opwire's own records. */
 const i64 RECORDS_VERSION_MAJOR = 1
 /** Minor version of opwire's own records. */
-const i64 RECORDS_VERSION_MINOR = 8
+const i64 RECORDS_VERSION_MINOR = 9
 
 /** Summary of a tensor kept instead of its bytes (record with outputs="digest"). */
 struct TensorDigest {
@@ -480,6 +480,16 @@ struct ReplayOpStats {
   40: double worst_rel;
 }
 
+/** A stretch of replayed calls and its wall time: `opwire replay RUN --collectives` ends one after each c10d call, so the spans of a rank's replay cover its timed loop in call order and their seconds add up to its `seconds`. Since 1.9. */
+struct ReplaySpan {
+  /** Index of the first call of the stretch. */
+  10: i64 start;
+  /** Index one past its last call (a c10d call, except for the last stretch). */
+  20: i64 stop;
+  /** Wall time from the start of call `start` to the end of call `stop - 1`, every check included, seconds. */
+  30: double seconds;
+}
+
 /** What one replay process reports to its parent (`opwire.replay(..., workers=N)`, distributed replay ranks). Since 1.3. */
 struct ReplayWorkerReport {
   /** Replay mode, e.g. "isolated". */
@@ -496,6 +506,8 @@ struct ReplayWorkerReport {
   60: map<string, ReplayOpStats> ops;
   /** Wall time of the replay, seconds. */
   70: double seconds;
+  /** The replay's wall time split after each c10d call (`--collectives`); absent when not split. Since 1.9. */
+  80: optional list<ReplaySpan> spans;
 }
 
 /** What stopped an isolated child's work, sent instead of its results and raised by the parent as the opwire error it names. Since 1.8. */
@@ -872,6 +884,8 @@ struct ReplayOutput {
   170: i64 workers;
   /** Each mismatch, skipped call and drifted op schema as a Finding (codes replay_*, docs/errors.md). */
   180: list<Finding> findings;
+  /** `seconds` split after each c10d call (`opwire replay RUN --collectives`); absent when not split. Since 1.9. */
+  190: optional list<ReplaySpan> spans;
 }
 
 /** The first place one rank's replay, or a collective check, parts from the recording (`opwire replay RUN`). Since 1.4. */

@@ -16,7 +16,7 @@ from opwire.errors import DecodeError
 from opwire.recording.compare import tolerance
 from opwire.recording.progress import Progress
 from opwire.recording.replay_worker import report_from_json, worker_report
-from opwire.recording.report import Mismatch, OpStats, ReplayReport
+from opwire.recording.report import Mismatch, OpStats, ReplayReport, Span
 from opwire.serde import json
 
 
@@ -162,3 +162,17 @@ def test_worker_report_is_an_idl_record() -> None:
         report_from_json(data.replace(b'"index": 2', b'"index": "x"'))
     with pytest.raises(DecodeError, match="replay worker"):
         report_from_json(b"Traceback (most recent call last):")
+    assert back.spans is None and b'"spans": null' in data  # not split: absent, not an empty list
+
+
+def test_spans_travel_with_the_worker_report_and_into_the_output_record() -> None:
+    """A `--collectives` rank's time split after each c10d call reaches rank 0 and `--json` unchanged."""
+    part = ReplayReport("chained", 9, replayed=9, seconds=0.75)
+    part.spans = [Span(0, 4, 0.25), Span(4, 7, 0.125), Span(7, 9, 0.375)]
+    back = report_from_json(json.encode(worker_report(part)))
+    assert back.spans == part.spans
+    out = back.to_model()
+    assert [(s.start, s.stop, s.seconds) for s in out.spans or []] == [(0, 4, 0.25), (4, 7, 0.125), (7, 9, 0.375)]
+    assert "span" not in str(back)  # the printed report is unchanged
+    with pytest.raises(DecodeError, match=r"replay worker: .* at `spans\[1\]\.seconds`"):
+        report_from_json(json.encode(worker_report(part)).replace(b'"seconds": 0.125', b'"seconds": "x"'))

@@ -53,7 +53,7 @@ from opwire.recording.launch import launch_info
 from opwire.recording.origin import flat_names
 from opwire.recording.replay_engine import Replayer, ReplayOptions
 from opwire.recording.replay_worker import report_from_dict, worker_report
-from opwire.recording.report import Mismatch, OpStats, ReplayReport
+from opwire.recording.report import Mismatch, OpStats, ReplayReport, Span
 from opwire.recording.source import TraceSource
 from opwire.recording.tensor_names import object_of
 from opwire.schema import models as m
@@ -308,7 +308,8 @@ def _replay_rank(
     """Replay rank `rank` chained, collectives for real; `progress` holds the report and the call being replayed."""
 
     with run.open(rank) as src:
-        ops = {t for t in map(src.target, range(len(src))) if is_distributed_op(t)}  # no record decoded
+        targets = [src.target(i) for i in range(len(src))]  # no record decoded
+        ops = {t for t in targets if is_distributed_op(t)}
         policy = ExecPolicy([*allow_ops, *ops])  # collectives admitted in this mode only
         ahead = Ahead(src)
         ahead.check(policy)  # the records it decodes are kept for the loop below (each decoded once)
@@ -317,30 +318,46 @@ def _replay_rank(
         report = progress["report"] = ReplayReport("chained", len(src), recorded_torch=src.header.torch_version)
         calls = {c.index: c for c in collective_calls(src, rank)} if ops else {}
         ahead.warm(runner)  # nodes bound, tensor entries and freed lists decoded: set-up, as the job's was
+        labels = [f"call {i} ({printable(t)})" for i, t in enumerate(targets)]  # what a crash names, made ahead
         torch.distributed.barrier()  # every rank set up before the first recorded collective (`_SETUP_TIMEOUT`)
-        start = time.perf_counter()
+        start = mark = time.perf_counter()
+        spans: list[Span] = []
+        report.spans, first, stop = spans, 0, 0  # a span ends after each c10d call (`Span`)
         runner.free(-1)
         with torch.no_grad():
             for i, rec in enumerate(ahead.records()):
-                child.at(f"call {i} ({printable(rec.target)})")
+                child.at(labels[i] if i < len(labels) else f"call {i} ({printable(rec.target)})")
                 progress["at"] = (i, rec.target)
+                stop = i + 1
                 if "skipped" in rec.metadata:
                     report.skipped.append((i, rec.target, rec.metadata["skipped"]))
                     runner.free(i)
                     continue
-                stats = report.ops.setdefault(rec.target, OpStats())
-                runner.errors = Errors()
-                if is_distributed_op(rec.target):
+                stats = report.ops.get(rec.target)
+                if stats is None:
+                    stats = report.ops[rec.target] = OpStats()
+                c10d = is_distributed_op(rec.target)
+                if c10d:
+                    runner.errors = Errors()
                     found = _collective(runner, src, i, rec, calls, groups, ranks)
                 else:
-                    found = runner.run(i, rec, ahead.walk(i))
+                    found = runner.run(i, rec, ahead.walk(i))  # (it starts its own `errors`)
                 stats.calls += 1
                 stats.mismatches += bool(found)
                 stats.worst_abs = max(stats.worst_abs, runner.errors.abs)
                 report.mismatches += found
                 report.replayed += 1
                 runner.free(i)
-        report.seconds = time.perf_counter() - start
+                if c10d:
+                    now = time.perf_counter()
+                    spans.append(Span(first, stop, now - mark))
+                    first, mark = stop, now
+        end = time.perf_counter()
+        if stop > first or not spans:  # the calls after the last c10d call, or the loop's end added to its span
+            spans.append(Span(first, stop, end - mark))
+        else:
+            spans[-1] = Span(spans[-1].start, stop, spans[-1].seconds + end - mark)
+        report.seconds = end - start
         return report
 
 

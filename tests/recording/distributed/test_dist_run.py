@@ -6,6 +6,7 @@ import json
 import re
 import shutil
 import threading
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +107,14 @@ def test_replay_with_real_collectives_under_torchrun(run_dir: Path) -> None:
     report = opwire.loads(done.stdout.encode(), m.RunReplayOutput, format="json")  # rank 0 prints the IDL record
     assert (report.mode, report.ok, report.first_divergence, report.world_size) == ("collectives", True, None, 2)
     assert all(r.mode == "chained" and r.ok and r.replayed for r in report.ranks)
+    for rank, r in enumerate(report.ranks):  # the replay's time split after each c10d call, adding up to the whole
+        src = StreamSource(rank_file(run_dir, rank))
+        ends = [i + 1 for i in range(len(src)) if src.target(i).startswith(("c10d::", "_c10d_functional::"))]
+        src.close()
+        spans = r.spans or []
+        bounds = sorted({0, *ends, r.calls})  # a job ending in a c10d call has no stretch after it
+        assert [(s.start, s.stop) for s in spans] == list(pairwise(bounds)) and len(ends) > 3
+        assert all(s.seconds >= 0 for s in spans) and sum(s.seconds for s in spans) == pytest.approx(r.seconds)
 
 
 @pytest.mark.parametrize(
