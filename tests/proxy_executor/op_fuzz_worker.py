@@ -159,6 +159,7 @@ def main() -> None:
     # nor is torch._dynamo's (~800 modules, 5-10 s on a loaded machine): the first op whose meta estimate runs a
     # Python reference imports it (torch._compile's disable-dynamo wrapper), and would count as a hang
     import torch._dynamo  # noqa: F401
+
     sys.stdout.write("ready\n")
     sys.stdout.flush()
     for line in sys.stdin:
