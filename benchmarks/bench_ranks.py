@@ -6,7 +6,8 @@ all-reduced per step) and one with many small tensors (the MLP below), and a cop
 with `ranks` and diffed against its copy with `diff` by 1, 2 and 4 processes (1: in this process; 2 and 4:
 under torchrun, each process timing the same work after joining the group, startup excluded), best of 2, in MB
 of trace per second (diff: both runs' bytes) and as a fraction of the reading speed, and in MB per CPU-second
-(the CPU time of every process and thread, summed: the figure a loaded machine does not distort).
+(the CPU time of every process and thread, summed: the figure a loaded machine does not distort, and the one to
+compare across process counts when there are more processes than cores, as the output then says).
 
 Per world size, all under torchrun: a data-parallel MLP job (forward, backward, gradients averaged with
 `all_reduce`, SGD step) run eager and recorded (`-m opwire record`); each rank times its own training loop,
@@ -196,6 +197,12 @@ def throughput(kind: str, job: str, steps: int, procs: list[int], tmp: Path) -> 
             f"  {p} process{'es' if p > 1 else ''}: ranks {r:.0f} MB/s ({r / p:.0f} per process, {r / read:.2f}x "
             f"reading; {size / cpu_ranks:.0f} MB per CPU-second), diff {d:.0f} MB/s ({d / p:.0f} per process, "
             f"{d / read:.2f}x reading; {2 * size / cpu_diff:.0f} MB per CPU-second)"
+        )
+    cores = len(os.sched_getaffinity(0))
+    if max(procs) > cores:
+        print(
+            f"  (on {cores} cores, {max(procs)} processes get {cores / max(procs):.2g} of a core each: their MB/s per "
+            "process is capped by the cores, and MB per CPU-second is the figure to compare across process counts)"
         )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 import struct
 from pathlib import Path
@@ -68,6 +69,31 @@ def test_payloads_are_hashed_in_place_and_checked(mlp: Path, tmp_path: Path) -> 
     bad.write_bytes(data)
     with FrameReader(bad) as light, pytest.raises(DecodeError, match=r"tensors\['t\d+'\]: the payload's bytes do not"):
         light.payload_digest(name)
+
+
+def test_bytes_equal_to_a_checked_payload_are_compared_not_hashed_and_refused_as_before_where_they_differ(
+    mlp: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with TraceReader(mlp) as full:
+        name, entry = next((n, e) for n, e in full._index.tensors.items() if e.payload is not None)
+        offset, _ = full._index.payloads[entry.payload]
+    bad = tmp_path / "bad.trace"
+    data = bytearray(mlp.read_bytes())
+    data[offset] ^= 0xFF
+    bad.write_bytes(data)
+    checked, same, corrupt = ScanSource(mlp), ScanSource(mlp), ScanSource(bad)
+    try:
+        assert same.payload_digest(name, like=checked) == entry.payload  # `checked` never hashed it: hashed here
+        hashed: list[int] = []
+        sha256 = hashlib.sha256
+        monkeypatch.setattr(hashlib, "sha256", lambda *a: hashed.append(1) or sha256(*a))
+        assert checked.payload_digest(name, like=same) == entry.payload and hashed == []
+        with pytest.raises(DecodeError, match=r"tensors\['t\d+'\]: the payload's bytes do not match its SHA-256"):
+            corrupt.payload_digest(name, like=same)
+        assert hashed == [1]  # the bytes differ: hashed, and refused in `payload_digest`'s words
+    finally:
+        for src in (checked, same, corrupt):
+            src.close()
 
 
 @pytest.mark.parametrize("kind", [b"T", b"R", b"F"])

@@ -63,25 +63,81 @@ def test_reduce_gives_the_reduction_on_the_root_alone() -> None:
     assert _disagreeing(calls, tensors) == [1]
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.complex64])
-def test_reductions_are_those_of_the_widened_stack_bit_for_bit(dtype: torch.dtype) -> None:
-    """`reduce` widens its inputs as it stacks them: every reduction and scale is `torch.stack(xs).to(wide)`'s, NaN,
-    non-contiguous inputs and all."""
-    torch.manual_seed(0)
-    xs = [(torch.randn(6, 5) * 1e3).to(dtype) for _ in range(4)]
-    xs[1][2, 3] = float("nan")
-    xs = [x.t() if k != 2 else x.t().contiguous() for k, x in enumerate(xs)]
-    stack = torch.stack(xs).to(torch.complex128 if dtype.is_complex else torch.float64)
+_FLOATS = [
+    torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2,
+    torch.float8_e4m3fnuz, torch.float8_e5m2fnuz, torch.float8_e8m0fnu, torch.complex32, torch.complex64,
+    torch.complex128,
+]  # fmt: skip
+_INTS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def _adversarial(dtype: torch.dtype, w: int, shape: tuple[int, ...]) -> list[torch.Tensor]:
+    """`w` tensors of `dtype` drawn from its raw bit patterns (every one of an 8-bit type; NaNs of either sign and
+    payload, subnormals) and from values where the order of a sum shows: -0.0, +-inf, the largest, smallest normal
+    and smallest subnormal, and magnitudes that cancel against 1."""
+    real = torch.float32 if dtype == torch.complex32 else torch.float64 if dtype.is_complex else dtype
+    info = torch.finfo(real)
+    picks = [0.0, -0.0, 1.0, -1.0, 3.0, float("inf"), -float("inf"), float("nan"), -float("nan"), info.max, -info.max]
+    picks += [info.smallest_normal, info.tiny / 4, -info.smallest_normal / 2, info.eps, info.max / 3, 1 / info.eps]
+    values = torch.tensor(picks, dtype=torch.float64).to(real)
+    size = real.itemsize
+    bits = torch.arange(256, dtype=torch.uint8) if size == 1 else torch.randint(-(2**31), 2**31, (2048 * size,))
+    raw = bits.to(_INTS[size]) if size == 1 else bits.to(torch.int32).view(torch.uint8)[: 2048 * size]
+    pool = torch.cat([values, raw.view(torch.uint8).view(real)])
+    n = max(1, int(torch.tensor(shape).prod()))
+    xs = [pool[torch.randint(0, pool.numel(), (2 * n if dtype.is_complex else n,))] for _ in range(w)]
+    if dtype.is_complex:
+        xs = [torch.view_as_complex(x.view(-1, 2)) for x in xs]
+    return [x.reshape(shape).to(dtype) if dtype == torch.complex32 else x.reshape(shape) for x in xs]
+
+
+def _the_widened_stack(op: str, xs: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """What `reduce` computed before it reused its stack: `torch.stack` of the inputs widened, then each reduction
+    on it and the scale from a separate `abs()`."""
+    stack = torch.stack([x.to(torch.complex128 if x.is_complex() else torch.float64) for x in xs])
     scale = stack.abs().sum(0)
-    want = {"SUM": (stack.sum(0), scale), "AVG": (stack.sum(0) / 4, scale / 4), "PRODUCT": (stack.prod(0), None)}
-    if not dtype.is_complex:
-        want |= {"MIN": (stack.amin(0), None), "MAX": (stack.amax(0), None)}
-    for op, (value, tol) in want.items():
-        got, got_tol = reduce(op, xs)
-        assert got.dtype == value.dtype and torch.equal(got.isnan(), value.isnan())
-        assert torch.equal(got.nan_to_num(0.0), value.nan_to_num(0.0)), op
-        if tol is not None:
-            assert got_tol is not None and torch.equal(got_tol.nan_to_num(0.0), tol.nan_to_num(0.0))
+    if op == "SUM":
+        return stack.sum(0), scale
+    if op == "AVG":
+        return stack.sum(0) / len(xs), scale / len(xs)
+    if op == "PRODUCT":
+        return stack.prod(0), stack.abs().prod(0)
+    return (stack.amin(0) if op == "MIN" else stack.amax(0)), None
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    real = (torch.view_as_real(t) if t.is_complex() else t).contiguous().reshape(-1)
+    return real.view(_INTS[real.dtype.itemsize])
+
+
+@pytest.mark.filterwarnings("ignore:ComplexHalf support is experimental")
+@pytest.mark.parametrize("dtype", _FLOATS, ids=str)
+def test_reductions_are_those_of_the_widened_stack_bit_for_bit(dtype: torch.dtype) -> None:
+    """`reduce` widens its inputs as it stacks them and takes the magnitudes over its own stack: every reduction
+    and scale has the bits (NaN payloads and signs, -0.0, subnormals) of `torch.stack(xs).to(wide)` and a separate
+    `abs()`, for 1 to 17 ranks (sums of more than 4 rows are not added in rank order by torch), contiguous,
+    transposed and mixed inputs, and a mix of dtypes (the stack-then-widen path)."""
+    torch.manual_seed(0)
+    ops = ["SUM", "AVG", "PRODUCT"] + ([] if dtype.is_complex else ["MIN", "MAX"])
+    for w in (1, 2, 3, 4, 5, 7, 8, 16, 17):
+        for shape in ((), (7,), (33, 5)):
+            xs = _adversarial(dtype, w, shape)
+            if len(shape) == 2:
+                xs = [x.t() if k % 2 else x.t().contiguous() for k, x in enumerate(xs)]
+            mixed = [
+                x.to(torch.complex64 if x.is_complex() else torch.float32) if k == 0 else x for k, x in enumerate(xs)
+            ]
+            for inputs in (xs, mixed):
+                kept = [x.clone() for x in inputs]
+                for op in ops:
+                    got, got_scale = reduce(op, inputs)
+                    want, scale = _the_widened_stack(op, inputs)
+                    where = f"{op} of {w} x {shape} {[x.dtype for x in inputs][:2]}"
+                    assert got.dtype == want.dtype and torch.equal(_bits(got), _bits(want)), where
+                    assert (got_scale is None) == (scale is None), where
+                    if scale is not None:
+                        assert got_scale is not None and torch.equal(_bits(got_scale), _bits(scale)), where
+                assert all(torch.equal(_bits(a), _bits(b)) for a, b in zip(inputs, kept, strict=True)), "an input moved"
 
 
 def test_reduce_scatter_gives_rank_i_the_sum_of_every_rank_s_ith_tensor() -> None:

@@ -130,6 +130,26 @@ def test_ranks_names_the_rank_with_a_tampered_collective_output(run_dir: Path, t
     assert (first.kind, first.op, first.ranks) == ("numeric", target, [1])
 
 
+def test_ranks_refuses_a_corrupt_output_payload_equal_in_digest_to_another_rank_s(
+    run_dir: Path, tmp_path: Path
+) -> None:
+    """Rank 1's all-reduce result has rank 0's digest: its bytes are compared with rank 0's checked ones, not hashed;
+    a flipped byte makes them differ, and they are then hashed and refused in the words of a corrupt payload."""
+    out = _copy(run_dir, tmp_path / "bad")
+    with TraceReader(run_dir / "rank1.trace") as reader:
+        rec = next(r for r in reader.records() if r.target.startswith("c10d::allreduce_"))
+        name = [n for v in json.loads(rec.metadata.get("mutated", "{}")).values() for n in v][-1]
+        entry = reader._index.tensors[name]
+        assert entry.payload is not None
+        offset, _ = reader._index.payloads[entry.payload]
+    data = bytearray((out / "rank1.trace").read_bytes())
+    data[offset] ^= 0xFF
+    (out / "rank1.trace").write_bytes(bytes(data))
+    assert not check_ranks(run_dir).findings
+    with pytest.raises(DecodeError, match=r"rank1\.trace: tensors\[.+\]: the payload's bytes do not match its SHA-256"):
+        check_ranks(out)
+
+
 def test_ranks_names_the_first_desynchronizing_collective(run_dir: Path, tmp_path: Path, cli: Cli) -> None:
     out = _copy(run_dir, tmp_path / "desync")
     trace = opwire.load_trace(run_dir / "rank1.trace").model
