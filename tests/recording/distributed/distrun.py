@@ -8,9 +8,10 @@ from pathlib import Path
 
 from support.clirun import run_module
 
-__all__ = ["JOB", "SHARE_JOB", "torchrun"]
+__all__ = ["JOB", "RECORD_JOB", "SHARE_JOB", "torchrun"]
 
 JOB = Path(__file__).with_name("collectives_job.py")
+RECORD_JOB = Path(__file__).with_name("record_job.py")
 SHARE_JOB = Path(__file__).with_name("share_job.py")
 _ROOT = Path(__file__).resolve().parents[3]
 
