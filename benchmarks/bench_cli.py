@@ -9,6 +9,11 @@ an MLP stack decomposed to core ATen with OPWIRE_BENCH_CLI_NODES (default ~2,000
 
 Goals (issue 27): `--help` and `--version` within 0.25 s, `inspect model.pt2` (reads no weight) within 0.5 s at
 2,000 nodes, and no command here imports torch.
+
+The commands that run torch are measured against the same job without opwire, in this run: `opwire record -- python
+JOB.py` against `python JOB.py` (a job that imports torch and runs one op: what opwire's start-up and recording
+add), and, under `torchrun --nproc-per-node 1` (launcher and rank, best of OPWIRE_BENCH_CLI_LAUNCHES, default 3),
+`opwire replay RUN --collectives` of a one-collective gloo run against a rank that imports torch and exits.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from torch import nn
 import opwire
 
 REPEAT = int(os.environ.get("OPWIRE_BENCH_CLI_REPEAT", "7"))
+LAUNCHES = int(os.environ.get("OPWIRE_BENCH_CLI_LAUNCHES", "3"))
 NODES = int(os.environ.get("OPWIRE_BENCH_CLI_NODES", "2000"))
 _IDL = str(Path(opwire.__file__).parent / "schema" / "opwire.thrift")
 _PROBE = (
@@ -64,12 +70,12 @@ def _cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _best(argv: list[str], cwd: Path) -> tuple[float, float]:
-    """Fastest of REPEAT wall times of `argv` run from scratch (it must succeed), and the least CPU time of a run.
+def _best(argv: list[str], cwd: Path, repeat: int = REPEAT) -> tuple[float, float]:
+    """Fastest of `repeat` wall times of `argv` run from scratch (it must succeed), and the least CPU time of a run.
 
     The CPU time moves less than the wall time when other work shares the machine."""
     wall = cpu = float("inf")
-    for _ in range(REPEAT):
+    for _ in range(repeat):
         cpu_before, start = _cpu(), time.perf_counter()
         subprocess.run(argv, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wall, cpu = min(wall, time.perf_counter() - start), min(cpu, _cpu() - cpu_before)
@@ -80,6 +86,45 @@ def _loads_torch(args: list[str], cwd: Path) -> bool:
     """Whether `opwire ARGS` leaves torch in sys.modules."""
     done = subprocess.run([sys.executable, "-c", _PROBE, *args], cwd=cwd, capture_output=True, text=True)
     return done.stderr.rstrip().endswith("torch-loaded=1")
+
+
+_JOB = "import torch\n\ntorch.ones(4).add(1)\n"
+_DIST_JOB = (
+    "import torch\nimport torch.distributed as dist\n\n"
+    "dist.init_process_group('gloo')\nx = torch.ones(4)\ndist.all_reduce(x)\ndist.destroy_process_group()\n"
+)
+
+
+def _torchrun(*args: object) -> list[str]:
+    """`torchrun --standalone --nproc-per-node 1 ARGS` as an argv."""
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "1", *map(str, args)]
+
+
+def _running(root: Path, torch_cpu: float) -> None:
+    """Print the start-up of the commands that run torch against the same work without opwire."""
+    (root / "job.py").write_text(_JOB)
+    (root / "dist_job.py").write_text(_DIST_JOB)
+    (root / "torch_only.py").write_text("import torch\n")
+    record = _torchrun("-m", "opwire", "record", "--out", "run", "--", "python", "dist_job.py")
+    subprocess.run(record, cwd=root, check=True, capture_output=True)
+    rows = {
+        "python job.py": ([sys.executable, "job.py"], REPEAT),
+        "record --out T -- python job.py": (
+            [sys.executable, "-m", "opwire", "record", "--out", "job.trace", "--", "python", "job.py"],
+            REPEAT,
+        ),
+        "torchrun: rank importing torch": (_torchrun("torch_only.py"), LAUNCHES),
+        "torchrun: replay RUN --collectives": (_torchrun("-m", "opwire", "replay", "run", "--collectives"), LAUNCHES),
+    }
+    print(f"  {'running torch':<36} {'wall':>7} {'CPU':>7} {'x torch':>8} {'CPU - baseline':>15}")
+    baseline = 0.0
+    for k, (label, (argv, repeat)) in enumerate(rows.items()):
+        t, cpu = _best(argv, root, repeat)
+        if k % 2 == 0:
+            baseline, extra = cpu, ""
+        else:
+            extra = f"{cpu - baseline:+14.3f}s"
+        print(f"  {label:<36} {t:6.3f}s {cpu:6.3f}s {cpu / torch_cpu:7.2f}x {extra:>15}")
 
 
 def main() -> None:
@@ -121,6 +166,7 @@ def main() -> None:
                 f"  {label:<32} {t:6.3f}s {t / bare:6.1f}x {t / with_torch:7.2f}x {cpu:6.3f}s {cpu / torch_cpu:7.2f}x  "
                 f"{loaded:<6} {verdict}"
             )
+        _running(root, torch_cpu)
 
 
 if __name__ == "__main__":

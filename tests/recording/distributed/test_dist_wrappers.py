@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from distrun import torchrun
+from distrun import torchrun, torchrun_forked
 from support.clirun import Cli
 
 import opwire
@@ -28,6 +28,7 @@ from opwire.schema import models as m
 pytestmark = [pytest.mark.slow, pytest.mark.distributed, pytest.mark.xdist_group("distributed")]
 
 JOB = Path(__file__).with_name("wrappers_job.py")
+RUNS = {"a": {}, "b": {}, "perturbed": {"PERTURB": "1"}}  # run directory -> the job's environment beyond torchrun's
 PERTURBED = next(k for k, line in enumerate(JOB.read_text().splitlines(), 1) if line.endswith("# PERTURBED"))
 
 
@@ -35,10 +36,14 @@ PERTURBED = next(k for k, line in enumerate(JOB.read_text().splitlines(), 1) if 
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     cwd = tmp_path_factory.mktemp("ddp")
     (cwd / JOB.name).write_text(JOB.read_text())
-    for out, env in (("a", {}), ("b", {}), ("perturbed", {"PERTURB": "1"})):
-        done = torchrun("record", "--out", out, "--", "python", JOB.name, cwd=cwd, env=env)
-        assert done.returncode == 0, done.stderr[-3000:]
-        assert "skipped" not in done.stderr, done.stderr[-3000:]
+    # one launch records the three runs, each by `opwire record` forked from a process that imported torch and the
+    # CLI once; test_dist_run and the distributed tutorial launch `torchrun -m opwire record` itself
+    commands = [(out, ["record", "--out", out, "--", "python", JOB.name], env) for out, env in RUNS.items()]
+    for out, by_rank in torchrun_forked(commands, cwd).items():
+        for rank, done in enumerate(by_rank):
+            assert done.returncode == 0, f"{out}, rank {rank}: {done.stderr[-3000:]}"
+            assert "skipped" not in done.stderr, done.stderr[-3000:]
+            assert f"-> {out}/rank{rank}.trace" in done.stderr, done.stderr[-3000:]
     return cwd
 
 
