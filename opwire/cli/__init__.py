@@ -7,6 +7,12 @@ The parser is built from `COMMANDS`, a table of each subcommand's module and one
 only the module of the command chosen on the command line (none for `opwire --help` or `--version`), and every
 other command is listed from its summary, so a command pays for its own imports and nobody else's.
 
+The commands that only read files into models and write what they read (`inspect`, `convert`, `schema`) run with
+the cyclic garbage collector paused (`Command.pauses_collector`), restored when they return: the process is
+opwire's own, it runs no user code, and what the decoders build is acyclic (reference counting frees it; the
+decode budgets, not the collector, bound memory). Its full passes over a freshly decoded 2,000-node program
+were about 0.3 of `inspect model.pt2`'s 0.8-1 CPU-s.
+
 Modules:
     __main__: `python -m opwire.cli`
     convert_cmd: `opwire convert`: programs and archives between JSON, Thrift, .pt2 and .opw
@@ -30,6 +36,7 @@ Modules:
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import sys
 from collections.abc import Sequence
@@ -42,18 +49,22 @@ __all__ = ["COMMANDS", "Command", "build_parser", "main"]
 
 
 class Command(NamedTuple):
-    """A subcommand: the module defining its `add_parser`, and its line in `opwire --help`."""
+    """A subcommand: the module defining its `add_parser`, its line in `opwire --help`, and whether it pauses the
+    cyclic collector while it runs (it reads files into models and runs no user code)."""
 
     module: str
     summary: str
+    pauses_collector: bool = False
 
 
 COMMANDS = {
-    "inspect": Command("opwire.cli.inspect_cmd", "summarize a program, extern-node file, trace or archive"),
+    "inspect": Command("opwire.cli.inspect_cmd", "summarize a program, extern-node file, trace or archive", True),
     "convert": Command(
-        "opwire.cli.convert_cmd", "convert programs and archives between JSON, Thrift binary/compact, .pt2 and .opw"
+        "opwire.cli.convert_cmd",
+        "convert programs and archives between JSON, Thrift binary/compact, .pt2 and .opw",
+        True,
     ),
-    "schema": Command("opwire.cli.schema_cmd", "work with the Thrift IDL (schema diff)"),
+    "schema": Command("opwire.cli.schema_cmd", "work with the Thrift IDL (schema diff)", True),
     "exec": Command(
         "opwire.cli.exec_cmd", "run the nodes of an extern-node file (AOTInductor's <hash>.wrapper.json or .pt2)"
     ),
@@ -103,6 +114,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser(only=chosen).parse_args(argv)
     if args.command != chosen:  # argparse read the command line otherwise than `_chosen`: parse it with that one
         args = build_parser(only=args.command).parse_args(argv)
+    paused = COMMANDS[args.command].pauses_collector and gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        return _run(args)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the parsed command; an opwire error, an OS error or an exhausted resource is one line on stderr."""
     try:
         from opwire.cli.options import prepare  # deferred: imports opwire.serde's budgets (--help loads no codec)
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import gc
+import importlib
 from pathlib import Path
 
 import pytest
 from support.clirun import run_cli, run_cli_fresh
 
 from opwire.cli import COMMANDS, build_parser, main
+from opwire.errors import DecodeError
 
 
 def test_every_command_is_registered() -> None:
@@ -61,3 +64,43 @@ def test_the_parser_of_one_command_reads_the_command_line_as_the_full_one(
             parser.parse_args(argv)
         outputs.append((info.value.code, capsys.readouterr()))
     assert outputs[0] == outputs[1]
+
+
+_ARGV = {"inspect": ["inspect", "f"], "convert": ["convert", "f", "out.json"], "run": ["run", "f", "--inputs", "i"]}
+
+
+@pytest.mark.parametrize(("command", "paused"), [("inspect", True), ("convert", True), ("run", False)])
+def test_reading_commands_pause_the_collector_and_restore_it(
+    command: str, paused: bool, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`inspect` and `convert` run no user code and build acyclic models: the collector's full passes over them are
+    paused while they run and resumed after, on success and on error; `run` (user ops) keeps it running."""
+    module = importlib.import_module(COMMANDS[command].module)
+    seen: list[bool] = []
+
+    def fake(args: argparse.Namespace) -> int:  # the first call returns, the second fails
+        seen.append(gc.isenabled())
+        if len(seen) == 2:
+            raise DecodeError("bad: not a program")
+        return 0
+
+    monkeypatch.setattr(module, "run", fake)
+    argv = _ARGV[command]
+    assert gc.isenabled()
+    for code in (0, 2):
+        assert main(argv) == code
+        assert gc.isenabled()  # resumed, whatever the command did
+    assert seen == [not paused, not paused]
+    assert "bad: not a program" in capsys.readouterr().err
+    assert COMMANDS[command].pauses_collector is paused
+
+
+def test_a_collector_the_host_disabled_stays_disabled() -> None:
+    gc.disable()
+    try:
+        with pytest.raises(SystemExit):
+            main(["inspect", "--help"])
+        assert main(["schema", "diff", "missing-a.thrift", "missing-b.thrift"]) == 2
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
