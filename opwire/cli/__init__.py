@@ -7,11 +7,11 @@ The parser is built from `COMMANDS`, a table of each subcommand's module and one
 only the module of the command chosen on the command line (none for `opwire --help` or `--version`), and every
 other command is listed from its summary, so a command pays for its own imports and nobody else's.
 
-The commands that only read files into models and write what they read (`inspect`, `convert`, `schema`) run with
-the cyclic garbage collector paused (`Command.pauses_collector`), restored when they return: the process is
-opwire's own, it runs no user code, and what the decoders build is acyclic (reference counting frees it; the
-decode budgets, not the collector, bound memory). Its full passes over a freshly decoded 2,000-node program
-were about 0.3 of `inspect model.pt2`'s 0.8-1 CPU-s.
+The commands that only read files into models and write what they read (`inspect`, `convert` without
+`--allow-pickle`, `schema`) run with the cyclic garbage collector paused (`Command.pauses_collector`), restored
+when they return: the process is opwire's own, it runs no user code, and what the decoders build is acyclic
+(reference counting frees it; the decode budgets, not the collector, bound memory). Its full passes over a
+freshly decoded 2,000-node program were about 0.3 of `inspect model.pt2`'s 0.8-1 CPU-s.
 
 Modules:
     __main__: `python -m opwire.cli`
@@ -114,7 +114,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser(only=chosen).parse_args(argv)
     if args.command != chosen:  # argparse read the command line otherwise than `_chosen`: parse it with that one
         args = build_parser(only=args.command).parse_args(argv)
-    paused = COMMANDS[args.command].pauses_collector and gc.isenabled()
+    # `--allow-pickle` unpickles (runs) what a trusted file holds: the collector keeps running for it
+    paused = COMMANDS[args.command].pauses_collector and not getattr(args, "allow_pickle", False) and gc.isenabled()
     if paused:
         gc.disable()
     try:

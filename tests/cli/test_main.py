@@ -66,16 +66,23 @@ def test_the_parser_of_one_command_reads_the_command_line_as_the_full_one(
     assert outputs[0] == outputs[1]
 
 
-_ARGV = {"inspect": ["inspect", "f"], "convert": ["convert", "f", "out.json"], "run": ["run", "f", "--inputs", "i"]}
+_ARGV = {
+    "inspect": ["inspect", "f"],
+    "convert": ["convert", "f", "out.json"],
+    "convert --allow-pickle": ["convert", "f", "out.json", "--allow-pickle"],  # unpickling runs the file's code
+    "run": ["run", "f", "--inputs", "i"],
+}
 
 
-@pytest.mark.parametrize(("command", "paused"), [("inspect", True), ("convert", True), ("run", False)])
+@pytest.mark.parametrize(
+    ("command", "paused"), [("inspect", True), ("convert", True), ("convert --allow-pickle", False), ("run", False)]
+)
 def test_reading_commands_pause_the_collector_and_restore_it(
     command: str, paused: bool, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`inspect` and `convert` run no user code and build acyclic models: the collector's full passes over them are
     paused while they run and resumed after, on success and on error; `run` (user ops) keeps it running."""
-    module = importlib.import_module(COMMANDS[command].module)
+    module = importlib.import_module(COMMANDS[command.split()[0]].module)
     seen: list[bool] = []
 
     def fake(args: argparse.Namespace) -> int:  # the first call returns, the second fails
@@ -92,7 +99,7 @@ def test_reading_commands_pause_the_collector_and_restore_it(
         assert gc.isenabled()  # resumed, whatever the command did
     assert seen == [not paused, not paused]
     assert "bad: not a program" in capsys.readouterr().err
-    assert COMMANDS[command].pauses_collector is paused
+    assert COMMANDS[command.split()[0]].pauses_collector is (command != "run")
 
 
 def test_a_collector_the_host_disabled_stays_disabled() -> None:
