@@ -326,7 +326,7 @@ def _replay_rank(
         runner.free(-1)
         with torch.no_grad():
             for i, rec in enumerate(ahead.records()):
-                child.at(labels[i] if i < len(labels) else f"call {i} ({printable(rec.target)})")
+                child.at(labels[i])
                 progress["at"] = (i, rec.target)
                 stop = i + 1
                 if "skipped" in rec.metadata:
