@@ -10,11 +10,10 @@ from typing import NamedTuple
 
 from support.clirun import run_module
 
-__all__ = ["FORK_JOB", "JOB", "SHARE_JOB", "Ran", "ran", "torchrun", "torchrun_forked"]
+__all__ = ["FORK_JOB", "JOB", "Ran", "ran", "torchrun", "torchrun_forked"]
 
 JOB = Path(__file__).with_name("collectives_job.py")
 FORK_JOB = Path(__file__).with_name("fork_job.py")
-SHARE_JOB = Path(__file__).with_name("share_job.py")
 _ROOT = Path(__file__).resolve().parents[3]
 
 

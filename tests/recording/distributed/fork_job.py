@@ -3,11 +3,13 @@
     torchrun ... fork_job.py COMMANDS.json
 
 COMMANDS.json is a list of {"name": NAME, "argv": [...], "env": {NAME: VALUE}}; each command runs in order in a
-child process forked by this process once it imported torch, Dynamo and the CLI (as share_job.py runs its
-commands): the child calls `opwire.cli.main(argv)`, what `torchrun -m opwire ARGV` runs, in the launcher's
-environment (RANK, WORLD_SIZE, ...) plus the command's "env". Each command gets a rendezvous store of its own on a
-port next to the launcher's (served by process 0's child). Every process writes each command's stdout to
-NAME.<RANK>.out, and its exit code then its stderr to NAME.<RANK>.err; `ran` in distrun.py reads them.
+child process forked by this process once it imported torch, Dynamo and the CLI, as the tests' CLI fork server
+does (tests/support/cli_forkserver.py): the child calls `opwire.cli.main(argv)`, what `torchrun -m opwire ARGV`
+runs, in the launcher's environment (RANK, WORLD_SIZE, ...) plus the command's "env". This process itself never
+joins a gloo group (one that joined and left one does not fork sandboxed children safely afterwards). Each command
+gets a rendezvous store of its own on a port next to the launcher's, served by process 0's child (children of one
+launch would otherwise meet on the launcher's store under the same keys). Every process writes each command's
+stdout to NAME.<RANK>.out, and its exit code then its stderr to NAME.<RANK>.err; `ran` in distrun.py reads them.
 
 Not for `replay --collectives`: without torchrun's agent store (which outlives the ranks) its ranks hand their
 outcomes over a store that process 0's child serves, and that child may leave first ("Connection reset by peer"

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import torch
-from distrun import JOB, SHARE_JOB, torchrun
+from distrun import JOB, torchrun, torchrun_forked
 from support.clirun import Cli
 
 import opwire
@@ -266,16 +266,17 @@ def test_a_failing_rank_gives_rank_0s_report_and_one_line_under_collectives(run_
 def test_ranks_diff_and_replay_print_the_same_split_over_torchrun(run_dir: Path, tmp_path: Path) -> None:
     bad = tmp_path / "bad"
     _tamper(run_dir, bad, 1, "c10d::allreduce_")
-    done = torchrun(SHARE_JOB, bad, run_dir, tmp_path / "out", cwd=tmp_path)  # one launch, the three commands
+    commands = [("ranks", ["ranks", bad], {}), ("diff", ["diff", bad, run_dir], {}), ("replay", ["replay", bad], {})]
+    done = torchrun_forked(commands, cwd=tmp_path)  # one launch, the three commands
     alone = {
         "ranks": (1, format_ranks(check_ranks(str(bad)), str(bad))),
         "diff": (1, str(diff_runs(str(bad), str(run_dir), isolate=True))),
         "replay": (1, str(replay_run(str(bad)))),
     }
     for name, (code, text) in alone.items():
-        first, printed = (tmp_path / f"out.{name}.0").read_text().split("\n", 1)
-        assert (int(first), printed) == (code, text + "\n"), (name, done.stderr[-2000:])
-        assert (tmp_path / f"out.{name}.1").read_text() == f"{code}\n", name  # process 1 prints nothing
+        first, second = done[name]
+        assert (first.returncode, first.stdout) == (code, text + "\n"), (name, first.stderr[-2000:])
+        assert (second.returncode, second.stdout) == (code, ""), name  # process 1 prints nothing
 
 
 def _split(run: Path, count: int) -> list[m.RanksReport]:
