@@ -5,11 +5,13 @@
 be recorded without a replay and a check. A row's `run` issues the call on live tensors in the replay's process
 group (`execute.run_collective` prepares them); its `expect` recomputes every member's outputs from all ranks'
 recorded inputs (`numerics.check_collective` compares them). Reductions are computed in float64 (integers
-exactly), with the sum of the magnitudes reduced as the scale of their tolerance.
+exactly), with the sum of the magnitudes reduced as the scale of their tolerance, into an `Arena`'s buffers
+where the caller gives one (the same buffers from one check to the next: no fresh pages per collective).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +22,7 @@ import torch.distributed as dist
 from opwire.recording.collectives import Kind
 from opwire.recording.distributed.sequence import CollectiveCall, Names
 
-__all__ = ["REDUCTIONS", "RULES", "Expected", "Load", "Recorded", "Rule", "Running", "name_at", "reduce"]
+__all__ = ["REDUCTIONS", "RULES", "Arena", "Expected", "Load", "Recorded", "Rule", "Running", "name_at", "reduce"]
 
 Load = Callable[[int, str], torch.Tensor]
 """(rank, tensor name) -> the recorded tensor."""
@@ -40,48 +42,93 @@ def name_at(names: Names, path: tuple[int, ...]) -> str:
     return str(x)
 
 
-def reduce(op: str, xs: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """The reduction of `xs` (float64 for floating inputs) and the magnitude scale for its tolerance."""
+class Arena:
+    """Buffers lent to one numeric check and taken back after it (`release`), to lend to the next.
+
+    A check's float64 stacks and results are as large as its tensors; allocated fresh per collective they cost
+    more than the arithmetic (every page faulted in anew, 2k to 60k faults per `ranks` run depending on the heap's
+    state). A lent tensor's bytes are whatever an earlier check left: every user writes all of it before reading.
+    Buffers come in power-of-two byte sizes; what is kept between checks beyond `keep` bytes is dropped, except
+    the buffers the last check used (one collective's worth, as the checks hold anyway)."""
+
+    def __init__(self, keep: int = 256 << 20) -> None:
+        self.keep = keep
+        self._free: dict[int, list[torch.Tensor]] = {}  # bytes -> unlent uint8 buffers of that size
+        self._lent: list[torch.Tensor] = []
+
+    def empty(self, shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
+        """A contiguous tensor of `shape` and `dtype` (bytes unspecified), this check's alone until `release`."""
+        nbytes = math.prod(shape) * dtype.itemsize
+        size = 1 << max(nbytes - 1, 0).bit_length()
+        pool = self._free.get(size)
+        buf = pool.pop() if pool else torch.empty(size, dtype=torch.uint8)
+        self._lent.append(buf)
+        return buf[:nbytes].view(dtype).view(tuple(shape))
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the buffers held, lent or not."""
+        return sum(b.numel() for b in self._lent) + sum(b.numel() for pool in self._free.values() for b in pool)
+
+    def release(self) -> None:
+        """Take back every lent buffer (the tensors lent must not be used after this)."""
+        kept = sum(b.numel() for pool in self._free.values() for b in pool)
+        for size in sorted(self._free, reverse=True):  # the largest of those the last check did not use go first
+            pool = self._free[size]
+            while pool and kept > self.keep:
+                kept -= pool.pop().numel()
+        for b in self._lent:
+            self._free.setdefault(b.numel(), []).append(b)
+        self._lent.clear()
+
+
+def _empty(arena: Arena | None, shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
+    return arena.empty(shape, dtype) if arena is not None else torch.empty(tuple(shape), dtype=dtype)
+
+
+def reduce(op: str, xs: list[torch.Tensor], arena: Arena | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The reduction of `xs` (float64 for floating inputs) and the magnitude scale for its tolerance; with `arena`,
+    the stack and the floating results are its buffers (the same bits: the same kernels write into them)."""
     floating = xs[0].is_floating_point() or xs[0].is_complex()
     if floating and all(x.dtype == xs[0].dtype and x.shape == xs[0].shape for x in xs):
         # the stack `torch.stack(xs).to(wide)` gives, each input converted as it is copied in (one pass, not two)
-        stack = torch.empty((len(xs), *xs[0].shape), dtype=torch.complex128 if xs[0].is_complex() else torch.float64)
+        wide = torch.complex128 if xs[0].is_complex() else torch.float64
+        stack = _empty(arena, (len(xs), *xs[0].shape), wide)
         for k, x in enumerate(xs):
             stack[k].copy_(x)
         ys = list(stack)
     else:
         ys = [x.to(torch.complex128 if x.is_complex() else torch.float64) if floating else x for x in xs]
         stack = torch.stack(ys)
+    if not floating:
+        return _integral(op, stack, ys)
+    shape, real = stack.shape[1:], torch.float64
+    if op in ("SUM", "AVG", "PRODUCT"):
+        fold = torch.sum if op != "PRODUCT" else torch.prod
+        value = fold(stack, 0, out=_empty(arena, shape, stack.dtype))
+        mags = torch.abs(stack, out=_empty(arena, stack.shape, real)) if stack.is_complex() else stack.abs_()
+        scale = fold(mags, 0, out=_empty(arena, shape, real))  # over `reduce`'s own stack: no second fresh stack
+        if op == "AVG":
+            return value.div_(len(xs)), scale.div_(len(xs))
+        return value, scale
+    if op in ("MIN", "MAX"):
+        return (torch.amin if op == "MIN" else torch.amax)(stack, 0, out=_empty(arena, shape, stack.dtype)), None
+    return _integral(op, stack, ys)
+
+
+def _integral(op: str, stack: torch.Tensor, ys: list[torch.Tensor]) -> tuple[torch.Tensor, None]:
+    """An integer reduction (exact), or a bitwise one."""
     if op in ("SUM", "AVG"):
         total = stack.sum(0)
-        scale = _magnitudes(stack).sum(0) if floating else None
-        if op == "SUM":
-            return total, scale
-        if floating:
-            assert scale is not None
-            return total / len(xs), scale / len(xs)
-        return total // len(xs), None
+        return (total if op == "SUM" else total // len(ys)), None
     if op == "PRODUCT":
-        product = stack.prod(0)
-        return product, _magnitudes(stack).prod(0) if floating else None
-    if op == "MIN":
-        return stack.amin(0), None
-    if op == "MAX":
-        return stack.amax(0), None
+        return stack.prod(0), None
+    if op in ("MIN", "MAX"):
+        return (stack.amin(0) if op == "MIN" else stack.amax(0)), None
     out = ys[0].clone()
     for y in ys[1:]:
         out = {"BAND": torch.bitwise_and, "BOR": torch.bitwise_or, "BXOR": torch.bitwise_xor}[op](out, y)
     return out, None
-
-
-def _magnitudes(stack: torch.Tensor) -> torch.Tensor:
-    """`stack.abs()`, written over `stack` where torch can (real dtypes): `reduce` takes it after the signed results.
-
-    `stack` is `reduce`'s own float64 copy, never an input. Overwriting it gives the values `abs()` gives, and the
-    `sum(0)`/`prod(0)` after it reads them in the same layout and order (bit-identical results), without a second
-    stack of fresh pages: that allocation cost more than the arithmetic (10x over a small-tensor run's reductions).
-    """
-    return stack.abs() if stack.is_complex() else stack.abs_()
 
 
 @dataclass(frozen=True)
@@ -118,6 +165,7 @@ class Recorded:
     calls: Sequence[CollectiveCall]
     load: Load
     red: str  # the reduction ("" where the collective reduces nothing)
+    arena: Arena | None = None  # where reductions are computed (fresh tensors when None)
 
     @property
     def w(self) -> int:
@@ -140,7 +188,7 @@ class Recorded:
 
     def reduced(self, xs: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor | None]:
         """`xs` reduced with the call's reduction, and the scale of its tolerance."""
-        return reduce(self.red, xs)
+        return reduce(self.red, xs, self.arena)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from opwire.recording.compare import tolerance
-from opwire.recording.distributed.collective_rules import REDUCTIONS, RULES, Expected, Load, Recorded, name_at
+from opwire.recording.distributed.collective_rules import REDUCTIONS, RULES, Arena, Expected, Load, Recorded, name_at
 from opwire.recording.distributed.sequence import CollectiveCall
 
 __all__ = ["Disagreement", "check_collective", "check_p2p"]
@@ -28,8 +28,10 @@ class Disagreement:
     detail: str
 
 
-def _differs(got: torch.Tensor, want: torch.Tensor, scale: torch.Tensor | None) -> str | None:
-    """Why `got` is not `want` (None when it is, within tolerance for a reduction)."""
+def _differs(
+    got: torch.Tensor, want: torch.Tensor, scale: torch.Tensor | None, arena: Arena | None = None
+) -> str | None:
+    """Why `got` is not `want` (None when it is, within tolerance for a reduction); `arena` lends the temporaries."""
     if list(got.shape) != list(want.shape):
         return f"shape {list(got.shape)}, expected {list(want.shape)}"
     if got.numel() == 0:
@@ -42,7 +44,7 @@ def _differs(got: torch.Tensor, want: torch.Tensor, scale: torch.Tensor | None) 
         k = int((~same).flatten().nonzero()[0])
         return f"element {k} is {got.flatten()[k].item()!r}, expected {w.flatten()[k].item()!r}"
     rtol, atol = tolerance(got.dtype, None, None)
-    if not want.is_complex() and not _beyond(got.to(want.dtype, copy=True), want, scale, rtol, atol):
+    if not want.is_complex() and not _beyond(got, want, scale, rtol, atol, arena):
         return None  # the usual case, tested in place on a copy; the message below is rare
     g = got.to(want.dtype)
     err = (g - want).abs()
@@ -57,41 +59,62 @@ def _differs(got: torch.Tensor, want: torch.Tensor, scale: torch.Tensor | None) 
     )
 
 
-def _beyond(g: torch.Tensor, want: torch.Tensor, scale: torch.Tensor, rtol: float, atol: float) -> bool:
-    """Whether some element of `g` (overwritten) is beyond `atol + rtol * scale` of `want`, or NaN where `want`
-    is not (or the reverse): `_differs`'s test with the same operations, without a temporary per step."""
-    nan = g.isnan().ne_(want.isnan())
+def _beyond(
+    got: torch.Tensor, want: torch.Tensor, scale: torch.Tensor, rtol: float, atol: float, arena: Arena | None
+) -> bool:
+    """Whether some element of `got` is beyond `atol + rtol * scale` of `want`, or NaN where `want` is not (or the
+    reverse): `_differs`'s test with the same operations on a copy of `got`, in place (temporaries from `arena`)."""
+    if arena is None:
+        g = got.to(want.dtype, copy=True)
+        nan, bound = g.isnan().ne_(want.isnan()), scale.mul(rtol)
+    else:  # the same, each temporary a lent buffer (`isnan` has no `out=`: x != x is what it tests)
+        g = arena.empty(got.shape, want.dtype).copy_(got)
+        nan = torch.ne(g, g, out=arena.empty(g.shape, torch.bool))
+        nan.ne_(torch.ne(want, want, out=arena.empty(want.shape, torch.bool)))
+        bound = torch.mul(scale, rtol, out=arena.empty(scale.shape, scale.dtype))
     err = g.sub_(want).abs_()
-    return bool(err.gt_(scale.mul(rtol).add_(atol)).logical_or_(nan).any())
+    return bool(err.gt_(bound.add_(atol)).logical_or_(nan).any())
 
 
-def _expected(calls: Sequence[CollectiveCall], load: Load) -> Expected:
+def _expected(calls: Sequence[CollectiveCall], load: Load, arena: Arena | None) -> Expected:
     """(group rank, output path) -> (expected value, tolerance scale or None for exact), from the kind's rule."""
     first = calls[0]
     expect = RULES[first.spec.kind].expect
     red = str(first.scalar(first.spec.reduce) or "").upper()
     if expect is None or (first.spec.reduce and red not in REDUCTIONS):
         return {}  # PREMUL_SUM and unknown reductions are not checked
-    return expect(Recorded(calls, load, red))
+    return expect(Recorded(calls, load, red, arena))
 
 
 def check_collective(
-    calls: Sequence[CollectiveCall], load: Load, key: Callable[[int, str], object | None] | None = None
-) -> list[Disagreement]:
+    calls: Sequence[CollectiveCall], load: Load, key: Callable[[int, str], object | None] | None = None,
+    arena: Arena | None = None,
+) -> list[Disagreement]:  # fmt: skip
     """The ranks (in group-rank order of `calls`) whose recorded outputs differ from what the collective must give.
 
     `key(rank, name)` identifies a recorded value (layout and payload digest): outputs with one key that must
-    equal one expected value (every rank's result of an all-reduce) are read and compared once."""
+    equal one expected value (every rank's result of an all-reduce) are read and compared once. `arena` lends the
+    reductions' buffers and temporaries; they are taken back when the check ends."""
+    try:
+        return _check(calls, load, key, arena)
+    finally:
+        if arena is not None:
+            arena.release()
+
+
+def _check(
+    calls: Sequence[CollectiveCall], load: Load, key: Callable[[int, str], object | None] | None, arena: Arena | None
+) -> list[Disagreement]:
     found = []
     seen: dict[tuple[int, object], str | None] = {}
-    for (i, path), (want, scale) in sorted(_expected(calls, load).items(), key=lambda kv: kv[0]):
+    for (i, path), (want, scale) in sorted(_expected(calls, load, arena).items(), key=lambda kv: kv[0]):
         name = name_at(calls[i].outputs, path)
         k = key(calls[i].rank, name) if key is not None else None
         memo = (id(want), k) if k is not None else None  # `want` objects live until the loop ends
         if memo is not None and memo in seen:
             why = seen[memo]
         else:
-            why = _differs(load(calls[i].rank, name), want, scale)
+            why = _differs(load(calls[i].rank, name), want, scale, arena)
             if memo is not None:
                 seen[memo] = why
         if why is not None:

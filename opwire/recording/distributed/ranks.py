@@ -168,7 +168,7 @@ def _numeric(check: _Check, tensors: RankTensors) -> m.RanksFinding | None:
         return _finding("numeric", check.group, check.seq, rc, [b], check.indexes, detail)
     present = [c for c in check.calls if c is not None]
     tensors.prefetch({c.rank: flat_names(c.inputs) for c in present})
-    found = check_collective(present, tensors.load, tensors.key)
+    found = check_collective(present, tensors.load, tensors.key, tensors.arena)
     if not found:
         return None
     first = check.calls[[c.rank if c is not None else -1 for c in check.calls].index(found[0].rank)]

@@ -5,7 +5,8 @@ the layouts its ranks must agree on and the few scalar arguments the numeric che
 that read different ranks can gather them (`share.gather_json`) and reduce them alike. Only the records
 of collectives are decoded (`FrameReader` reads every other record's op in place). `RankTensors` then
 serves the recorded tensors of the ranks a check needs, reading several ranks at once on threads
-(reading a file and SHA-256 release the GIL), each rank's file from one thread at a time.
+(reading a file and SHA-256 release the GIL), each rank's file from one thread at a time, and lends the checks
+the buffers they compute in (`arena`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 import torch
 
 from opwire.recording.collectives import collective_of
+from opwire.recording.distributed.collective_rules import Arena
 from opwire.recording.distributed.run import Run
 from opwire.recording.distributed.sequence import CollectiveCall, collective_calls, signature
 from opwire.recording.frame_index import IndexedReader
@@ -103,6 +105,7 @@ class RankTensors:
         self._ready: dict[tuple[int, str], torch.Tensor] = {}
         self._checked: dict[str, int] = {}  # payload digest -> a rank whose file `key` checked it in
         self._pool = ThreadPoolExecutor(max_workers=threads) if threads > 1 else None
+        self.arena = Arena()  # the checks' reductions and temporaries, reused from one check to the next
 
     def source(self, rank: int) -> TraceSource:
         """Rank `rank`'s trace (opened once)."""

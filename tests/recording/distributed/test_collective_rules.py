@@ -15,7 +15,7 @@ import torch
 import torch.distributed as dist
 
 from opwire.recording.collectives import COLLECTIVES, Kind, collective_of, is_distributed_op
-from opwire.recording.distributed.collective_rules import RULES, Recorded, reduce
+from opwire.recording.distributed.collective_rules import RULES, Arena, Recorded, reduce
 from opwire.recording.distributed.execute import run_collective
 from opwire.recording.distributed.numerics import check_collective
 from opwire.recording.distributed.sequence import CollectiveCall, Names
@@ -105,6 +105,15 @@ def _the_widened_stack(op: str, xs: list[torch.Tensor]) -> tuple[torch.Tensor, t
     return (stack.amin(0) if op == "MIN" else stack.amax(0)), None
 
 
+class _Dirty(Arena):
+    """An arena whose lent buffers come with every bit set, whatever the check before left in them."""
+
+    def empty(self, shape: Any, dtype: torch.dtype) -> torch.Tensor:
+        t = super().empty(shape, dtype)
+        (t.view(torch.uint8) if t.dim() else t.reshape(1).view(torch.uint8)).fill_(255)
+        return t
+
+
 def _bits(t: torch.Tensor) -> torch.Tensor:
     real = (torch.view_as_real(t) if t.is_complex() else t).contiguous().reshape(-1)
     return real.view(_INTS[real.dtype.itemsize])
@@ -116,9 +125,12 @@ def test_reductions_are_those_of_the_widened_stack_bit_for_bit(dtype: torch.dtyp
     """`reduce` widens its inputs as it stacks them and takes the magnitudes over its own stack: every reduction
     and scale has the bits (NaN payloads and signs, -0.0, subnormals) of `torch.stack(xs).to(wide)` and a separate
     `abs()`, for 1 to 17 ranks (sums of more than 4 rows are not added in rank order by torch), contiguous,
-    transposed and mixed inputs, and a mix of dtypes (the stack-then-widen path)."""
+    transposed and mixed inputs, and a mix of dtypes (the stack-then-widen path); the same through one `Arena`
+    whose buffers held the previous reductions (other sizes, ranks and dtypes) and are set to all-ones bits
+    (NaN) before each is lent: no byte of an earlier check shows in a result."""
     torch.manual_seed(0)
     ops = ["SUM", "AVG", "PRODUCT"] + ([] if dtype.is_complex else ["MIN", "MAX"])
+    arena = _Dirty()
     for w in (1, 2, 3, 4, 5, 7, 8, 16, 17):
         for shape in ((), (7,), (33, 5)):
             xs = _adversarial(dtype, w, shape)
@@ -130,14 +142,62 @@ def test_reductions_are_those_of_the_widened_stack_bit_for_bit(dtype: torch.dtyp
             for inputs in (xs, mixed):
                 kept = [x.clone() for x in inputs]
                 for op in ops:
-                    got, got_scale = reduce(op, inputs)
                     want, scale = _the_widened_stack(op, inputs)
-                    where = f"{op} of {w} x {shape} {[x.dtype for x in inputs][:2]}"
-                    assert got.dtype == want.dtype and torch.equal(_bits(got), _bits(want)), where
-                    assert (got_scale is None) == (scale is None), where
-                    if scale is not None:
-                        assert got_scale is not None and torch.equal(_bits(got_scale), _bits(scale)), where
+                    for lent in (None, arena):
+                        got, got_scale = reduce(op, inputs, lent)
+                        where = f"{op} of {w} x {shape} {[x.dtype for x in inputs][:2]}, arena {lent is not None}"
+                        assert got.dtype == want.dtype and torch.equal(_bits(got), _bits(want)), where
+                        assert (got_scale is None) == (scale is None), where
+                        if scale is not None:
+                            assert got_scale is not None and torch.equal(_bits(got_scale), _bits(scale)), where
+                    arena.release()
                 assert all(torch.equal(_bits(a), _bits(b)) for a, b in zip(inputs, kept, strict=True)), "an input moved"
+
+
+def test_checks_through_one_arena_find_what_fresh_tensors_find_whatever_the_check_before_left() -> None:
+    """One `Arena` lent to a sequence of checks of different ranks, sizes and dtypes (its buffers keep the earlier
+    checks' stacks and results): every check finds the ranks it finds with fresh tensors, and an output that equals
+    the previous check's expected value (what a stale buffer would hold) is refused."""
+    torch.manual_seed(0)
+    arena, seq = Arena(), []
+    for w, n, dtype in ((4, 64, torch.float32), (2, 64, torch.float32), (3, 17, torch.float16), (4, 64, torch.float64),
+                        (2, 5, torch.bfloat16), (4, 64, torch.float32), (3, 3, torch.complex64)):  # fmt: skip
+        xs = [torch.randn(n, dtype=dtype) for _ in range(w)]
+        total = torch.stack([x.to(torch.complex128 if dtype.is_complex else torch.float64) for x in xs]).sum(0)
+        outs = [total.to(dtype) for _ in range(w)]
+        outs[w - 1] = outs[w - 1] + 1  # one rank off
+        seq.append((w, xs, outs))
+    previous = None
+    for w, xs, outs in seq * 2:
+        calls = [_call("c10d::allreduce_", r, ["x"], ["y"], reduce_op="SUM") for r in range(w)]
+        tensors = {(r, "x"): xs[r] for r in range(w)} | {(r, "y"): outs[r] for r in range(w)}
+        fresh = check_collective(calls, lambda r, n, t=tensors: t[(r, n)])
+        lent = check_collective(calls, lambda r, n, t=tensors: t[(r, n)], arena=arena)
+        assert [d.rank for d in fresh] == [w - 1] and lent == fresh
+        if previous is not None and previous.shape == xs[0].shape and previous.dtype == xs[0].dtype:
+            stale = tensors | {(r, "y"): previous for r in range(w)}  # the result of the check before: wrong here
+            got = check_collective(calls, lambda r, n, t=stale: t[(r, n)], arena=arena)
+            assert [d.rank for d in got] == list(range(w))
+        previous = outs[0]
+
+
+def test_an_arena_lends_distinct_buffers_in_a_check_reuses_them_after_and_keeps_a_bounded_amount() -> None:
+    arena = Arena(keep=1 << 12)
+    a, b = arena.empty((16,), torch.float64), arena.empty((2, 8), torch.float64)
+    assert a.data_ptr() != b.data_ptr() and a.is_contiguous() and b.shape == (2, 8)
+    ptrs = {a.data_ptr(), b.data_ptr()}
+    arena.release()
+    c, d = arena.empty((4, 4), torch.float64), arena.empty((100,), torch.uint8)  # 128 bytes: the same size class
+    assert {c.data_ptr(), d.data_ptr()} == ptrs and d.dtype == torch.uint8
+    arena.release()
+    big = arena.empty((1 << 11,), torch.float64)  # 16 KiB, more than `keep`
+    arena.release()
+    assert arena.empty((1 << 11,), torch.float64).data_ptr() == big.data_ptr()  # the last check's buffers are kept
+    assert arena.nbytes == (1 << 14) + 256
+    arena.release()
+    arena.empty((3,), torch.int64)
+    arena.release()  # the 16 KiB buffer the last check did not use is over `keep`: dropped, the small ones kept
+    assert arena.nbytes == 256 + 32
 
 
 def test_reduce_scatter_gives_rank_i_the_sum_of_every_rank_s_ith_tensor() -> None:
