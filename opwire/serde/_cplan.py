@@ -9,9 +9,9 @@ index of its settled field (serde/_padding.py) or -1.
 The SymExpr `expr_str` check and base64 go back to `_build`'s Python functions (opwire's grammar decides).
 
 `json_write` walks the same plan the other way (models -> torch's JSON bytes, `_cbuild_src/json_write.c`).
-`json_build`, `thrift_build`, `thrift_plain` and `json_write` return None when the C module is not built (then `_build`'s Python
-builders, or fastbinary for `thrift_plain`, serve) or when it does not take the input: the checking path decides and
-words the error, as with the builders.
+`json_build`, `thrift_build`, `thrift_plain` and `json_write` return None when the C module is not built (then
+`_build`'s Python builders, fastbinary for `thrift_plain`, or `_json_write`'s Python writers serve) or when it does
+not take the input: the checking (or reference) path decides and words the error, as with the builders.
 """
 
 from __future__ import annotations
