@@ -248,15 +248,20 @@ static int put_union(Out *o, StructPlan *sp, PyObject *obj, PyObject *d, int dep
     Py_DECREF(it);
     if (k == NULL)
         return PyErr_Occurred() ? -1 : unexpected();
+    if (!PyUnicode_CheckExact(k)) { /* no lookup runs Python code (a key's __eq__) */
+        Py_DECREF(k);
+        return unexpected();
+    }
     PyObject *j = PyDict_GetItemWithError(sp->members, k);
     PyObject *v = j == NULL ? NULL : PyDict_GetItemWithError(d, k);
     Py_DECREF(k);
     if (v == NULL || v == Py_None)
         return PyErr_Occurred() ? -1 : unexpected();
     FieldPlan *f = &sp->fields[PyLong_AsLong(j)];
-    if (PUT_LIT(o, "{") < 0 || put_key(o, f->name) < 0 || put_value(o, f->type, v, depth) < 0)
-        return -1;
-    return PUT_LIT(o, "}");
+    Py_INCREF(v);
+    int rc = PUT_LIT(o, "{") < 0 || put_key(o, f->name) < 0 || put_value(o, f->type, v, depth) < 0 ? -1 : 0;
+    Py_DECREF(v);
+    return rc < 0 ? -1 : PUT_LIT(o, "}");
 }
 
 static int put_struct(Out *o, int si, PyObject *obj, int depth) {
@@ -292,9 +297,13 @@ static int put_struct(Out *o, int si, PyObject *obj, int depth) {
         if (v == Py_None && f->nullable) {
             if (PUT_LIT(o, "null") < 0)
                 goto done;
-        } else if (put_value(o, f->type, v, depth + 1) < 0) {
-            goto done;
+            continue;
         }
+        Py_INCREF(v); /* values are held while written: nothing borrowed outlives a lookup */
+        int failed = put_value(o, f->type, v, depth + 1) < 0;
+        Py_DECREF(v);
+        if (failed)
+            goto done;
     }
     rc = PUT_LIT(o, "}");
 done:
@@ -308,7 +317,13 @@ static int put_list(Out *o, int ti, PyObject *v, int depth) {
     if (PUT_LIT(o, "[") < 0)
         return -1;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(v); i++) {
-        if ((i && PUT_LIT(o, ", ") < 0) || put_value(o, ti, PyList_GET_ITEM(v, i), depth + 1) < 0)
+        if (i && PUT_LIT(o, ", ") < 0)
+            return -1;
+        PyObject *x = PyList_GET_ITEM(v, i);
+        Py_INCREF(x);
+        int failed = put_value(o, ti, x, depth + 1) < 0;
+        Py_DECREF(x);
+        if (failed)
             return -1;
     }
     return PUT_LIT(o, "]");
@@ -322,8 +337,13 @@ static int put_map(Out *o, TypeNode *t, PyObject *v, int depth) {
     Py_ssize_t pos = 0, i = 0;
     PyObject *k, *x;
     while (PyDict_Next(v, &pos, &k, &x)) {
-        if ((i++ && PUT_LIT(o, ", ") < 0) || put_string(o, k) < 0 || PUT_LIT(o, ": ") < 0 ||
-            put_value(o, t->b, x, depth + 1) < 0)
+        Py_INCREF(k);
+        Py_INCREF(x);
+        int failed = (i++ && PUT_LIT(o, ", ") < 0) || put_string(o, k) < 0 || PUT_LIT(o, ": ") < 0 ||
+                     put_value(o, t->b, x, depth + 1) < 0;
+        Py_DECREF(k);
+        Py_DECREF(x);
+        if (failed)
             return -1;
     }
     return PUT_LIT(o, "}");
