@@ -3,9 +3,9 @@
 Modules:
     _archive: the containers' internals behind `opw`, `pt2`, `thrift_archive`: layouts, tables, mapped views, writers
     _build: model builders compiled once from the IDL: parsed values to models without pydantic's per-field work
-    _cplan: the plan table of the C model builder (`_cbuild`, sources in `_cbuild_src/`), compiled from the IDL
+    _cplan: the plan table of the C model builder and JSON writer (`_cbuild`, sources in `_cbuild_src/`), from the IDL
     _depth: nesting depth of a decoded model, counted as every codec counts it
-    _json_write: JSON writers compiled once from the IDL: a model to torch's exact JSON text in one pass
+    _json_write: JSON writers compiled once from the IDL (where the C writer is not built): a model to torch's JSON
     _padding: `TensorValue.padding`: the zero bytes that align an archive's payloads in a Thrift file
     _paths: paths into models (`graph_module.graph.nodes[3].inputs[1].arg`) and the IDL types found there
     _thrift: the Thrift wire engine behind `thrift`: protocols, the checking decoder, the encoder, the fast path

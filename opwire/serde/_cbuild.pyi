@@ -18,3 +18,6 @@ def thrift_build(
     plan: Any, struct_index: int, data: bytes, start: int, compact: bool, limit: int, /
 ) -> tuple[Any, int]:
     """(the model in canonical Thrift `data[start:]`, values read); Fallback, or TooMany past `limit`."""
+
+def json_write(plan: Any, struct_index: int, model: Any, /) -> bytes:
+    """The model's JSON bytes (torch's export JSON); Fallback when a value is not taken."""

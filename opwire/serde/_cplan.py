@@ -8,9 +8,10 @@ for `thrift_plain` the `_plain` class of `_thrift/fast.py`, whether the struct i
 index of its settled field (serde/_padding.py) or -1.
 The SymExpr `expr_str` check and base64 go back to `_build`'s Python functions (opwire's grammar decides).
 
-`json_build`, `thrift_build` and `thrift_plain` return None when the C module is not built (then `_build`'s Python
-builders, or fastbinary for `thrift_plain`, serve) or when it does not take the input: the checking path decides and
-words the error, as with the builders.
+`json_write` walks the same plan the other way (models -> torch's JSON bytes, `_cbuild_src/json_write.c`).
+`json_build`, `thrift_build`, `thrift_plain` and `json_write` return None when the C module is not built (then
+`_build`'s Python builders, fastbinary for `thrift_plain`, or `_json_write`'s Python writers serve) or when it does
+not take the input: the checking (or reference) path decides and words the error, as with the builders.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ try:
 except ImportError:  # not built (a source checkout without `pip install -e .`): the Python builders serve
     _cbuild = None
 
-__all__ = ["AVAILABLE", "TooMany", "json_build", "thrift_build", "thrift_plain"]
+__all__ = ["AVAILABLE", "TooMany", "json_build", "json_write", "thrift_build", "thrift_plain"]
 
 AVAILABLE = _cbuild is not None
 """Whether the C model builder is built and loaded."""
@@ -137,6 +138,22 @@ def json_build(name: str, parsed: Any) -> Any:
         return _cbuild.json_build(plan, index[name], parsed)
     except _cbuild.Fallback:
         return None
+
+
+def json_write(obj: BaseModel) -> bytes | None:
+    """Model `obj` as torch's JSON bytes (the text `json.dumps(to_jsonable(obj))` gives), or None: a value the C
+    writer does not take (the reference path writes it or words the error), or no C module."""
+    if _cbuild is None:
+        return None
+    plan, index = _plan()
+    struct_index = index.get(type(obj).__name__)
+    if struct_index is None:
+        return None
+    try:
+        text: bytes = _cbuild.json_write(plan, struct_index, obj)
+    except _cbuild.Fallback:
+        return None
+    return text
 
 
 def thrift_build(data: bytes, start: int, name: str, codec: str, limit: int) -> tuple[Any, int] | None:

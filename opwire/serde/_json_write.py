@@ -6,6 +6,11 @@ IDL order with `", "` and `": "`, strings through the C escaper `json.dumps` use
 enums as `int.__repr__`, finite doubles as `float.__repr__` and the others as torch's strings, binary as
 base64, None as `null`, a union as its one member. No intermediate dicts and lists are built.
 
+These writers serve where the C module (`_cplan`, `_cbuild_src/json_write.c`: the same bytes, 3-5x faster, by
+the same rules) is not built: a source checkout without a compiler keeps an encoder near torch's C++ speed
+instead of the reference path's several times slower one, as `_build`'s Python builders do for decoding. The
+tests hold both writers to the reference bytes.
+
 A writer never decides an error: a value it does not expect (a bool or None where an int belongs, two union
 members set, ...) raises, and the caller writes that model the reference way (`to_jsonable` and
 `json.dumps`), which words the error or writes what it always wrote. A test holds both to the same bytes.

@@ -81,5 +81,6 @@ PyObject *json_parse(const char *data, Py_ssize_t n, Untracked *u);
 PyObject *json_build(PyObject *self, PyObject *args);
 PyObject *thrift_build(PyObject *self, PyObject *args);
 PyObject *thrift_plain(PyObject *self, PyObject *args);
+PyObject *json_write(PyObject *self, PyObject *args);
 
 #endif

@@ -10,7 +10,8 @@
  * Files: plan.c (this: the plan, models, the module), json_parse.c (JSON text -> a parsed tree the collector
  * does not see), json_walk.c (parsed JSON -> models), thrift_read.c
  * (Thrift binary and compact bytes -> models), thrift_plain.c (the same bytes -> plain objects), thrift_wire.h (the
- * wire both read), gc.c (building without feeding the cyclic collector).
+ * wire both read), gc.c (building without feeding the cyclic collector), json_write.c (models -> JSON bytes, the
+ * other way, by the same plan).
  * Nothing here reports an error to the user: anything not taken raises Fallback (or TooMany for a Thrift
  * decode past its budget) and opwire's checking path decides and words the error.
  */
@@ -267,6 +268,7 @@ static PyMethodDef methods[] = {
      "thrift_build(plan, struct_index, data, start, compact, limit) -> (model, values)"},
     {"thrift_plain", thrift_plain, METH_VARARGS,
      "thrift_plain(plan, struct_index, data, compact, limit) -> (plain value, values or None)"},
+    {"json_write", json_write, METH_VARARGS, "json_write(plan, struct_index, model) -> JSON bytes"},
     {NULL, NULL, 0, NULL},
 };
 
