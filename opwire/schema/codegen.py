@@ -137,10 +137,7 @@ def generate(schema: Schema | None = None, checksum: str | None = None) -> str:
     for s in schema.structs.values():
         out += ["", ""]
         out += _struct_lines(s)
-    out += ["", ""]
-    for s in schema.structs.values():
-        out.append(f"{s.name}.model_rebuild()")
-    out += ["", "MODELS: dict[str, type[ThriftStruct] | type[ThriftUnion]] = {"]
+    out += ["", "", "MODELS: dict[str, type[ThriftStruct] | type[ThriftUnion]] = {"]
     out += [f'    "{s.name}": {s.name},' for s in schema.structs.values()]
     out += ["}", '"""Every struct and union by IDL name."""', ""]
     out.append("SCHEMA = Schema(")
