@@ -2,8 +2,6 @@
 # idl-checksum: 1dbf30a567a9dd3ac4a772a0225ee55e8594feb98c47d23c6864b19184abadad
 """Pydantic models of the export schema and opwire's records, generated from the Thrift IDL."""
 
-from __future__ import annotations
-
 from pydantic import Field
 
 from opwire.schema.base import (
@@ -313,7 +311,7 @@ class GraphArgument(ThriftStruct):
     """A subgraph passed to a higher-order op (cond, map, while_loop, ...)."""
 
     name: str
-    graph: Graph
+    graph: "Graph"
 
 
 class CustomObjArgument(ThriftStruct):
@@ -363,7 +361,7 @@ class Argument(ThriftUnion):
     as_complex: ComplexValue | None = None
     as_nested_tensors: ListOf[ListOf[TensorArgument]] | None = None
     as_int_lists: ListOf[ListOf[I64]] | None = None
-    as_string_to_argument: dict[str, Argument] | None = None
+    as_string_to_argument: "dict[str, Argument] | None" = None
     as_float_lists: ListOf[ListOf[F64]] | None = None
 
 
@@ -716,9 +714,9 @@ class Value(ThriftUnion):
     """A layout."""
     as_memory_format: EnumOf[MemoryFormat] | None = None
     """A memory format."""
-    as_list: ListOf[Value] | None = None
+    as_list: "ListOf[Value] | None" = None
     """A list (or tuple) of values."""
-    as_dict: dict[str, Value] | None = None
+    as_dict: "dict[str, Value] | None" = None
     """A string-keyed dict of values."""
 
 
@@ -772,7 +770,7 @@ class TraceHeader(ThriftStruct):
     """"full" (output bytes kept) or "digest" (output digests only)."""
     schema_version: SchemaVersion
     """Export schema version of the records."""
-    distributed: TraceDistributed | None = None
+    distributed: "TraceDistributed | None" = None
     """Where this trace sits in a distributed run (absent for a single-process trace). Since records 1.2."""
 
 
@@ -1252,7 +1250,7 @@ class ValueSummary(ThriftStruct):
     """Why a tensor's values are not shown."""
     value: Value | None = None
     """A scalar's value (None is as_none); another object's repr as as_string."""
-    items: ListOf[ValueSummary] | None = None
+    items: "ListOf[ValueSummary] | None" = None
     """The first items of a list or tuple."""
     length: I64 | None = None
     """How many items the list or tuple has."""
