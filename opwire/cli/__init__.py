@@ -8,10 +8,10 @@ only the module of the command chosen on the command line (none for `opwire --he
 other command is listed from its summary, so a command pays for its own imports and nobody else's.
 
 The commands that only read files into models and write what they read (`inspect`, `convert` without
-`--allow-pickle`, `schema`) run with the cyclic garbage collector paused (`Command.pauses_collector`), restored
-when they return: the process is opwire's own, it runs no user code, and what the decoders build is acyclic
-(reference counting frees it; the decode budgets, not the collector, bound memory). Its full passes over a
-freshly decoded 2,000-node program were about 0.3 of `inspect model.pt2`'s 0.8-1 CPU-s.
+`--allow-pickle`, `schema`) run with the cyclic garbage collector paused (`Command.pauses_collector`) from before
+their modules import, restored when they return: the process is opwire's own, it runs no user code, and what the
+decoders build is acyclic (reference counting frees it; the decode budgets, not the collector, bound memory).
+Its full passes over a freshly decoded 2,000-node program were about 0.3 of `inspect model.pt2`'s 0.8-1 CPU-s.
 
 Modules:
     __main__: `python -m opwire.cli`
@@ -111,14 +111,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
     chosen = _chosen(argv)
-    args = build_parser(only=chosen).parse_args(argv)
-    if args.command != chosen:  # argparse read the command line otherwise than `_chosen`: parse it with that one
-        args = build_parser(only=args.command).parse_args(argv)
-    # `--allow-pickle` unpickles (runs) what a trusted file holds: the collector keeps running for it
-    paused = COMMANDS[args.command].pauses_collector and not getattr(args, "allow_pickle", False) and gc.isenabled()
+    # a command that pauses the collector pauses it from the start: importing its modules (class creation) is
+    # acyclic allocation too, and the collector's passes over it were ~20 ms of `inspect`
+    paused = chosen in COMMANDS and COMMANDS[chosen].pauses_collector and gc.isenabled()
     if paused:
         gc.disable()
     try:
+        args = build_parser(only=chosen).parse_args(argv)
+        if args.command != chosen:  # argparse read the command line otherwise than `_chosen`: parse it with that one
+            args = build_parser(only=args.command).parse_args(argv)
+        # `--allow-pickle` unpickles (runs) what a trusted file holds: the collector keeps running for it
+        if paused and (not COMMANDS[args.command].pauses_collector or getattr(args, "allow_pickle", False)):
+            gc.enable()
+            paused = False
         return _run(args)
     finally:
         if paused:

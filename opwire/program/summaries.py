@@ -176,12 +176,15 @@ def _walk_nodes(graph: m.Graph) -> list[m.Node]:
 
 
 def _nodes_fields(nodes: list[m.Node]) -> dict[str, Any]:
-    members: Counter[str] = Counter()
-    for node in nodes:
-        members.update(named.arg.type for named in node.inputs)
-        members.update(out.type for out in node.outputs)
+    """Node count, ops by count (ties in order of first use) and `Argument` members by name, counted in one pass
+    per kind: a program has few distinct targets, so each is spelled once, not once per node."""
+    members = Counter([named.arg.type for node in nodes for named in node.inputs])
+    members.update([out.type for node in nodes for out in node.outputs])
+    ops: Counter[str] = Counter()
+    for target, count in Counter([n.target for n in nodes]).items():  # targets in order of first use
+        ops[op_name(target)] += count
     return {
         "nodes": len(nodes),
-        "ops": dict(Counter(op_name(n.target) for n in nodes).most_common()),
+        "ops": dict(ops.most_common()),
         "argument_members": dict(sorted(members.items())),
     }

@@ -2,8 +2,6 @@
 # idl-checksum: 1dbf30a567a9dd3ac4a772a0225ee55e8594feb98c47d23c6864b19184abadad
 """Pydantic models of the export schema and opwire's records, generated from the Thrift IDL."""
 
-from __future__ import annotations
-
 from pydantic import Field
 
 from opwire.schema.base import (
@@ -313,7 +311,7 @@ class GraphArgument(ThriftStruct):
     """A subgraph passed to a higher-order op (cond, map, while_loop, ...)."""
 
     name: str
-    graph: Graph
+    graph: "Graph"
 
 
 class CustomObjArgument(ThriftStruct):
@@ -363,7 +361,7 @@ class Argument(ThriftUnion):
     as_complex: ComplexValue | None = None
     as_nested_tensors: ListOf[ListOf[TensorArgument]] | None = None
     as_int_lists: ListOf[ListOf[I64]] | None = None
-    as_string_to_argument: dict[str, Argument] | None = None
+    as_string_to_argument: "dict[str, Argument] | None" = None
     as_float_lists: ListOf[ListOf[F64]] | None = None
 
 
@@ -716,9 +714,9 @@ class Value(ThriftUnion):
     """A layout."""
     as_memory_format: EnumOf[MemoryFormat] | None = None
     """A memory format."""
-    as_list: ListOf[Value] | None = None
+    as_list: "ListOf[Value] | None" = None
     """A list (or tuple) of values."""
-    as_dict: dict[str, Value] | None = None
+    as_dict: "dict[str, Value] | None" = None
     """A string-keyed dict of values."""
 
 
@@ -772,7 +770,7 @@ class TraceHeader(ThriftStruct):
     """"full" (output bytes kept) or "digest" (output digests only)."""
     schema_version: SchemaVersion
     """Export schema version of the records."""
-    distributed: TraceDistributed | None = None
+    distributed: "TraceDistributed | None" = None
     """Where this trace sits in a distributed run (absent for a single-process trace). Since records 1.2."""
 
 
@@ -1252,7 +1250,7 @@ class ValueSummary(ThriftStruct):
     """Why a tensor's values are not shown."""
     value: Value | None = None
     """A scalar's value (None is as_none); another object's repr as as_string."""
-    items: ListOf[ValueSummary] | None = None
+    items: "ListOf[ValueSummary] | None" = None
     """The first items of a list or tuple."""
     length: I64 | None = None
     """How many items the list or tuple has."""
@@ -1672,119 +1670,6 @@ class OpPolicyOutput(ThriftStruct):
     verdicts: ListOf[OpPolicyVerdict]
     """One verdict per overload, in the order asked."""
 
-
-Device.model_rebuild()
-SymExprHint.model_rebuild()
-SymExpr.model_rebuild()
-SymInt.model_rebuild()
-SymFloat.model_rebuild()
-SymBool.model_rebuild()
-TensorMeta.model_rebuild()
-SymIntArgument.model_rebuild()
-SymFloatArgument.model_rebuild()
-SymBoolArgument.model_rebuild()
-TensorArgument.model_rebuild()
-TokenArgument.model_rebuild()
-OptionalTensorArgument.model_rebuild()
-GraphArgument.model_rebuild()
-CustomObjArgument.model_rebuild()
-ComplexValue.model_rebuild()
-Argument.model_rebuild()
-NamedArgument.model_rebuild()
-Node.model_rebuild()
-Graph.model_rebuild()
-UserInputSpec.model_rebuild()
-ConstantValue.model_rebuild()
-InputToConstantInputSpec.model_rebuild()
-InputToParameterSpec.model_rebuild()
-InputToBufferSpec.model_rebuild()
-InputToTensorConstantSpec.model_rebuild()
-InputToCustomObjSpec.model_rebuild()
-InputTokenSpec.model_rebuild()
-InputSpec.model_rebuild()
-UserOutputSpec.model_rebuild()
-LossOutputSpec.model_rebuild()
-BufferMutationSpec.model_rebuild()
-ParameterMutationSpec.model_rebuild()
-GradientToParameterSpec.model_rebuild()
-GradientToUserInputSpec.model_rebuild()
-UserInputMutationSpec.model_rebuild()
-OutputTokenSpec.model_rebuild()
-OutputSpec.model_rebuild()
-GraphSignature.model_rebuild()
-RangeConstraint.model_rebuild()
-ModuleCallSignature.model_rebuild()
-ModuleCallEntry.model_rebuild()
-NamedTupleDef.model_rebuild()
-GraphModule.model_rebuild()
-SchemaVersion.model_rebuild()
-ExportedProgram.model_rebuild()
-PayloadMeta.model_rebuild()
-PayloadConfig.model_rebuild()
-AOTInductorModelPickleData.model_rebuild()
-ExternKernelNode.model_rebuild()
-ExternKernelNodes.model_rebuild()
-TensorDigest.model_rebuild()
-TensorValue.model_rebuild()
-Value.model_rebuild()
-Values.model_rebuild()
-OpwireArchive.model_rebuild()
-CallRecord.model_rebuild()
-TraceHeader.model_rebuild()
-TraceProcessGroup.model_rebuild()
-TraceDistributed.model_rebuild()
-RanksFinding.model_rebuild()
-RanksReport.model_rebuild()
-NodeDifference.model_rebuild()
-Finding.model_rebuild()
-FindingsDocument.model_rebuild()
-CallTrace.model_rebuild()
-TraceTensor.model_rebuild()
-TraceOpSchema.model_rebuild()
-TraceFreed.model_rebuild()
-TraceEnd.model_rebuild()
-TraceFrame.model_rebuild()
-OpArgumentSnapshot.model_rebuild()
-OpSchemaSnapshot.model_rebuild()
-OpLibrarySnapshot.model_rebuild()
-OpKernel.model_rebuild()
-OpVmapRoute.model_rebuild()
-OpValidationReport.model_rebuild()
-OpValidationOutput.model_rebuild()
-BcCheckChange.model_rebuild()
-BcTorchVerdict.model_rebuild()
-BcCheckReport.model_rebuild()
-ReplayMismatch.model_rebuild()
-ReplaySkip.model_rebuild()
-ReplayOpStats.model_rebuild()
-ReplaySpan.model_rebuild()
-ReplayWorkerReport.model_rebuild()
-IsolatedError.model_rebuild()
-IsolatedResult.model_rebuild()
-ValueStats.model_rebuild()
-ValueSummary.model_rebuild()
-ExecNodeResult.model_rebuild()
-ExecOutput.model_rebuild()
-RunOutput.model_rebuild()
-ProgramPort.model_rebuild()
-ExternRead.model_rebuild()
-InspectOutput.model_rebuild()
-TraceCallDifference.model_rebuild()
-TraceOnlyIn.model_rebuild()
-TraceDivergence.model_rebuild()
-TraceDiffOpStats.model_rebuild()
-TraceDiffOutput.model_rebuild()
-RunDiffDivergence.model_rebuild()
-RunDiffOutput.model_rebuild()
-ReplaySchemaDrift.model_rebuild()
-ReplayOutput.model_rebuild()
-RunReplayDivergence.model_rebuild()
-RunReplayOutput.model_rebuild()
-SchemaDiffChange.model_rebuild()
-SchemaDiffOutput.model_rebuild()
-ViewOutput.model_rebuild()
-OpPolicyVerdict.model_rebuild()
-OpPolicyOutput.model_rebuild()
 
 MODELS: dict[str, type[ThriftStruct] | type[ThriftUnion]] = {
     "Device": Device,

@@ -111,3 +111,31 @@ def test_a_collector_the_host_disabled_stays_disabled() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize(
+    ("command", "importing", "running"),
+    [("inspect", False, False), ("convert --allow-pickle", False, True), ("run", True, True)],
+)
+def test_a_reading_command_pauses_the_collector_while_its_module_imports(
+    command: str, importing: bool, running: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pause starts before the chosen command's module is imported (class creation allocates much and makes no
+    cycles); `--allow-pickle` resumes it before the command runs, and a command that runs user code never pauses."""
+    module = importlib.import_module(COMMANDS[command.split()[0]].module)
+    real_import = importlib.import_module
+    seen: dict[str, bool] = {}
+
+    def spy(name: str, package: str | None = None) -> object:
+        seen.setdefault("importing", gc.isenabled())
+        return real_import(name, package)
+
+    def fake(args: argparse.Namespace) -> int:
+        seen["running"] = gc.isenabled()
+        return 0
+
+    monkeypatch.setattr(importlib, "import_module", spy)
+    monkeypatch.setattr(module, "run", fake)
+    assert main(_ARGV[command]) == 0
+    assert gc.isenabled()
+    assert seen == {"importing": importing, "running": running}
