@@ -37,6 +37,7 @@ from opwire.proxy_executor.child_stderr import ChildStderr
 from opwire.proxy_executor.isolate_result import (
     Outcome,
     Reply,
+    build_reply_models,
     decode_result,
     encode_result,
     error_record,
@@ -161,6 +162,7 @@ class Spawned:
 def spawn(work: Work, limits: Limits, keep: Iterable[int] = ()) -> Spawned:
     """Fork a child that confines itself (`sandbox.confine`), runs `work` and sends its `IsolatedResult` on the
     result pipe."""
+    build_reply_models()
     page = mmap.mmap(-1, _PAGE)  # MAP_SHARED | MAP_ANONYMOUS: written by the child, read by the parent
     r, w = os.pipe()
     er, ew = os.pipe()

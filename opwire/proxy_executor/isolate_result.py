@@ -29,8 +29,8 @@ from opwire.schema import models as m
 from opwire.serde import thrift
 
 __all__ = [
-    "Outcome", "Reply", "decode_result", "encode_result", "error_record", "oversized_error", "rebuild",
-    "reply_budget",
+    "Outcome", "Reply", "build_reply_models", "decode_result", "encode_result", "error_record", "oversized_error",
+    "rebuild", "reply_budget",
 ]  # fmt: skip
 
 Reply = dict[str, bytes] | m.Values | m.ReplayWorkerReport
@@ -116,6 +116,14 @@ def rebuild(rec: m.IsolatedError) -> OpwireError:
     cls = _ERRORS.get(rec.error_class, KernelError)
     message = printable(rec.message)
     return BudgetError(message, printable(rec.budget)) if cls is BudgetError else cls(message)
+
+
+def build_reply_models() -> None:
+    """Build the reply records' validators here, in the parent: models build on first use, and a child forked after
+    inherits them, so reporting an error never builds one inside the sandbox, under its memory and CPU limits."""
+    for model in (m.IsolatedError, m.IsolatedResult):
+        if not model.__pydantic_complete__:
+            model.model_rebuild()
 
 
 def encode_result(reply: Reply | m.IsolatedError) -> bytes:

@@ -48,6 +48,24 @@ def test_blobs_come_back_intact() -> None:
     assert run_in_child(_work(lambda: {"a": data, "b": b""}), LIMITS).result() == {"a": data, "b": b""}
 
 
+def test_the_reply_records_are_built_before_the_fork(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Models build on first use: the records a child reports with (an error's too) are built in the parent, so the
+    sandbox never builds a validator under its memory and CPU limits."""
+    from opwire.schema import models as m
+
+    for model in (m.IsolatedError, m.IsolatedResult):
+        monkeypatch.setattr(model, "__pydantic_complete__", False)
+    built = bytes([m.IsolatedError.__pydantic_complete__, m.IsolatedResult.__pydantic_complete__])
+    assert built == b"\x00\x00"
+    seen = run_in_child(
+        _work(
+            lambda: {"built": bytes([m.IsolatedError.__pydantic_complete__, m.IsolatedResult.__pydantic_complete__])}
+        ),
+        LIMITS,
+    ).result()
+    assert seen == {"built": b"\x01\x01"}
+
+
 def test_the_childs_stderr_reaches_the_hosts_escaped_and_bounded(capfd: pytest.CaptureFixture[str]) -> None:
     said = b"a kernel warning \x1b[2J from the child\n" + b"x" * (100 << 10)
 
