@@ -6,8 +6,7 @@
 #define OPWIRE_THRIFT_WIRE_H
 
 #include "cbuild.h"
-#include "thrift_strings.h"
-#include <string.h>
+#include "thrift_strings.h" /* (and string.h) */
 
 #if PY_VERSION_HEX >= 0x030B0000
 #define UNPACK8 PyFloat_Unpack8
@@ -171,9 +170,7 @@ static inline PyObject *boolean(Reader *r) {
     return PyBool_FromLong(b == 1);
 }
 
-static inline int track_later(Reader *r, PyObject *o) {
-    return untracked_add(&r->u, o);
-}
+static inline int track_later(Reader *r, PyObject *o) { return untracked_add(&r->u, o); }
 
 /* element type codes of a container as the wire must give them */
 static inline int code_of(Reader *r, int ti) {
