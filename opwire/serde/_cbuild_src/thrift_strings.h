@@ -54,11 +54,16 @@ static inline uint64_t str_hash(const unsigned char *at, Py_ssize_t n) {
     for (; i + 8 <= n; i += 8) {
         memcpy(&w, at + i, 8);
         h = (h ^ w) * 0xFF51AFD7ED558CCDULL;
+        h ^= h >> 32;
     }
     w = 0;
     memcpy(&w, at + i, (size_t)(n - i));
     h = (h ^ w) * 0xC4CEB9FE1A85EC53ULL;
-    return h ^ (h >> 31);
+    h ^= h >> 33; /* murmur3's finalizer: every input bit reaches the low bits the table uses ("x_1", "x_2") */
+    h *= 0xFF51AFD7ED558CCDULL;
+    h ^= h >> 33;
+    h *= 0xC4CEB9FE1A85EC53ULL;
+    return h ^ (h >> 33);
 }
 
 /* the str of the `n` UTF-8 bytes at `at` (a new reference), from the cache when it holds them; NULL with
