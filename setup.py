@@ -13,7 +13,8 @@ setup(
         Extension(
             "opwire.serde._cbuild",
             sources=[f"opwire/serde/_cbuild_src/{name}" for name in SOURCES],
-            depends=["opwire/serde/_cbuild_src/cbuild.h", "opwire/serde/_cbuild_src/thrift_wire.h"],
+            depends=["opwire/serde/_cbuild_src/cbuild.h", "opwire/serde/_cbuild_src/thrift_wire.h",
+                 "opwire/serde/_cbuild_src/thrift_strings.h"],
             extra_compile_args=["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Wno-missing-field-initializers"],
         )
     ]

@@ -103,7 +103,10 @@ class _Tables:
         names = [f.name for f in sdef.fields]
         settled = names.index(SETTLED[name]) if name in SETTLED else -1
         plain = plain_classes()[name]
-        return (model, union, tuple(fields), set(names), template, members, plain, declined, settled)
+        # a copy of a set sized as set copies are sized: each model's fields set, copied from it, is then a straight
+        # copy of its table (CPython's set_merge fast path) instead of an insert per name
+        fields_set = set(set(names))
+        return (model, union, tuple(fields), fields_set, template, members, plain, declined, settled)
 
 
 @cache

@@ -149,16 +149,25 @@ def _misplaced(obj: Any) -> tuple[str | int, ...] | None:
 
 @cache
 def _holders() -> dict[str, tuple[str, ...]]:
-    """Struct name -> its fields whose type can hold a TensorValue, for each struct that can hold one."""
+    """Struct name -> its fields whose type can hold a TensorValue, for each struct that can hold one.
+
+    Each field's struct names are gathered once (a fixed point over them, not over the types again): the first
+    decode calls this after its models exist, and its allocations then trigger young collections that walk all of
+    them, so it must be cheap (it took ~100 ms, and the collections it set off another ~80 ms, when it re-walked
+    every type on each round)."""
     structs = m.SCHEMA.structs
 
-    def named(t: TypeRef) -> set[str]:
-        return ({str(t.name)} if t.kind == "struct" else set()).union(*(named(a) for a in t.args))
+    def named(t: TypeRef) -> frozenset[str]:
+        return frozenset({str(t.name)} if t.kind == "struct" else ()).union(*(named(a) for a in t.args))
 
+    refs = {n: [(f.name, named(f.type)) for f in s.fields] for n, s in structs.items()}
     holding = {"TensorValue"}
     while True:
-        more = {n for n, s in structs.items() if any(named(f.type) & holding for f in s.fields)} - holding
+        more = {n for n, fields in refs.items() if n not in holding and any(names & holding for _, names in fields)}
         if not more:
             break
         holding |= more
-    return {n: tuple(f.name for f in structs[n].fields if named(f.type) & holding) for n in sorted(holding)}
+    return {n: tuple(f for f, names in refs[n] if names & holding) for n in sorted(holding)}
+
+
+_holders()  # now, at import: not after a decode's first models are built (see above)

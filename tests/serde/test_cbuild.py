@@ -241,3 +241,17 @@ def test_a_cycle_through_a_decoded_model_is_collected() -> None:
     ref = _cycle_through_a_decoded_model(corpus.get_program("mlp/training").json_bytes)
     gc.collect()
     assert ref() is None
+
+
+@pytest.mark.parametrize("codec", ["binary", "compact"])
+def test_a_thrift_decode_builds_each_repeated_string_once(codec: str) -> None:
+    """Equal strings of one decode are one object (thrift_strings.h), and equal to what was written: ASCII ones
+    share, others (not cached) are built each time; a second decode builds its own."""
+    names = [f"tensor_{i % 7}" for i in range(400)] + ["é_0", "é_0"]  # (CPython shares one-letter strings itself)
+    value = m.Argument(as_strings=names)
+    first, second = (thrift.decode(thrift.encode(value, codec), m.Argument, codec) for _ in range(2))
+    assert first == value and first.as_strings == names
+    got = first.as_strings
+    assert got is not None and len({id(s) for s in got[:400]}) == 7
+    assert got[400] is not got[401]
+    assert second.as_strings is not None and second.as_strings[0] is not got[0]

@@ -125,8 +125,10 @@ PyObject *thrift_plain(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_IndexError, "struct index out of range");
         goto end;
     }
-    Reader r = {p, view.buf, 0, view.len, compact, 0, limit, 0, {NULL, 0, 0}, 0, E_NONE};
+    Reader r = {p, view.buf, 0, view.len, compact, 0, limit, 0, {NULL, 0, 0}, 0, E_NONE, {NULL, 0}};
+    str_cache_init(&r.strs, view.len);
     PyObject *o = plain_struct(&r, si);
+    str_cache_free(&r.strs);
     if (o != NULL && r.pos != r.end) {
         Py_CLEAR(o);
         cb_fallback(); /* bytes left over */

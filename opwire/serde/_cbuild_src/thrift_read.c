@@ -39,7 +39,8 @@ static PyObject *read_struct(Reader *r, int si) {
             goto fallback;
         }
     }
-    if (track_later(r, dict) < 0 || track_later(r, fields) < 0)
+    /* a dict the collector does not track holds no container (CPython leaves such a dict untracked): it stays so */
+    if ((PyObject_GC_IsTracked(dict) && track_later(r, dict) < 0) || track_later(r, fields) < 0)
         goto done;
     o = model_new(r->p, sp, dict, fields);
     dict = fields = NULL;
@@ -98,8 +99,10 @@ PyObject *thrift_build(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_IndexError, "struct index or start out of range");
         goto end;
     }
-    Reader r = {p, view.buf, start, view.len, compact, 0, limit, 0, {NULL, 0, 0}};
+    Reader r = {p, view.buf, start, view.len, compact, 0, limit, 0, {NULL, 0, 0}, 0, 0, {NULL, 0}};
+    str_cache_init(&r.strs, view.len - start);
     PyObject *o = read_struct(&r, si);
+    str_cache_free(&r.strs);
     if (o != NULL && r.pos != r.end) {
         Py_CLEAR(o);
         cb_fallback(); /* bytes left over */

@@ -6,7 +6,7 @@
 #define OPWIRE_THRIFT_WIRE_H
 
 #include "cbuild.h"
-#include <string.h>
+#include "thrift_strings.h" /* (and string.h) */
 
 #if PY_VERSION_HEX >= 0x030B0000
 #define UNPACK8 PyFloat_Unpack8
@@ -30,6 +30,7 @@ typedef struct {
     Untracked u;
     long long own;  /* plain: values of the struct being read, its nested structs' aside */
     int event;      /* plain: what a budgeted count meets first (see thrift_plain.c) */
+    StrCache strs;  /* the strings built so far (thrift_strings.h) */
 } Reader;
 
 static inline int spend(Reader *r) {
@@ -150,15 +151,14 @@ static inline PyObject *string(Reader *r, int kind) {
         return NULL;
     if (kind == K_BINARY)
         return PyBytes_FromStringAndSize((const char *)at, n);
+    if (kind != K_EXPR)
+        return cached_str(&r->strs, at, n);
     PyObject *s = PyUnicode_DecodeUTF8((const char *)at, n, NULL);
     if (s == NULL)
         return cb_fallback();
-    if (kind == K_EXPR) {
-        PyObject *checked = PyObject_CallOneArg(r->p->expr_cb, s);
-        Py_DECREF(s);
-        return checked ? checked : cb_fallback();
-    }
-    return s;
+    PyObject *checked = PyObject_CallOneArg(r->p->expr_cb, s);
+    Py_DECREF(s);
+    return checked ? checked : cb_fallback();
 }
 
 static inline PyObject *boolean(Reader *r) {
@@ -170,16 +170,13 @@ static inline PyObject *boolean(Reader *r) {
     return PyBool_FromLong(b == 1);
 }
 
-static inline int track_later(Reader *r, PyObject *o) {
-    return untracked_add(&r->u, o);
-}
+static inline int track_later(Reader *r, PyObject *o) { return untracked_add(&r->u, o); }
 
 /* element type codes of a container as the wire must give them */
 static inline int code_of(Reader *r, int ti) {
     int kind = r->p->types[ti].kind;
     return r->compact ? CTYPE[kind] : TTYPE[kind];
 }
-
 
 /* a field header: 0 at the struct's end, else 1 with the field's id and wire code (compact: bool's value
    travels in the code: 1 true, 2 false) */
