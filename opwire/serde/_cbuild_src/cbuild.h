@@ -64,6 +64,8 @@ extern PyObject *CB_Fallback;  /* the input is not taken: the checking path deci
 extern PyObject *CB_TooMany;   /* past the values budget of a Thrift decode */
 
 Plan *plan_get(PyObject *capsule);
+/* the plan in `capsule`, or NULL with an error set (not a plan; `si` not one of its structs) */
+Plan *plan_struct(PyObject *capsule, int si);
 PyObject *plan_compile(PyObject *self, PyObject *args);
 PyObject *cb_fallback(void);
 PyObject *model_new(Plan *p, StructPlan *sp, PyObject *dict, PyObject *fields_set);

@@ -315,13 +315,9 @@ PyObject *json_build(PyObject *self, PyObject *args) {
     (void)self;
     if (!PyArg_ParseTuple(args, "OiO", &capsule, &si, &parsed))
         return NULL;
-    Plan *p = plan_get(capsule);
+    Plan *p = plan_struct(capsule, si);
     if (p == NULL)
         return NULL;
-    if (si < 0 || si >= p->nstructs) {
-        PyErr_SetString(PyExc_IndexError, "struct index out of range");
-        return NULL;
-    }
     Walk w = {p, {NULL, 0, 0}};
     PyObject *o = NULL;
     if (PyBytes_Check(parsed)) { /* JSON text: parsed here, its containers kept from the collector too */

@@ -381,13 +381,9 @@ PyObject *json_write(PyObject *self, PyObject *args) {
     (void)self;
     if (!PyArg_ParseTuple(args, "OiO", &capsule, &si, &obj))
         return NULL;
-    Plan *p = plan_get(capsule);
+    Plan *p = plan_struct(capsule, si);
     if (p == NULL)
         return NULL;
-    if (si < 0 || si >= p->nstructs) {
-        PyErr_SetString(PyExc_IndexError, "opwire C plan: struct index out of range");
-        return NULL;
-    }
     Out o = {p, NULL, 0, 0};
     PyObject *out = NULL;
     if (put_struct(&o, si, obj, 0) == 0)

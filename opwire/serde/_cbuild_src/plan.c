@@ -66,6 +66,15 @@ Plan *plan_get(PyObject *capsule) {
     return (Plan *)PyCapsule_GetPointer(capsule, "opwire.plan");
 }
 
+Plan *plan_struct(PyObject *capsule, int si) {
+    Plan *p = plan_get(capsule);
+    if (p != NULL && (si < 0 || si >= p->nstructs)) {
+        PyErr_SetString(PyExc_IndexError, "opwire C plan: struct index out of range");
+        return NULL;
+    }
+    return p;
+}
+
 static int bad_plan(const char *what) {
     PyErr_Format(PyExc_ValueError, "opwire C plan: bad %s", what);
     return -1;

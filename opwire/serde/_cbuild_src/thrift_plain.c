@@ -117,14 +117,10 @@ PyObject *thrift_plain(PyObject *self, PyObject *args) {
     (void)self;
     if (!PyArg_ParseTuple(args, "Oiy*pL", &capsule, &si, &view, &compact, &limit))
         return NULL;
-    Plan *p = plan_get(capsule);
+    Plan *p = plan_struct(capsule, si);
     PyObject *out = NULL;
     if (p == NULL)
         goto end;
-    if (si < 0 || si >= p->nstructs) {
-        PyErr_SetString(PyExc_IndexError, "struct index out of range");
-        goto end;
-    }
     Reader r = {p, view.buf, 0, view.len, compact, 0, limit, 0, {NULL, 0, 0}, 0, E_NONE, {NULL, 0}};
     str_cache_init(&r.strs, view.len);
     PyObject *o = plain_struct(&r, si);

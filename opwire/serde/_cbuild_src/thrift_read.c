@@ -91,12 +91,12 @@ PyObject *thrift_build(PyObject *self, PyObject *args) {
     (void)self;
     if (!PyArg_ParseTuple(args, "Oiy*npL", &capsule, &si, &view, &start, &compact, &limit))
         return NULL;
-    Plan *p = plan_get(capsule);
+    Plan *p = plan_struct(capsule, si);
     PyObject *out = NULL;
     if (p == NULL)
         goto end;
-    if (si < 0 || si >= p->nstructs || start < 0 || start > view.len) {
-        PyErr_SetString(PyExc_IndexError, "struct index or start out of range");
+    if (start < 0 || start > view.len) {
+        PyErr_SetString(PyExc_IndexError, "opwire C plan: start out of range");
         goto end;
     }
     Reader r = {p, view.buf, start, view.len, compact, 0, limit, 0, {NULL, 0, 0}, 0, 0, {NULL, 0}};
