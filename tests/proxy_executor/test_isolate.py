@@ -8,11 +8,11 @@ import re
 import signal
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from support.clirun import run_python
 from support.isolation_escapes import refused
 from support.isolation_files import program_calling, trace_calling, write_isolib
 
@@ -166,10 +166,7 @@ print(run_in_child(work, Limits(max_memory=1 << 30, timeout=60)).result()["table
 def test_threads_started_before_the_filter_are_under_it(isolib: Path, tmp_path: Path) -> None:
     """TSYNC: OpenMP workers and a Python thread that exist when the child enters the sandbox are filtered too."""
     (tmp_path / "victim").write_text("keep")
-    proc = subprocess.run(
-        [sys.executable, "-c", _BEFORE_THE_FILTER, str(isolib)], cwd=tmp_path, capture_output=True, text=True,
-        timeout=300,
-    )  # fmt: skip
+    proc = run_python(_BEFORE_THE_FILTER, isolib, cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr
     tables = json.loads(proc.stdout)
     assert len(tables["seccomp"]) >= 3 and set(tables["seccomp"].values()) == {"2"}, tables["seccomp"]
