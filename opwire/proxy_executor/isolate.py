@@ -44,7 +44,7 @@ from opwire.proxy_executor.isolate_result import (
     rebuild,
     reply_budget,
 )
-from opwire.proxy_executor.sandbox import Limits, confine, enter
+from opwire.proxy_executor.sandbox import Limits, confine, enter, preload
 from opwire.schema import models as m
 
 __all__ = [
@@ -161,6 +161,7 @@ class Spawned:
 def spawn(work: Work, limits: Limits, keep: Iterable[int] = ()) -> Spawned:
     """Fork a child that confines itself (`sandbox.confine`), runs `work` and sends its `IsolatedResult` on the
     result pipe."""
+    preload(limits)  # libseccomp located once here, not by every child
     page = mmap.mmap(-1, _PAGE)  # MAP_SHARED | MAP_ANONYMOUS: written by the child, read by the parent
     r, w = os.pipe()
     er, ew = os.pipe()

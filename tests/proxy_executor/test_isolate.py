@@ -289,3 +289,29 @@ def test_a_hostile_output_layout_is_a_kernel_error(layout: object, says: str) ->
             os.ftruncate(region.fd, 0)
     finally:
         region.close()
+
+
+_LOCATED = """
+import ctypes.util, json, mmap, os, sys
+assert "pyseccomp" not in sys.modules
+shared = mmap.mmap(-1, 1 << 16)  # MAP_SHARED: a child's calls land here too (its descriptors are closed)
+find = ctypes.util.find_library
+def counted(name):
+    shared.write((json.dumps([os.getpid(), name]) + "\\n").encode())
+    return find(name)
+ctypes.util.find_library = counted
+from opwire.proxy_executor.isolate import run_in_child
+from opwire.proxy_executor.sandbox import Limits
+for _ in range(3):
+    run_in_child(lambda child: (child.ready(), {})[1], Limits(max_memory=1 << 30, timeout=60)).result()
+calls = [json.loads(line) for line in shared[:].rstrip(b"\\0").decode().splitlines()]
+print(json.dumps({"host": os.getpid(), "calls": calls}))
+"""
+
+
+def test_libseccomp_is_located_once_by_the_host_not_by_each_child() -> None:
+    """pyseccomp's import runs `ldconfig -p` twice (find_library): the host imports it before forking."""
+    proc = run_python(_LOCATED, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    said = json.loads(proc.stdout)
+    assert said["calls"] == [[said["host"], "c"], [said["host"], "seccomp"]], said
