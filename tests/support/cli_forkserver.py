@@ -8,7 +8,10 @@ the request's directory (under the request's RLIMIT_AS, if any: "limit_as" bytes
 server's own size), reads stdin from /dev/null, points stdout/stderr at the request's files, sets
 `sys.argv` and calls `opwire.cli.main(argv)`, exactly what the `opwire` console script calls, then exits the
 way an interpreter does (a `SystemExit` code, or the traceback of an uncaught exception and 1, then the
-atexit handlers). The server never runs an op, so a child forks from a process without a thread pool, as
+atexit handlers), except that the `weakref.finalize` callbacks of objects the server made before forking do not
+run at a child's exit: they are torch.library's deregistrations of the libraries torch registered at import
+(174, ~30 ms of CPU at every exit), which undo nothing a process about to end needs undone and print nothing.
+What a command itself creates is finalized at its exit as in a fresh interpreter. The server never runs an op, so a child forks from a process without a thread pool, as
 a freshly started `opwire` is. A request that passes its timeout is killed; the reply says so.
 
 A request with "module" runs that module as `python -m MODULE ARGV` does instead (`torch.distributed.run`: a
@@ -26,6 +29,7 @@ import again. What a fresh interpreter has not imported yet the server has: a te
 from __future__ import annotations
 
 import atexit
+import gc
 import json
 import os
 import resource
@@ -35,6 +39,7 @@ import sys
 import time
 import traceback
 import warnings
+import weakref
 
 
 def _vm_size() -> int:
@@ -128,7 +133,8 @@ def run_command(request: dict[str, object]) -> dict[str, object]:
 
 
 def prepare() -> None:
-    """Import torch (with Dynamo), the CLI and every command module, once, before any fork."""
+    """Import torch (with Dynamo), the CLI and every command module, once, before any fork; the finalizers alive
+    then are the server's, not run at a child's exit."""
     # torch once here for every forked command, with Dynamo, which torch loads on a custom op's first call or an
     # optimizer's creation (2.5 s a command)
     import torch._dynamo  # noqa: F401
@@ -137,6 +143,9 @@ def prepare() -> None:
 
     for command in opwire.cli.COMMANDS.values():
         __import__(command.module)
+    for obj in gc.get_objects():  # the server's own finalizers (torch.library's): not run again by every child
+        if type(obj) is weakref.finalize:  # type(), not isinstance: some torch objects warn on __class__
+            obj.atexit = False
 
 
 def main() -> int:
