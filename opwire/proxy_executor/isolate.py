@@ -45,7 +45,7 @@ from opwire.proxy_executor.isolate_result import (
     rebuild,
     reply_budget,
 )
-from opwire.proxy_executor.sandbox import Limits, confine, enter
+from opwire.proxy_executor.sandbox import Limits, confine, enter, preload
 from opwire.schema import models as m
 
 __all__ = [
@@ -163,6 +163,7 @@ def spawn(work: Work, limits: Limits, keep: Iterable[int] = ()) -> Spawned:
     """Fork a child that confines itself (`sandbox.confine`), runs `work` and sends its `IsolatedResult` on the
     result pipe."""
     build_reply_models()
+    preload(limits)  # libseccomp located once here, not by every child
     page = mmap.mmap(-1, _PAGE)  # MAP_SHARED | MAP_ANONYMOUS: written by the child, read by the parent
     r, w = os.pipe()
     er, ew = os.pipe()

@@ -9,6 +9,10 @@ Two steps, both in the child only (the host process's own settings are never tou
 - `enter(limits)` once the inputs are loaded, right before the file's work: `RLIMIT_AS` (what the child maps
   plus the execution-memory budget and 1 GiB of headroom for reserved arenas and stacks), `RLIMIT_CPU`, no core
   file, then the seccomp allowlist (`syscalls.TABLE`) on every thread (TSYNC), checked per task.
+
+`preload()` runs in the parent before it forks: it imports the seccomp binding once per host process (its import
+locates libc and libseccomp with `ctypes.util.find_library`, two `ldconfig -p` runs), so a child inherits the
+loaded library instead of starting those processes each time.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from opwire.errors import OpwireError
 from opwire.proxy_executor import landlock, syscalls
 from opwire.proxy_executor.run_budgets import MAX_MEMORY
 
-__all__ = ["DEFAULT_TIMEOUT", "Limits", "confine", "default_max_memory", "enter", "lock_reads", "parse_size"]
+__all__ = ["DEFAULT_TIMEOUT", "Limits", "confine", "default_max_memory", "enter", "lock_reads", "parse_size", "preload"]
 
 DEFAULT_TIMEOUT = 600.0  # seconds of wall time the CLI gives an isolated run unless --timeout says otherwise
 
@@ -105,6 +109,17 @@ def confine(limits: Limits, keep: Iterable[int], err: int, parent: int) -> int:
     if not limits.seccomp:
         return 0
     return lock_reads(limits.reads, network=limits.collectives)
+
+
+def preload(limits: Limits) -> None:
+    """In the parent, before forking a child confined by `limits`: load the seccomp binding the child will need.
+    A missing binding or library is left for the child to report (`enter`), as it would without this."""
+    if not limits.seccomp:
+        return
+    try:
+        import pyseccomp  # noqa: F401  (deferred: only a process that forks sandboxed children loads libseccomp)
+    except (ImportError, OSError, RuntimeError):  # no binding, no libseccomp.so.2 ("Unable to find libseccomp")
+        pass
 
 
 def lock_reads(reads: Iterable[str], network: bool = False) -> int:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from support.clirun import run_python
 from support.hostile_exec import CHECKED_ATTACKS, ISSUE_ATTACKS, program
 
 import opwire
@@ -149,7 +150,7 @@ def test_kernel_warnings_reach_the_host_as_opwire_warnings_only(tmp_path: Path) 
         "ex.call(n, {'x': torch.ones(4), 'o': torch.ones(2)})\n"
     )
     tests = str(Path(__file__).parent.parent)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tests, timeout=300)
+    proc = run_python(code, cwd=tests, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "[('OpwireWarning', True)]"
     assert proc.stderr == ""  # the second call's kernel warning was not printed raw
@@ -203,6 +204,6 @@ def test_the_hosts_own_stderr_lines_pass_through_a_guarded_run() -> None:
         "        os.write(2, f'host line {i}\\n'.encode())\n"
         "    guard.call('node', lambda: torch.ops.aten.add.out(torch.ones(4), torch.ones(4), out=torch.ones(3)))\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    proc = run_python(code, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stderr.splitlines() == [f"host line {i}" for i in range(50)]

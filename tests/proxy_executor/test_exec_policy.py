@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from support.clirun import run_python
 from support.hostile_exec import bad_csr_nodes, from_file_nodes, program, sym_node, while_forever
 
 import opwire
@@ -130,9 +131,7 @@ def test_sparse_invariant_checks_make_an_allowed_constructor_safe_in_a_child() -
         "    except KernelError as e:\n        print('KernelError', e)\n"
     )
     tests = str(Path(__file__).parent.parent)
-    proc = subprocess.run(
-        [sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, cwd=tests, timeout=300
-    )
+    proc = run_python(code, cwd=tests, ignore_warnings=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "KernelError" in proc.stdout and "crow_indices" in proc.stdout
 

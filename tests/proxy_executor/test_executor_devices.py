@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 
 import pytest
 import torch
+from support.clirun import run_python
 
 from opwire.proxy_executor import BindError, ProxyExecutor
 from opwire.schema import models as m
@@ -40,7 +39,9 @@ _RENAMED = textwrap.dedent(
 
 def test_renamed_privateuse1_device_reaches_the_kernel() -> None:
     """rename_privateuse1_backend works once per process: run it in a child."""
-    out = subprocess.run([sys.executable, "-c", _RENAMED], capture_output=True, text=True, check=True).stdout
+    proc = run_python(_RENAMED)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout
     assert out.split() == ["opwirepu", "1"]
 
 

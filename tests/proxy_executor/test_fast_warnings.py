@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 import torch
+from support.clirun import run_python
 from support.hostile_exec import node, t
 from torch.overrides import TorchFunctionMode
 
@@ -105,9 +104,7 @@ def test_an_aoti_extern_node_file_run_by_call_function_in_a_fresh_process(tmp_pa
         "ex.call_function(0, [], [torch.ones(1), None])\n"  # outside catch_warnings: the default filters show it
     )
     env = {**os.environ, "PYTHONPATH": str(Path(opwire.__file__).parents[1])}  # this opwire, whatever the cwd
-    proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env
-    )
+    proc = run_python(code, cwd=tmp_path, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     opwire_said = ("OpwireWarning", "extern node 0 'buf0' (aten::var): the kernel warned: var(): ")
     assert proc.stdout.strip() == repr([opwire_said] * 3)
@@ -214,14 +211,12 @@ print(json.dumps([str(w.message) for w in seen]))
 
 
 def test_each_thread_gets_its_own_nodes_warnings_and_the_host_thread_keeps_its_own(tmp_path: Path) -> None:
-    """Two threads call two nodes while a third warns for itself. In a fresh process: `catch_warnings` swaps the
+    """Two threads call two nodes while a third warns for itself. In a process of its own: `catch_warnings` swaps the
     process-wide `showwarning`, so a thread an earlier test left running in this worker (whose own
     `catch_warnings` ends mid-test) could put it back under this one and take its warnings elsewhere."""
     tests = Path(__file__).resolve().parents[1]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(opwire.__file__).parents[1]), str(tests)])}
-    proc = subprocess.run(
-        [sys.executable, "-c", _THREADS], capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env
-    )
+    proc = run_python(_THREADS, cwd=tmp_path, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     said: list[str] = json.loads(proc.stdout)
     assert sum(s.startswith(f"extern node 0 'a' (aten::var): the kernel warned: {VAR}") for s in said) == 50

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 from proxy_executor.input_fuzz import SAMPLE
+from support.clirun import run_python
 from support.forked import in_fork
 
 from opwire.proxy_executor.preconditions import family_of
@@ -191,13 +190,13 @@ def test_a_file_can_make_no_quantized_tensor() -> None:
 
 @pytest.fixture(scope="module")
 def sample_found() -> dict[str, list[list[str]]]:
-    """The sample's outcomes, from a fresh interpreter whose forked children inherit no OpenMP pool: a child
-    forked from a process that ran a parallel region (this test worker, after other tests) hangs at its first
-    parallel region with more threads, which the threads axis asks for."""
+    """The sample's outcomes, from a process whose forked children inherit no OpenMP pool (a child of the CLI fork
+    server, which never runs an op): a child forked from a process that ran a parallel region (this test worker,
+    after other tests) hangs at its first parallel region with more threads, which the threads axis asks for."""
     tests = str(Path(__file__).resolve().parents[1])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")])}
     code = "import sys; from proxy_executor.input_fuzz import main; sys.exit(main(['--sample']))"
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    done = run_python(code, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     found: dict[str, list[list[str]]] = json.loads(done.stdout)
     return found

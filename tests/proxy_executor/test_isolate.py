@@ -8,11 +8,11 @@ import re
 import signal
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from support.clirun import run_python
 from support.isolation_escapes import refused
 from support.isolation_files import program_calling, trace_calling, write_isolib
 
@@ -184,10 +184,7 @@ print(run_in_child(work, Limits(max_memory=1 << 30, timeout=60)).result()["table
 def test_threads_started_before_the_filter_are_under_it(isolib: Path, tmp_path: Path) -> None:
     """TSYNC: OpenMP workers and a Python thread that exist when the child enters the sandbox are filtered too."""
     (tmp_path / "victim").write_text("keep")
-    proc = subprocess.run(
-        [sys.executable, "-c", _BEFORE_THE_FILTER, str(isolib)], cwd=tmp_path, capture_output=True, text=True,
-        timeout=300,
-    )  # fmt: skip
+    proc = run_python(_BEFORE_THE_FILTER, isolib, cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr
     tables = json.loads(proc.stdout)
     assert len(tables["seccomp"]) >= 3 and set(tables["seccomp"].values()) == {"2"}, tables["seccomp"]
@@ -310,3 +307,29 @@ def test_a_hostile_output_layout_is_a_kernel_error(layout: object, says: str) ->
             os.ftruncate(region.fd, 0)
     finally:
         region.close()
+
+
+_LOCATED = """
+import ctypes.util, json, mmap, os, sys
+assert "pyseccomp" not in sys.modules
+shared = mmap.mmap(-1, 1 << 16)  # MAP_SHARED: a child's calls land here too (its descriptors are closed)
+find = ctypes.util.find_library
+def counted(name):
+    shared.write((json.dumps([os.getpid(), name]) + "\\n").encode())
+    return find(name)
+ctypes.util.find_library = counted
+from opwire.proxy_executor.isolate import run_in_child
+from opwire.proxy_executor.sandbox import Limits
+for _ in range(3):
+    run_in_child(lambda child: (child.ready(), {})[1], Limits(max_memory=1 << 30, timeout=60)).result()
+calls = [json.loads(line) for line in shared[:].rstrip(b"\\0").decode().splitlines()]
+print(json.dumps({"host": os.getpid(), "calls": calls}))
+"""
+
+
+def test_libseccomp_is_located_once_by_the_host_not_by_each_child() -> None:
+    """pyseccomp's import runs `ldconfig -p` twice (find_library): the host imports it before forking."""
+    proc = run_python(_LOCATED, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    said = json.loads(proc.stdout)
+    assert said["calls"] == [[said["host"], "c"], [said["host"], "seccomp"]], said

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.clirun import run_python
 
 import opwire
 from opwire.schema import models as m
@@ -84,7 +85,7 @@ def test_a_list_of_short_strings_is_refused_early_in_bounded_memory() -> None:
         "    try:\n        opwire.loads(data, m.Argument, format='compact', max_elements=limit)\n"
         "    except opwire.OpwireError as e:\n        print(e)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    out = run_python(code, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     lines = out.stdout.strip().splitlines()
     assert len(lines) == 2, out.stdout
@@ -146,7 +147,7 @@ def test_the_million_as_none_node_is_refused_fast_in_bounded_memory(tmp_path: Pa
         "try:\n    opwire.loads(data, m.Node, format='compact')\nexcept opwire.OpwireError as e:\n    print(e)\n"
         "print(time.process_time() - t)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120)
+    out = run_python(code, path, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     message, _seconds = out.stdout.strip().splitlines()
     assert f"exceeds the budget max_elements={budgets.MAX_ELEMENTS}" in message

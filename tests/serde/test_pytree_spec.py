@@ -7,13 +7,12 @@ import collections
 import dataclasses
 import enum
 import json
-import subprocess
-import sys
 from typing import Any, NamedTuple
 
 import pytest
 import torch
 import torch.utils._pytree as pytree
+from support.clirun import run_python
 
 from opwire.serde import DecodeError
 from opwire.serde.pytree_spec import loads_spec
@@ -82,7 +81,9 @@ def test_an_enum_key_of_a_module_not_imported_is_refused_without_importing_it() 
         "try:\n    loads_spec(spec)\nexcept Exception as e:\n    print(type(e).__name__, e)\n"
         "print('this' in sys.modules)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    proc = run_python(code)  # a process of its own that has not imported `this` (nor has the server it forks from)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout
     assert "Beautiful is better" not in out
     assert "DecodeError the enum this:s.x is not a member of an enum class of an imported module" in out
     assert "(CLI: --import this)" in out

@@ -8,17 +8,28 @@ the request's directory (under the request's RLIMIT_AS, if any: "limit_as" bytes
 server's own size), reads stdin from /dev/null, points stdout/stderr at the request's files, sets
 `sys.argv` and calls `opwire.cli.main(argv)`, exactly what the `opwire` console script calls, then exits the
 way an interpreter does (a `SystemExit` code, or the traceback of an uncaught exception and 1, then the
-atexit handlers). The server never runs an op, so a child forks from a process without a thread pool, as
+atexit handlers), except that the `weakref.finalize` callbacks of objects the server made before forking do not
+run at a child's exit: they are torch.library's deregistrations of the libraries torch registered at import
+(174, ~30 ms of CPU at every exit), which undo nothing a process about to end needs undone and print nothing.
+What a command itself creates is finalized at its exit as in a fresh interpreter. The server never runs an op, so a child forks from a process without a thread pool, as
 a freshly started `opwire` is. A request that passes its timeout is killed; the reply says so.
 
 A request with "module" runs that module as `python -m MODULE ARGV` does instead (`torch.distributed.run`: a
 `torchrun` line's launcher, whose ranks it starts as fresh interpreters of their own), in the request's "env" as
 its whole environment when given: the launcher costs its run, not another import of torch.
+
+A request with "code" runs it as `python -c CODE ARGV` does (`sys.argv` is ["-c", *ARGV], `sys.path[0]` the
+request's directory, then the "env"'s PYTHONPATH entries, as a fresh interpreter would put them, "ignore_warnings"
+as `-W ignore`), in a `__main__` namespace of its own: a child that needs a process of its own (torch's once-per-process
+state: a warning shown once, a device renamed; a crash that must not take the worker down) without paying torch's
+import again. What a fresh interpreter has not imported yet the server has: a test about what an import loads starts
+`python` from scratch.
 """
 
 from __future__ import annotations
 
 import atexit
+import gc
 import json
 import os
 import resource
@@ -27,6 +38,8 @@ import signal
 import sys
 import time
 import traceback
+import warnings
+import weakref
 
 
 def _vm_size() -> int:
@@ -59,10 +72,14 @@ def _child(request: dict[str, object]) -> None:
         os.environ.update(request["env"])  # type: ignore[arg-type]
     argv = [str(a) for a in request["argv"]]  # type: ignore[attr-defined]
     module = request.get("module")
-    sys.argv = [str(module) if module else "opwire", *argv]
+    source = request.get("code")
+    sys.argv = ["-c" if source is not None else str(module) if module else "opwire", *argv]
     code = 1
     try:
-        if module:
+        if source is not None:
+            _as_python_c(str(source), request)
+            code = 0
+        elif module:
             runpy.run_module(str(module), run_name="__main__", alter_sys=True)
             code = 0
         else:
@@ -82,6 +99,16 @@ def _child(request: dict[str, object]) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code & 0xFF)
+
+
+def _as_python_c(source: str, request: dict[str, object]) -> None:
+    """Run `source` as `python -c` does: the current directory first on sys.path, then the environment's PYTHONPATH."""
+    env = request.get("env")
+    extra = str(env.get("PYTHONPATH", "")) if isinstance(env, dict) else ""
+    sys.path[0:1] = ["", *(p for p in extra.split(os.pathsep) if p)]
+    if request.get("ignore_warnings"):
+        warnings.simplefilter("ignore")
+    exec(compile(source, "<string>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
 
 
 def run_command(request: dict[str, object]) -> dict[str, object]:
@@ -106,7 +133,8 @@ def run_command(request: dict[str, object]) -> dict[str, object]:
 
 
 def prepare() -> None:
-    """Import torch (with Dynamo), the CLI and every command module, once, before any fork."""
+    """Import torch (with Dynamo), the CLI and every command module, once, before any fork; the finalizers alive
+    then are the server's, not run at a child's exit."""
     # torch once here for every forked command, with Dynamo, which torch loads on a custom op's first call or an
     # optimizer's creation (2.5 s a command)
     import torch._dynamo  # noqa: F401
@@ -115,6 +143,9 @@ def prepare() -> None:
 
     for command in opwire.cli.COMMANDS.values():
         __import__(command.module)
+    for obj in gc.get_objects():  # the server's own finalizers (torch.library's): not run again by every child
+        if type(obj) is weakref.finalize:  # type(), not isinstance: some torch objects warn on __class__
+            obj.atexit = False
 
 
 def main() -> int:

@@ -4,7 +4,9 @@ Each command runs in its own process: a fork of tests/support/cli_forkserver.py,
 imported the CLI once, so a command costs what it does rather than torch's import. Commands that need
 another environment or stdin start `python -m opwire.cli` from scratch; tests/cli/test_main.py and the
 tests that check start-up itself always do. `run_module` forks a `torchrun` launcher the same way (its ranks start
-fresh, as torchrun starts them).
+fresh, as torchrun starts them), and `run_python` a `python -c CODE` child: a process of its own (torch's
+once-per-process state fresh, a crash kept out of the worker) without another import of torch. A test about what an
+import loads still starts `python` from scratch (the server has imported torch, Dynamo and the CLI).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Cli", "one_line", "run_cli", "run_cli_fresh", "run_module", "serve"]
+__all__ = ["Cli", "one_line", "run_cli", "run_cli_fresh", "run_module", "run_python", "serve"]
 
 Cli = Callable[..., "subprocess.CompletedProcess[str]"]
 
@@ -69,6 +71,27 @@ def run_module(
     as its whole environment, forked from the server (torch already imported) rather than started from scratch."""
     request = {"cwd": str(cwd), "timeout": timeout, "module": module, "env": env}
     return _serve([sys.executable, "-m", module], [str(a) for a in args], request)
+
+
+def run_python(
+    code: str,
+    *args: object,
+    cwd: Path | str = ".",
+    env: dict[str, str] | None = None,
+    ignore_warnings: bool = False,
+    timeout: float = 600,
+) -> subprocess.CompletedProcess[str]:
+    """The finished `python [-W ignore] -c CODE ARGS` process, run in `cwd` (in `env` as its whole environment when
+    given), forked from the server: `__main__` is a namespace of its own, torch and the CLI are imported already."""
+    request = {
+        "cwd": str(Path(cwd).resolve()),
+        "timeout": timeout,
+        "code": code,
+        "env": env,
+        "ignore_warnings": ignore_warnings,
+    }
+    flags = ["-W", "ignore"] if ignore_warnings else []
+    return _serve([sys.executable, *flags, "-c", code], [str(a) for a in args], request)
 
 
 def serve(request: dict[str, Any]) -> dict[str, Any]:

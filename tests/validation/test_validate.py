@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
 import oplib.validate_lib as vl
 import pytest
 import torch
+from support.clirun import run_python
 
 import opwire
 from opwire.errors import OpValidationError
@@ -393,9 +392,10 @@ print([f.message for f in report.findings if f.code == "privateuse1_no_autograd"
 
 
 def test_privateuse1_finding_names_renamed_backend() -> None:
-    # rename_privateuse1_backend works once per process: run it in a fresh one
+    # rename_privateuse1_backend works once per process: run it in a process of its own (forked, torch imported)
     code = _RENAMED.format(path=str(Path(__file__).parent))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    out = run_python(code, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
     message = out.stdout.strip()
     assert "on the 'opwiredev' device" in message
     assert "from the 'Autogradopwiredev' backend" in message
