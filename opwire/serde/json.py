@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json as _json
 import re
+import sys
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
@@ -194,9 +195,15 @@ def encode(obj: BaseModel, *, indent: int | None = None) -> bytes:
         text = _written(obj)
         if text is not None:
             return text
-    data = to_jsonable(obj)  # the collector runs as usual: pausing it saved ~3% here, not worth process-wide state
     try:
+        data = to_jsonable(obj)  # the collector runs as usual: pausing it saved ~3% here, not worth process-wide state
         return _json.dumps(data, allow_nan=False, indent=indent).encode("utf-8")
+    except RecursionError:  # the process-wide limit is the caller's to set, never changed here (as Thrift's encoder)
+        raise EncodeError(
+            f"cannot encode {type(obj).__name__}: the model nests deeper than this Python stack allows "
+            f"(sys.getrecursionlimit() is {sys.getrecursionlimit()}); raise the limit yourself to write a model this "
+            "deep"
+        ) from None
     except (ValueError, TypeError) as exc:
         raise _locate_encode_error(obj, exc) from None
 

@@ -99,3 +99,25 @@ def test_thrift_nesting_past_the_interpreter_stack_decodes_when_max_depth_allows
     with pytest.raises(DecodeError, match=f"nesting deeper than max_depth={2 * levels}"):
         _decode(data, codec, 2 * levels)
     assert sys.getrecursionlimit() == limit
+
+
+@pytest.mark.parametrize("fmt", ["json", "binary", "compact"])
+def test_a_model_nested_past_the_interpreter_stack_is_an_encode_error(fmt: str) -> None:
+    """Every writer (JSON's C writer falls back past its own bound, then the reference path) refuses a model nested
+    deeper than the stack allows with one EncodeError naming the limit, never a bare RecursionError; the limit is
+    never changed."""
+    import sys
+
+    from opwire.errors import EncodeError
+
+    arg = m.Argument(as_tensor=m.TensorArgument(name="x"))
+    for _ in range(sys.getrecursionlimit()):
+        graph = m.Graph(inputs=[arg], outputs=[], nodes=[], tensor_values={}, sym_int_values={}, sym_bool_values={})
+        arg = m.Argument(as_graph=m.GraphArgument(name="g", graph=graph))
+    limit = sys.getrecursionlimit()
+    with pytest.raises(
+        EncodeError,
+        match=rf"^cannot encode Argument: the model nests deeper than this Python stack allows \(sys.getrecursionlimit\(\) is {limit}\)",
+    ):
+        opwire.dumps(arg, fmt)  # type: ignore[arg-type]
+    assert sys.getrecursionlimit() == limit
