@@ -68,14 +68,6 @@ def _default_expr(f: FieldDef, union: bool) -> str:
     return f" = {f.default!r}"
 
 
-def _structs_named(t: TypeRef) -> set[str]:
-    """The structs and unions an IDL type names, at any depth."""
-    named = {str(t.name)} if t.kind == "struct" else set()
-    for arg in t.args:
-        named |= _structs_named(arg)
-    return named
-
-
 def _field_line(f: FieldDef, union: bool, struct: str, defined: frozenset[str]) -> str:
     """One field; its annotation is quoted when it names a struct not yet `defined` (itself or a later one).
 
@@ -84,7 +76,7 @@ def _field_line(f: FieldDef, union: bool, struct: str, defined: frozenset[str]) 
     ann = _CHECKED_FIELDS.get((struct, f.name)) or _py_type(f.type)
     if union or f.optional:
         ann = f"{ann} | None"
-    if not _structs_named(f.type) <= defined:
+    if not f.type.structs_named() <= defined:
         ann = f'"{ann}"'
     return f"    {f.name}: {ann}{_default_expr(f, union)}"
 

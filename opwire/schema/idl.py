@@ -59,6 +59,11 @@ class TypeRef:
             return f"map<{self.args[0].spelled()}, {self.args[1].spelled()}>"
         return self.kind
 
+    def structs_named(self) -> frozenset[str]:
+        """The structs and unions this type names, at any depth (a container's element types included)."""
+        own = frozenset({str(self.name)}) if self.kind == "struct" else frozenset()
+        return own.union(*(a.structs_named() for a in self.args))
+
 
 @dataclass(frozen=True)
 class FieldDef:

@@ -32,7 +32,6 @@ from typing import Any
 
 from opwire.errors import DecodeError, EncodeError
 from opwire.schema import models as m
-from opwire.schema.idl import TypeRef
 from opwire.serde._paths import format_path
 from opwire.serde._thrift import tables
 
@@ -157,10 +156,7 @@ def _holders() -> dict[str, tuple[str, ...]]:
     every type on each round)."""
     structs = m.SCHEMA.structs
 
-    def named(t: TypeRef) -> frozenset[str]:
-        return frozenset({str(t.name)} if t.kind == "struct" else ()).union(*(named(a) for a in t.args))
-
-    refs = {n: [(f.name, named(f.type)) for f in s.fields] for n, s in structs.items()}
+    refs = {n: [(f.name, f.type.structs_named()) for f in s.fields] for n, s in structs.items()}
     holding = {"TensorValue"}
     while True:
         more = {n for n, fields in refs.items() if n not in holding and any(names & holding for _, names in fields)}
