@@ -22,7 +22,19 @@ import torch.distributed as dist
 from opwire.recording.collectives import Kind
 from opwire.recording.distributed.sequence import CollectiveCall, Names
 
-__all__ = ["REDUCTIONS", "RULES", "Arena", "Expected", "Load", "Recorded", "Rule", "Running", "name_at", "reduce"]
+__all__ = [
+    "REDUCTIONS",
+    "RULES",
+    "Arena",
+    "Expected",
+    "Load",
+    "Recorded",
+    "Rule",
+    "Running",
+    "lend",
+    "name_at",
+    "reduce",
+]
 
 Load = Callable[[int, str], torch.Tensor]
 """(rank, tensor name) -> the recorded tensor."""
@@ -82,7 +94,8 @@ class Arena:
         self._lent.clear()
 
 
-def _empty(arena: Arena | None, shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
+def lend(arena: Arena | None, shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
+    """A contiguous tensor of `shape` and `dtype` (bytes unspecified): `arena`'s buffer, or a fresh one without it."""
     return arena.empty(shape, dtype) if arena is not None else torch.empty(tuple(shape), dtype=dtype)
 
 
@@ -93,7 +106,7 @@ def reduce(op: str, xs: list[torch.Tensor], arena: Arena | None = None) -> tuple
     if floating and all(x.dtype == xs[0].dtype and x.shape == xs[0].shape for x in xs):
         # the stack `torch.stack(xs).to(wide)` gives, each input converted as it is copied in (one pass, not two)
         wide = torch.complex128 if xs[0].is_complex() else torch.float64
-        stack = _empty(arena, (len(xs), *xs[0].shape), wide)
+        stack = lend(arena, (len(xs), *xs[0].shape), wide)
         for k, x in enumerate(xs):
             stack[k].copy_(x)
         ys = list(stack)
@@ -105,14 +118,14 @@ def reduce(op: str, xs: list[torch.Tensor], arena: Arena | None = None) -> tuple
     shape, real = stack.shape[1:], torch.float64
     if op in ("SUM", "AVG", "PRODUCT"):
         fold = torch.sum if op != "PRODUCT" else torch.prod
-        value = fold(stack, 0, out=_empty(arena, shape, stack.dtype))
-        mags = torch.abs(stack, out=_empty(arena, stack.shape, real)) if stack.is_complex() else stack.abs_()
-        scale = fold(mags, 0, out=_empty(arena, shape, real))  # over `reduce`'s own stack: no second fresh stack
+        value = fold(stack, 0, out=lend(arena, shape, stack.dtype))
+        mags = torch.abs(stack, out=lend(arena, stack.shape, real)) if stack.is_complex() else stack.abs_()
+        scale = fold(mags, 0, out=lend(arena, shape, real))  # over `reduce`'s own stack: no second fresh stack
         if op == "AVG":
             return value.div_(len(xs)), scale.div_(len(xs))
         return value, scale
     if op in ("MIN", "MAX"):
-        return (torch.amin if op == "MIN" else torch.amax)(stack, 0, out=_empty(arena, shape, stack.dtype)), None
+        return (torch.amin if op == "MIN" else torch.amax)(stack, 0, out=lend(arena, shape, stack.dtype)), None
     return _integral(op, stack, ys)
 
 

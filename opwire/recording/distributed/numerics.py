@@ -13,7 +13,16 @@ from dataclasses import dataclass
 import torch
 
 from opwire.recording.compare import tolerance
-from opwire.recording.distributed.collective_rules import REDUCTIONS, RULES, Arena, Expected, Load, Recorded, name_at
+from opwire.recording.distributed.collective_rules import (
+    REDUCTIONS,
+    RULES,
+    Arena,
+    Expected,
+    Load,
+    Recorded,
+    lend,
+    name_at,
+)
 from opwire.recording.distributed.sequence import CollectiveCall
 
 __all__ = ["Disagreement", "check_collective", "check_p2p"]
@@ -63,15 +72,12 @@ def _beyond(
     got: torch.Tensor, want: torch.Tensor, scale: torch.Tensor, rtol: float, atol: float, arena: Arena | None
 ) -> bool:
     """Whether some element of `got` is beyond `atol + rtol * scale` of `want`, or NaN where `want` is not (or the
-    reverse): `_differs`'s test with the same operations on a copy of `got`, in place (temporaries from `arena`)."""
-    if arena is None:
-        g = got.to(want.dtype, copy=True)
-        nan, bound = g.isnan().ne_(want.isnan()), scale.mul(rtol)
-    else:  # the same, each temporary a lent buffer (`isnan` has no `out=`: x != x is what it tests)
-        g = arena.empty(got.shape, want.dtype).copy_(got)
-        nan = torch.ne(g, g, out=arena.empty(g.shape, torch.bool))
-        nan.ne_(torch.ne(want, want, out=arena.empty(want.shape, torch.bool)))
-        bound = torch.mul(scale, rtol, out=arena.empty(scale.shape, scale.dtype))
+    reverse): `_differs`'s test with the same operations on a copy of `got`, in place, each temporary lent by
+    `arena` (fresh without one). A real `want` only: `isnan` has no `out=`, and x != x is what it tests there."""
+    g = lend(arena, got.shape, want.dtype).copy_(got)
+    nan = torch.ne(g, g, out=lend(arena, g.shape, torch.bool))
+    nan.ne_(torch.ne(want, want, out=lend(arena, want.shape, torch.bool)))
+    bound = torch.mul(scale, rtol, out=lend(arena, scale.shape, scale.dtype))
     err = g.sub_(want).abs_()
     return bool(err.gt_(bound.add_(atol)).logical_or_(nan).any())
 
