@@ -2,17 +2,17 @@
 
     python tests/cli_forkserver.py        (requests on stdin, one JSON line each; one JSON line back per request)
 
-The server imports torch (Dynamo too, which torch itself loads lazily on a command's first custom-op call),
-the CLI and every command module, then forks one child per request: the child moves to
-the request's directory (under the request's RLIMIT_AS, if any: "limit_as" bytes, or "headroom_as" bytes beyond the
-server's own size), reads stdin from /dev/null, points stdout/stderr at the request's files, sets
-`sys.argv` and calls `opwire.cli.main(argv)`, exactly what the `opwire` console script calls, then exits the
-way an interpreter does (a `SystemExit` code, or the traceback of an uncaught exception and 1, then the
-atexit handlers), except that the `weakref.finalize` callbacks of objects the server made before forking do not
-run at a child's exit: they are torch.library's deregistrations of the libraries torch registered at import
-(174, ~30 ms of CPU at every exit), which undo nothing a process about to end needs undone and print nothing.
-What a command itself creates is finalized at its exit as in a fresh interpreter. The server never runs an op, so a child forks from a process without a thread pool, as
-a freshly started `opwire` is. A request that passes its timeout is killed; the reply says so.
+The server imports torch (Dynamo too, which torch itself loads lazily on a command's first custom-op call), the CLI
+and every command module, then forks one child per request: the child moves to the request's directory (under the
+request's RLIMIT_AS, if any: "limit_as" bytes, or "headroom_as" bytes beyond the server's own size), reads stdin
+from /dev/null, points stdout/stderr at the request's files, sets `sys.argv` and calls `opwire.cli.main(argv)`,
+exactly what the `opwire` console script calls, then exits the way an interpreter does (a `SystemExit` code, or the
+traceback of an uncaught exception and 1, then the atexit handlers), except that the `weakref.finalize` callbacks of
+objects the server made before forking do not run at a child's exit: they are torch.library's deregistrations of the
+libraries torch registered at import (174, ~30 ms of CPU at every exit), which undo nothing a process about to end
+needs undone and print nothing. What a command itself creates is finalized at its exit as in a fresh interpreter.
+The server never runs an op, so a child forks from a process without a thread pool, as a freshly started `opwire`
+is. A request that passes its timeout is killed; the reply says so.
 
 A request with "module" runs that module as `python -m MODULE ARGV` does instead (`torch.distributed.run`: a
 `torchrun` line's launcher, whose ranks it starts as fresh interpreters of their own), in the request's "env" as
@@ -20,10 +20,10 @@ its whole environment when given: the launcher costs its run, not another import
 
 A request with "code" runs it as `python -c CODE ARGV` does (`sys.argv` is ["-c", *ARGV], `sys.path[0]` the
 request's directory, then the "env"'s PYTHONPATH entries, as a fresh interpreter would put them, "ignore_warnings"
-as `-W ignore`), in a `__main__` namespace of its own: a child that needs a process of its own (torch's once-per-process
-state: a warning shown once, a device renamed; a crash that must not take the worker down) without paying torch's
-import again. What a fresh interpreter has not imported yet the server has: a test about what an import loads starts
-`python` from scratch.
+as `-W ignore`), in a `__main__` namespace of its own: a child that needs a process of its own (torch's
+once-per-process state: a warning shown once, a device renamed; a crash that must not take the worker down) without
+paying torch's import again. What a fresh interpreter has not imported yet the server has: a test about what an
+import loads starts `python` from scratch.
 """
 
 from __future__ import annotations
