@@ -6,6 +6,10 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.opwire-installed
 TORCH_PIN := torch==2.13.0
+# The pip that `python -m venv` bundles (23.2 with Python 3.11) spends ~20 CPU-s of the bootstrap's ~45 matching the
+# tags of every file on every index page it reads (set.isdisjoint over a list rebuilt per link); 26.3 resolves the
+# same set in ~8. Pinned, so that a new pip cannot change the bootstrap under CI
+PIP_PIN := pip==26.3
 
 # Python's bytecode cache on, whatever the machine sets (these machines set PYTHONDONTWRITEBYTECODE=1): nothing is
 # compiled at install, and without the cache every process the suite starts (CLI runs, torchrun ranks, replay
@@ -25,7 +29,8 @@ CBUILD_SRC := $(wildcard opwire/serde/_cbuild_src/*.c opwire/serde/_cbuild_src/*
 # used; see `unexport` below.
 $(STAMP): pyproject.toml setup.py $(CBUILD_SRC)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-compile $(TORCH_PIN) 'setuptools>=68'
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-compile $(PIP_PIN)
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-compile $(TORCH_PIN) 'setuptools>=77'
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-compile --no-build-isolation -e '.[dev,docs]' \
 		$(TORCH_PIN)
 	touch $(STAMP)
