@@ -4,8 +4,19 @@ own frozen objects and collector setting are left exactly as they were."""
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
+
+import pytest
 
 from opwire.recording.distributed.share import young_heap
+
+
+@pytest.fixture(autouse=True)
+def _thawed() -> Iterator[None]:
+    """Each test starts from a heap nobody froze (the suite's conftest freezes what collection imported; its
+    teardown hook freezes it again after)."""
+    gc.unfreeze()
+    yield
 
 
 def test_the_heap_alive_on_entry_is_frozen_inside_and_thawed_after() -> None:
