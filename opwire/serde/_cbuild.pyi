@@ -21,3 +21,9 @@ def thrift_build(
 
 def json_write(plan: Any, struct_index: int, model: Any, /) -> bytes:
     """The model's JSON bytes (torch's export JSON); Fallback when a value is not taken."""
+
+def thrift_skip(
+    data: Any, pos: int, compact: bool, wire: int, depth: int, max_depth: int, budget: int, /
+) -> tuple[int, int] | None:
+    """(end, values charged) of the struct, list, set or map at `data[pos:]` as the checking decoder's `skip` steps
+    over it; None where that walk must decide."""

@@ -84,5 +84,6 @@ PyObject *json_build(PyObject *self, PyObject *args);
 PyObject *thrift_build(PyObject *self, PyObject *args);
 PyObject *thrift_plain(PyObject *self, PyObject *args);
 PyObject *json_write(PyObject *self, PyObject *args);
+PyObject *thrift_skip(PyObject *self, PyObject *args);
 
 #endif
