@@ -19,6 +19,10 @@ def thrift_build(
 ) -> tuple[Any, int]:
     """(the model in canonical Thrift `data[start:]`, values read); Fallback, or TooMany past `limit`."""
 
+def thrift_check(plan: Any, struct_index: int, data: bytes, compact: bool, /) -> bool:
+    """True where canonical Thrift `data` holds one value of struct `struct_index` within the IDL's rules (unions
+    single, required fields present, enums known); Fallback otherwise."""
+
 def json_write(plan: Any, struct_index: int, model: Any, /) -> bytes:
     """The model's JSON bytes (torch's export JSON); Fallback when a value is not taken."""
 

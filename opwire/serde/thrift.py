@@ -85,7 +85,7 @@ def _encode_payload(obj: BaseModel, name: str, codec: str, engines: tuple[str, .
                     f"{FAST_STRUCT_DEPTH} nested structs; leave `engine` unset to write it"
                 ) from None
         else:
-            if not fast.verify(payload, name, codec):
+            if not (_cplan.thrift_check(payload, name, codec) or fast.verify(payload, name, codec)):
                 raise _locate_encode_error(obj, ValueError("the model breaks a rule of the IDL"))
             return payload
     problem = _find_invalid(obj)
