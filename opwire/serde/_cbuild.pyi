@@ -31,3 +31,9 @@ def thrift_skip(
 ) -> tuple[int, int] | None:
     """(end, values charged) of the struct, list, set or map at `data[pos:]` as the checking decoder's `skip` steps
     over it; None where that walk must decide."""
+
+def thrift_tensor(
+    data: Any, pos: int, compact: bool, max_depth: int, budget: int, /
+) -> tuple[int, int, int, int, int, int, int] | None:
+    """(end, values charged, data prefix, data start, data length, padding prefix, padding length) of the
+    TensorValue at `data[pos:]` as the archive scan reads it (-1 prefixes: absent); None where that scan decides."""

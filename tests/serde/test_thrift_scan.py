@@ -172,3 +172,60 @@ def test_the_c_skip_is_the_checking_decoders_skip(case: tuple[str, int, bytes], 
     `skip` reads and charges what it charges, and declines exactly where that raises."""
     codec, wire, data = case
     assert _c_skip(data, codec, wire, depth, budget) == _python_skip(data, codec, wire, depth, budget)
+
+
+def _python_tensor(data: bytes, codec: str, max_depth: int, budget: int) -> tuple[int, ...] | None:
+    """(end, values charged, *the Entry) of the scan's Python walk of one TensorValue, or None where it raises."""
+    r: Any = BinaryReader(data, 0) if codec == "binary" else CompactReader(data, 0)
+    dec = _Decoder(r, max_depth, "", budget)
+    try:
+        entry = tables._scan_tensor(r, dec, "weights['w']", tables._walk)
+    except (Located, WireError):
+        return None
+    return r.pos, budget - dec.elements, *entry
+
+
+@st.composite
+def _tensors(draw: st.DrawFn) -> tuple[str, bytes]:
+    """A TensorValue's encoding (with a padding or not), mutated or not: fields repeated, cut, flipped, spliced."""
+    codec = draw(st.sampled_from(CODECS))
+    tv = draw(strategy_for("TensorValue"))
+    padding = draw(st.none() | st.binary(max_size=63))
+    data = fast.encode(tv.model_copy(update={"padding": padding}), codec)
+    if draw(st.booleans()):
+        data = mutate_bytes(data, draw, [*_SPLICES, data[: len(data) // 2]], 300)
+    return codec, data
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(case=_tensors(), budget=_BUDGETS, depth=_DEPTHS)
+def test_the_c_tensor_scan_is_the_python_one(case: tuple[str, bytes], budget: int, depth: int) -> None:
+    """`thrift_tensor` notes the positions `_scan_tensor` notes, reads and charges what it does, and declines exactly
+    where it raises (a field twice included)."""
+    codec, data = case
+    ours = tables._c_tensor(data, 0, codec == "compact", depth, budget)
+    assert ours == _python_tensor(data, codec, depth, budget)
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_a_tensor_with_its_data_twice_is_declined_by_the_c_scan(codec: str) -> None:
+    device = m.Device(type="cpu", index=None)
+    tv = m.TensorValue(
+        dtype=m.ScalarType.FLOAT,
+        sizes=[1],
+        strides=[1],
+        storage_offset=0,
+        device=device,
+        requires_grad=False,
+        data=b"\0" * 4,
+    )
+    tv = tv.model_copy(update={"padding": b"\0"})
+    data = fast.encode(tv, codec)
+    found = _python_tensor(data, codec, framing.MAX_DEPTH, 10**9)
+    assert found is not None and found[2] >= 0 and found[5] >= 0  # the data and the padding were found
+    assert tables._c_tensor(data, 0, codec == "compact", framing.MAX_DEPTH, 10**9) == found
+    header = b"\x0b\x00\x46" if codec == "binary" else b"\x08\x8c\x01"  # a string, id 70 (compact: long form)
+    end = found[3] + found[4]
+    twice = data[:end] + header + data[found[2] : end] + data[end:]
+    assert _python_tensor(twice, codec, framing.MAX_DEPTH, 10**9) is None
+    assert tables._c_tensor(twice, 0, codec == "compact", framing.MAX_DEPTH, 10**9) is None

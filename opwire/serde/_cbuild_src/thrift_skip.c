@@ -99,6 +99,22 @@ static int min_size(Skip *s, int w) {
 
 static inline int nested(int w) { return w == W_STRUCT || w == W_MAP || w == W_SET || w == W_LIST; }
 
+/* a string (`read_span`): its length prefix and bytes stepped over; `*n`: its length (its bytes end at s->pos) */
+static int string_span(Skip *s, long long *n) {
+    if (s->compact) {
+        unsigned long long v;
+        if (varint(s, 5, 32, &v) < 0)
+            return -1;
+        *n = (long long)v;
+    } else {
+        if (s->end - s->pos < 4)
+            return -1;
+        *n = big_endian_signed(s->buf + s->pos, 4);
+        s->pos += 4;
+    }
+    return fits(s, *n, 1) < 0 ? -1 : take(s, (Py_ssize_t)*n);
+}
+
 /* one scalar of wire type `w` (`skip_leaf` without its charge); `pending`: a compact bool field's value, which
    its header carried */
 static int leaf(Skip *s, int w, int pending) {
@@ -125,28 +141,25 @@ static int leaf(Skip *s, int w, int pending) {
     case W_UUID:
         return take(s, 16);
     case W_STRING:
-        if (s->compact) {
-            if (varint(s, 5, 32, &v) < 0)
-                return -1;
-            i = (long long)v;
-        } else {
-            if (s->end - s->pos < 4)
-                return -1;
-            i = big_endian_signed(s->buf + s->pos, 4);
-            s->pos += 4;
-        }
-        return fits(s, i, 1) < 0 ? -1 : take(s, (Py_ssize_t)i);
+        return string_span(s, &i);
     }
     return -1;
 }
 
 static int skip(Skip *s, int w, long long depth, int recursion);
 
-/* the fields of a struct up to its stop byte */
-static int skip_fields(Skip *s, long long depth, int recursion) {
+/* where a TensorValue's data (id 70) and padding (id 65) strings sit (tables.py `_scan_tensor`), -1: absent */
+typedef struct {
+    long long prefix, start, length;
+} Span;
+
+/* the fields of a struct up to its stop byte; `spans` (a TensorValue of an archive's table, else NULL): its data
+   and padding strings noted, not charged, and either one twice declined */
+static int skip_fields(Skip *s, long long depth, int recursion, Span *spans) {
     long long last = 0; /* compact: the previous field id (deltas count from it) */
     for (;;) {
         int b, w, pending = 0;
+        long long fid;
         if (byte(s, &b) < 0)
             return -1;
         if (b == 0)
@@ -155,7 +168,7 @@ static int skip_fields(Skip *s, long long depth, int recursion) {
             w = FROM_COMPACT[b & 0x0f];
             if (w == 0)
                 return -1;
-            long long fid = last + (b >> 4);
+            fid = last + (b >> 4);
             if (!(b >> 4) && compact_i16(s, &fid) < 0)
                 return -1;
             if (fid < -32768 || fid > 32767)
@@ -164,11 +177,22 @@ static int skip_fields(Skip *s, long long depth, int recursion) {
             pending = w == W_BOOL;
         } else {
             w = b;
-            if (w > W_UUID || !BINARY_MIN[w] || take(s, 2) < 0)
+            if (w > W_UUID || !BINARY_MIN[w] || s->end - s->pos < 2)
                 return -1;
+            fid = big_endian_signed(s->buf + s->pos, 2);
+            s->pos += 2;
         }
-        if (nested(w) ? skip(s, w, depth, recursion + 1) < 0 : leaf(s, w, pending) < 0 || charge(s, 1) < 0)
+        if (spans != NULL && w == W_STRING && (fid == 70 || fid == 65)) {
+            Span *at = &spans[fid == 70 ? 0 : 1];
+            if (at->prefix >= 0)
+                return -1;
+            at->prefix = s->pos;
+            if (string_span(s, &at->length) < 0)
+                return -1;
+            at->start = s->pos - at->length;
+        } else if (nested(w) ? skip(s, w, depth, recursion + 1) < 0 : leaf(s, w, pending) < 0 || charge(s, 1) < 0) {
             return -1;
+        }
     }
 }
 
@@ -238,7 +262,7 @@ static int skip(Skip *s, int w, long long depth, int recursion) {
     depth++;
     long long n;
     if (w == W_STRUCT)
-        return skip_fields(s, depth, recursion);
+        return skip_fields(s, depth, recursion, NULL);
     if (w == W_MAP) {
         int kt = 0, vt = 0;
         if (map_header(s, &kt, &vt, &n) < 0)
@@ -279,6 +303,33 @@ PyObject *thrift_skip(PyObject *self, PyObject *args) {
     } else {
         Skip s = {view.buf, pos, view.len, compact, 0, budget, max_depth};
         out = skip(&s, wire, depth, 0) < 0 ? Py_NewRef(Py_None) : Py_BuildValue("(nL)", s.pos, s.values);
+    }
+    PyBuffer_Release(&view);
+    return out;
+}
+
+/* thrift_tensor(data, pos, compact, max_depth, budget) -> (end, values, data prefix, start, length, padding prefix,
+   length) or None (declined): one TensorValue of an archive's table as tables.py `_scan_tensor` reads it, its
+   fields entered at depth 1 (nested values at 2), the struct itself and its data and padding not charged */
+PyObject *thrift_tensor(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t pos;
+    int compact;
+    long long max_depth, budget;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*npLL", &view, &pos, &compact, &max_depth, &budget))
+        return NULL;
+    PyObject *out = NULL;
+    if (pos < 0 || pos > view.len) {
+        PyErr_SetString(PyExc_IndexError, "opwire C skip: position out of range");
+    } else {
+        Skip s = {view.buf, pos, view.len, compact, 0, budget, max_depth};
+        Span spans[2] = {{-1, 0, 0}, {-1, 0, 0}};
+        if (skip_fields(&s, 2, 0, spans) < 0)
+            out = Py_NewRef(Py_None);
+        else
+            out = Py_BuildValue("(nLLLLLL)", s.pos, s.values, spans[0].prefix, spans[0].start, spans[0].length,
+                                spans[1].prefix, spans[1].length);
     }
     PyBuffer_Release(&view);
     return out;

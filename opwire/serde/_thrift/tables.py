@@ -7,10 +7,11 @@ over everything else within the decoder's depth and element bounds. The mapped r
 padding so that the payload after it starts at an aligned file offset.
 
 What is stepped over (the program, above all: ~2,000 nodes take the checking decoder's walk four times as long as
-the C reader's decode) goes to the C module's `thrift_skip` where it is built (`_cbuild_src/thrift_skip.c`): it
-steps over exactly what the checking decoder's `skip` would, charging the same values, or declines, and then that
-walk reads the value and words any error. So the positions and the errors are the same with or without the C module
-(`native=False` walks in Python alone).
+the C reader's decode) goes to the C module's `thrift_skip` where it is built (`_cbuild_src/thrift_skip.c`), and
+each tensor to its `thrift_tensor`: they step over exactly what the checking decoder's `skip` (and `_scan_tensor`)
+would, charging the same values and noting the same positions, or decline, and then the Python walk reads the value
+and words any error. So the positions and the errors are the same with or without the C module (`native=False`
+walks in Python alone).
 """
 
 from __future__ import annotations
@@ -26,12 +27,13 @@ from opwire.serde._thrift.spec import LIST, MAP, SET, STRING, STRUCT
 from opwire.serde._thrift.stack import run_frames
 
 _c_skip: Any
+_c_tensor: Any
 try:
     from opwire.serde import _cbuild
 
-    _c_skip = _cbuild.thrift_skip
+    _c_skip, _c_tensor = _cbuild.thrift_skip, _cbuild.thrift_tensor
 except ImportError:  # not built (a source checkout without `pip install -e .`): the checking decoder's walk serves
-    _c_skip = None
+    _c_skip = _c_tensor = None
 
 __all__ = ["TABLES", "Entry", "scan"]
 
@@ -64,7 +66,8 @@ def scan(
     `native=False`: step over nested values in Python even where the C module is built (the same answer)."""
     r: Any = BinaryReader(buffer, start) if codec == "binary" else CompactReader(buffer, start)
     dec = _Decoder(r, max_depth, "", max_elements)
-    skip = _skip if native and _c_skip is not None else _walk
+    native = native and _c_skip is not None
+    skip = _skip if native else _walk
     found: dict[str, dict[str, Entry]] = {"weights": {}, "constants": {}}
     seen: set[str] = set()
     where = "OpwireArchive"
@@ -80,7 +83,7 @@ def scan(
                 if table in seen:
                     raise Located(f"a second {table} map", ())
                 seen.add(table)
-                _scan_table(r, dec, found[table], table, skip)
+                _scan_table(r, dec, found[table], table, skip, native)
                 where = "OpwireArchive"
             elif wire in _NESTED:
                 skip(r, dec, wire, 1)
@@ -111,7 +114,19 @@ def _skip(r: Any, dec: _Decoder, wire: int, depth: int) -> None:
         dec.elements -= values  # within the budget: the C module declines past it
 
 
-def _scan_table(r: Any, dec: _Decoder, found: dict[str, Entry], table: str, skip: Skipper) -> None:
+def _tensor(r: Any, dec: _Decoder) -> Entry | None:
+    """`_scan_tensor` by the C module (the same positions, bytes read and values charged), or None where it declines
+    (then `_scan_tensor` decides)."""
+    bound = min(dec.max_depth, _BOUND)
+    done = _c_tensor(r.data, r.pos, r.name == "compact", bound, min(dec.elements, _BOUND))
+    if done is None:
+        return None
+    r.pos, values, *spans = done
+    dec.elements -= values
+    return Entry(*spans)
+
+
+def _scan_table(r: Any, dec: _Decoder, found: dict[str, Entry], table: str, skip: Skipper, native: bool) -> None:
     """One `map<string, TensorValue>`: each entry's data and padding positions, everything else skipped."""
     kt, vt, n = r.map_begin()
     if n and (kt != STRING or vt != STRUCT):
@@ -125,7 +140,8 @@ def _scan_table(r: Any, dec: _Decoder, found: dict[str, Entry], table: str, skip
         if name in found:
             raise Located(f"the name {printable(name)!r} twice", ())
         dec.spend(1, ())
-        found[name] = _scan_tensor(r, dec, f"{table}[{printable(name)!r}]", skip)
+        entry = _tensor(r, dec) if native else None
+        found[name] = entry or _scan_tensor(r, dec, f"{table}[{printable(name)!r}]", skip)
 
 
 def _scan_tensor(r: Any, dec: _Decoder, where: str, skip: Skipper) -> Entry:
