@@ -5,7 +5,8 @@
 auto-detected: a raw Thrift value never starts with the magic). Two engines (`ENGINES`), one answer: the fast
 path (`fastbinary`) reads canonical input fast: the strict C reader of opwire's C model builder
 (`_cbuild_src/thrift_read.c`, taking only the bytes Apache Thrift's C codec writes), or where that module is not
-built Apache Thrift's C codec with a re-encode check; it writes with Apache Thrift's C codec. opwire's checking
+built Apache Thrift's C codec with a re-encode check; it writes with Apache Thrift's C codec and holds the bytes
+to the IDL's rules (the C module's one pass, `_cbuild_src/thrift_check.c`, or fastbinary's decode). opwire's checking
 pure-Python reader and writer (`python`) decide everything else and name every error with its path. `engine=`
 picks one of them alone (tests hold both to one answer).
 """
