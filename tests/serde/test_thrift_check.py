@@ -104,3 +104,18 @@ def test_truncated_inflated_and_deep_bytes_are_declined(codec: str) -> None:
             assert fast.verify(mutated, "ExportedProgram", codec)
     union = b"\x0f\x00\xd2\x0c\x00\x00\x00\x01" if codec == "binary" else b"\x09\x00"  # Argument.as_list, opened
     assert not _cplan.thrift_check(b"".join([union] * 70), "Argument", codec)  # past 64 nested structs
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(name=st.sampled_from(MODEL_NAMES), codec=st.sampled_from(CODECS), data=st.data())
+def test_the_encode_specs_write_the_builders_bytes(name: str, codec: str, data: st.DataObject) -> None:
+    """`fast.encode` writes with the `_checker` classes' specs: the same bytes as with the builders' (fastbinary's
+    encoder reads only the spec), for every schema type."""
+    obj = data.draw(strategy_for(name))
+    assert fast.encode(obj, codec) == fast._ENCODERS[codec](obj, fast._build_specs()[name])
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_the_encode_specs_write_a_corpus_archive_as_the_builders(codec: str) -> None:
+    archive = torch_bridge.archive_from_exported_program(corpus.get_program("mlp/decomposed").ep)
+    assert fast.encode(archive, codec) == fast._ENCODERS[codec](archive, fast._build_specs()["OpwireArchive"])
