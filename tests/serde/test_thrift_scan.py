@@ -4,12 +4,14 @@ hostile bytes; and the C skip alone agrees with the checking decoder's `skip` wh
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support import corpus
+from support.fuzz_child import Child, child_fixture
 from support.typed import MODEL_NAMES, mutate_bytes, strategy_for
 
 from opwire.errors import DecodeError
@@ -229,3 +231,31 @@ def test_a_tensor_with_its_data_twice_is_declined_by_the_c_scan(codec: str) -> N
     twice = data[:end] + header + data[found[2] : end] + data[end:]
     assert _python_tensor(twice, codec, framing.MAX_DEPTH, 10**9) is None
     assert tables._c_tensor(twice, 0, codec == "compact", framing.MAX_DEPTH, 10**9) is None
+
+
+@pytest.fixture(scope="module")
+def child() -> Iterator[Child]:
+    yield from child_fixture("archive scan")
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(case=_archives())
+def test_mutated_archives_scan_alike_in_a_child(child: Child, case: tuple[str, bytes]) -> None:
+    """The same comparison in the fuzz child (under RLIMIT_AS): a crash or a runaway in the C walk fails the test
+    instead of killing the suite."""
+    codec, data = case
+    result = child.decode(codec, "OpwireArchive", data, "scan")
+    assert result["status"] in ("ok", "decode_error"), result["detail"]
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_hostile_archives_scan_alike_in_a_child(child: Child, codec: str, corpus_payloads: dict[str, bytes]) -> None:
+    data = corpus_payloads[codec]
+    huge = b"\x7f\xff\xff\xff" if codec == "binary" else b"\xff\xff\xff\xff\x07"
+    deep = b"\x0f\x00\x05" + b"\x0f\x00\x00\x00\x01" * 200_000 if codec == "binary" else b"\x09" + b"\x19" * 1_000_000
+    for case in (deep, data[: len(data) // 2]):
+        result = child.decode(codec, "OpwireArchive", case, "scan")
+        assert result["status"] == "decode_error", result["detail"]
+    for pos in range(0, len(data), max(1, len(data) // 100)):  # inside a string, a length may still fit
+        result = child.decode(codec, "OpwireArchive", data[:pos] + huge + data[pos + len(huge) :], "scan")
+        assert result["status"] in ("ok", "decode_error"), result["detail"]
