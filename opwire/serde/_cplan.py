@@ -176,7 +176,7 @@ def thrift_build(data: bytes, start: int, name: str, codec: str, limit: int) -> 
 def thrift_check(payload: bytes, name: str, codec: str) -> bool:
     """Whether the C module holds Thrift `codec` bytes `payload` (an encode's output) to one `name` value within the
     IDL's rules, as `_thrift.fast.verify` does; False where it is not built or declines (`verify` decides then)."""
-    if _cbuild is None:
+    if _cbuild is None or not hasattr(_cbuild, "thrift_check"):  # not built, or built before it existed
         return False
     plan, index = _plan()
     try:

@@ -23,6 +23,9 @@ _SPLICES = [b"\x00", b"\x01", b"\x02", b"\x0c", b"\x19", b"\x7f\xff\xff\xff", b"
 
 def test_the_check_is_built() -> None:
     assert _cplan.AVAILABLE
+    from opwire.serde import _cbuild
+
+    assert hasattr(_cbuild, "thrift_check")  # the module was built with thrift_check.c
 
 
 @settings(max_examples=800, deadline=None, suppress_health_check=list(HealthCheck), database=None)

@@ -31,7 +31,8 @@ _c_tensor: Any
 try:
     from opwire.serde import _cbuild
 
-    _c_skip, _c_tensor = _cbuild.thrift_skip, _cbuild.thrift_tensor
+    # a module built before these existed answers as none (the tests insist on them: test_thrift_scan.py)
+    _c_skip, _c_tensor = getattr(_cbuild, "thrift_skip", None), getattr(_cbuild, "thrift_tensor", None)
 except ImportError:  # not built (a source checkout without `pip install -e .`): the checking decoder's walk serves
     _c_skip = _c_tensor = None
 
@@ -66,7 +67,7 @@ def scan(
     `native=False`: step over nested values in Python even where the C module is built (the same answer)."""
     r: Any = BinaryReader(buffer, start) if codec == "binary" else CompactReader(buffer, start)
     dec = _Decoder(r, max_depth, "", max_elements)
-    native = native and _c_skip is not None
+    native = native and _c_skip is not None and _c_tensor is not None
     skip = _skip if native else _walk
     found: dict[str, dict[str, Entry]] = {"weights": {}, "constants": {}}
     seen: set[str] = set()
