@@ -6,7 +6,7 @@
 
 from setuptools import Extension, setup
 
-SOURCES = ["plan.c", "gc.c", "json_parse.c", "json_walk.c", "thrift_read.c", "thrift_plain.c", "json_write.c"]
+SOURCES = ["plan.c", "gc.c", "json_parse.c", "json_walk.c", "thrift_read.c", "thrift_plain.c", "thrift_skip.c", "thrift_check.c", "json_write.c"]
 
 setup(
     ext_modules=[

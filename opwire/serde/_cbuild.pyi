@@ -19,5 +19,21 @@ def thrift_build(
 ) -> tuple[Any, int]:
     """(the model in canonical Thrift `data[start:]`, values read); Fallback, or TooMany past `limit`."""
 
+def thrift_check(plan: Any, struct_index: int, data: bytes, compact: bool, /) -> bool:
+    """True where canonical Thrift `data` holds one value of struct `struct_index` within the IDL's rules (unions
+    single, required fields present, enums known); Fallback otherwise."""
+
 def json_write(plan: Any, struct_index: int, model: Any, /) -> bytes:
     """The model's JSON bytes (torch's export JSON); Fallback when a value is not taken."""
+
+def thrift_skip(
+    data: Any, pos: int, compact: bool, wire: int, depth: int, max_depth: int, budget: int, /
+) -> tuple[int, int] | None:
+    """(end, values charged) of the struct, list, set or map at `data[pos:]` as the checking decoder's `skip` steps
+    over it; None where that walk must decide."""
+
+def thrift_tensor(
+    data: Any, pos: int, compact: bool, max_depth: int, budget: int, /
+) -> tuple[int, int, int, int, int, int, int] | None:
+    """(end, values charged, data prefix, data start, data length, padding prefix, padding length) of the
+    TensorValue at `data[pos:]` as the archive scan reads it (-1 prefixes: absent); None where that scan decides."""

@@ -8,7 +8,8 @@ for `thrift_plain` the `_plain` class of `_thrift/fast.py`, whether the struct i
 index of its settled field (serde/_padding.py) or -1.
 The SymExpr `expr_str` check and base64 go back to `_build`'s Python functions (opwire's grammar decides).
 
-`json_write` walks the same plan the other way (models -> torch's JSON bytes, `_cbuild_src/json_write.c`).
+`json_write` walks the same plan the other way (models -> torch's JSON bytes, `_cbuild_src/json_write.c`);
+`thrift_check` holds an encode's Thrift bytes to the IDL's rules without building anything (`thrift_check.c`).
 `json_build`, `thrift_build`, `thrift_plain` and `json_write` return None when the C module is not built (then
 `_build`'s Python builders, fastbinary for `thrift_plain`, or `_json_write`'s Python writers serve) or when it does
 not take the input: the checking (or reference) path decides and words the error, as with the builders.
@@ -36,7 +37,7 @@ try:
 except ImportError:  # not built (a source checkout without `pip install -e .`): the Python builders serve
     _cbuild = None
 
-__all__ = ["AVAILABLE", "TooMany", "json_build", "json_write", "thrift_build", "thrift_plain"]
+__all__ = ["AVAILABLE", "TooMany", "json_build", "json_write", "thrift_build", "thrift_check", "thrift_plain"]
 
 AVAILABLE = _cbuild is not None
 """Whether the C model builder is built and loaded."""
@@ -170,6 +171,19 @@ def thrift_build(data: bytes, start: int, name: str, codec: str, limit: int) -> 
     except _cbuild.Fallback:
         return None
     return built
+
+
+def thrift_check(payload: bytes, name: str, codec: str) -> bool:
+    """Whether the C module holds Thrift `codec` bytes `payload` (an encode's output) to one `name` value within the
+    IDL's rules, as `_thrift.fast.verify` does; False where it is not built or declines (`verify` decides then)."""
+    if _cbuild is None or not hasattr(_cbuild, "thrift_check"):  # not built, or built before it existed
+        return False
+    plan, index = _plan()
+    try:
+        ok: bool = _cbuild.thrift_check(plan, index[name], payload, codec == "compact")
+    except _cbuild.Fallback:
+        return False
+    return ok
 
 
 _LIMIT = 2**62  # budgets past it are the same as none (a value takes a byte at least)

@@ -5,7 +5,8 @@
 auto-detected: a raw Thrift value never starts with the magic). Two engines (`ENGINES`), one answer: the fast
 path (`fastbinary`) reads canonical input fast: the strict C reader of opwire's C model builder
 (`_cbuild_src/thrift_read.c`, taking only the bytes Apache Thrift's C codec writes), or where that module is not
-built Apache Thrift's C codec with a re-encode check; it writes with Apache Thrift's C codec. opwire's checking
+built Apache Thrift's C codec with a re-encode check; it writes with Apache Thrift's C codec and holds the bytes
+to the IDL's rules (the C module's one pass, `_cbuild_src/thrift_check.c`, or fastbinary's decode). opwire's checking
 pure-Python reader and writer (`python`) decide everything else and name every error with its path. `engine=`
 picks one of them alone (tests hold both to one answer).
 """
@@ -85,7 +86,7 @@ def _encode_payload(obj: BaseModel, name: str, codec: str, engines: tuple[str, .
                     f"{FAST_STRUCT_DEPTH} nested structs; leave `engine` unset to write it"
                 ) from None
         else:
-            if not fast.verify(payload, name, codec):
+            if not (_cplan.thrift_check(payload, name, codec) or fast.verify(payload, name, codec)):
                 raise _locate_encode_error(obj, ValueError("the model breaks a rule of the IDL"))
             return payload
     problem = _find_invalid(obj)

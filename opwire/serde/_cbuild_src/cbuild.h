@@ -84,5 +84,8 @@ PyObject *json_build(PyObject *self, PyObject *args);
 PyObject *thrift_build(PyObject *self, PyObject *args);
 PyObject *thrift_plain(PyObject *self, PyObject *args);
 PyObject *json_write(PyObject *self, PyObject *args);
+PyObject *thrift_skip(PyObject *self, PyObject *args);
+PyObject *thrift_tensor(PyObject *self, PyObject *args);
+PyObject *thrift_check(PyObject *self, PyObject *args);
 
 #endif

@@ -278,6 +278,12 @@ static PyMethodDef methods[] = {
     {"thrift_plain", thrift_plain, METH_VARARGS,
      "thrift_plain(plan, struct_index, data, compact, limit) -> (plain value, values or None)"},
     {"json_write", json_write, METH_VARARGS, "json_write(plan, struct_index, model) -> JSON bytes"},
+    {"thrift_check", thrift_check, METH_VARARGS,
+     "thrift_check(plan, struct_index, data, compact) -> True, or Fallback (see thrift_check.c)"},
+    {"thrift_tensor", thrift_tensor, METH_VARARGS,
+     "thrift_tensor(data, pos, compact, max_depth, budget) -> positions of a TensorValue or None (thrift_skip.c)"},
+    {"thrift_skip", thrift_skip, METH_VARARGS,
+     "thrift_skip(data, pos, compact, wire, depth, max_depth, budget) -> (end, values) or None (see thrift_skip.c)"},
     {NULL, NULL, 0, NULL},
 };
 
