@@ -80,6 +80,10 @@ def _child(request: dict[str, object]) -> None:
             _as_python_c(str(source), request)
             code = 0
         elif module:
+            if request.get("fork_ranks"):  # a torchrun launcher whose ranks are forks of it (forked_ranks.py)
+                from forked_ranks import install
+
+                install()
             runpy.run_module(str(module), run_name="__main__", alter_sys=True)
             code = 0
         else:
