@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import atexit
 import gc
+import inspect
 import json
 import os
 import resource
@@ -80,6 +81,10 @@ def _child(request: dict[str, object]) -> None:
             _as_python_c(str(source), request)
             code = 0
         elif module:
+            # runpy's frames are `<frozen runpy>`, no file: each `inspect.stack()` (torchrun's rendezvous and events
+            # call it ~20 times) then scanned all of sys.modules per such frame, ~0.4 CPU-s a launch; a fresh
+            # `torchrun` has no such frames. Named here, they are found at once (and still have no source).
+            inspect.modulesbyfile.setdefault("<frozen runpy>", "runpy")  # type: ignore[attr-defined]
             if request.get("fork_ranks"):  # a torchrun launcher whose ranks are forks of it (forked_ranks.py)
                 from forked_ranks import install
 
