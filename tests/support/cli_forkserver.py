@@ -15,8 +15,9 @@ The server never runs an op, so a child forks from a process without a thread po
 is. A request that passes its timeout is killed; the reply says so.
 
 A request with "module" runs that module as `python -m MODULE ARGV` does instead (`torch.distributed.run`: a
-`torchrun` line's launcher, whose ranks it starts as fresh interpreters of their own), in the request's "env" as
-its whole environment when given: the launcher costs its run, not another import of torch.
+`torchrun` line's launcher, whose ranks it starts as fresh interpreters of their own, or with "fork_ranks" as
+forks of itself, tests/support/forked_ranks.py), in the request's "env" as its whole environment when given: the
+launcher costs its run, not another import of torch.
 
 A request with "code" runs it as `python -c CODE ARGV` does (`sys.argv` is ["-c", *ARGV], `sys.path[0]` the
 request's directory, then the "env"'s PYTHONPATH entries, as a fresh interpreter would put them, "ignore_warnings"

@@ -4,9 +4,10 @@ Each command runs in its own process: a fork of tests/support/cli_forkserver.py,
 imported the CLI once, so a command costs what it does rather than torch's import. Commands that need
 another environment or stdin start `python -m opwire.cli` from scratch; tests/cli/test_main.py and the
 tests that check start-up itself always do. `run_module` forks a `torchrun` launcher the same way (its ranks start
-fresh, as torchrun starts them, or, with `fork_ranks`, as forks of the launcher), and `run_python` a `python -c CODE` child: a process of its own (torch's
-once-per-process state fresh, a crash kept out of the worker) without another import of torch. A test about what an
-import loads still starts `python` from scratch (the server has imported torch, Dynamo and the CLI).
+fresh, as torchrun starts them, or, with `fork_ranks`, as forks of the launcher), and `run_python` a
+`python -c CODE` child: a process of its own (torch's once-per-process state fresh, a crash kept out of the worker)
+without another import of torch. A test about what an import loads still starts `python` from scratch (the server
+has imported torch, Dynamo and the CLI).
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ def torchrun_forked(
     commands: list[tuple[str, list[object], dict[str, str]]], cwd: Path, timeout: float = 300
 ) -> dict[str, list[Ran]]:
     """Each (NAME, ARGV, ENV) of `commands` as `torchrun ... -m opwire ARGV` (ENV added) runs it, in order, in one
-    launch of FORK_JOB (2 processes, each forking the commands after one import of torch and the CLI); NAME -> what
+    launch of FORK_JOB (2 processes, forks of the launcher, each forking the commands from itself); NAME -> what
     each process's command did, by rank."""
     spec = [{"name": name, "argv": [str(a) for a in argv], "env": env} for name, argv, env in commands]
     (cwd / "fork_job.json").write_text(json.dumps(spec))
