@@ -54,7 +54,9 @@ def _run_rank(kind: str, what: str, argv: list[str], env: dict[str, str]) -> int
     signal.signal(signal.SIGINT, signal.default_int_handler)
     os.environ.clear()
     os.environ.update(env)
-    # -u: unbuffered binary layers, text written through
+    # -u: unbuffered binary layers, text written through (the agent's streams, which loggers it configured may
+    # still hold, are flushed at exit)
+    inherited = (sys.stdout, sys.stderr)
     sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", write_through=True)
     sys.stderr = io.TextIOWrapper(
         io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace", write_through=True
@@ -80,8 +82,8 @@ def _run_rank(kind: str, what: str, argv: list[str], env: dict[str, str]) -> int
     try:
         atexit._run_exitfuncs()
     finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (*inherited, sys.stdout, sys.stderr):
+            stream.flush()
     return code
 
 
