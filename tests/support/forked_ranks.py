@@ -12,7 +12,8 @@ way an interpreter does (a `SystemExit` code, or the traceback of an uncaught ex
 handlers). Any other command (another executable) starts as torchrun starts it.
 
 The launcher's threads (its rendezvous keep-alive timer, its store's server) are not in the fork; the rank never
-touches their objects (it connects to the store as a client, as a fresh rank does). What a fresh interpreter has
+touches their objects (it connects to the store as a client, as a fresh rank does). The launcher's other open
+files (its store's listening socket) stay open in the rank, unused, where a fresh rank would have them closed. What a fresh interpreter has
 not imported yet the rank has: the tests that check a fresh rank's start (test_dist_run's recording) start ranks
 fresh.
 """
