@@ -114,12 +114,12 @@ def _run_console(body: str, cwd: Path, where: str, fresh: bool) -> str:
 
 def _torchrun(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, str]:
     """A `torchrun` line as the reader types it (this checkout's opwire first on the path), bounded in time: the
-    launcher is forked from the CLI fork server (torch imported once per worker); the ranks start fresh, as
-    torchrun starts them."""
+    launcher is forked from the CLI fork server (torch imported once per worker), and it forks the ranks
+    (tests/support/forked_ranks.py; test_dist_run records with ranks started fresh)."""
     full = {**os.environ, **env, "OMP_NUM_THREADS": "1"}
     root = str(Path(__file__).resolve().parents[1])
     full["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [full.get("PYTHONPATH")])])
-    done = run_module("torch.distributed.run", *argv, cwd=cwd, env=full, timeout=600)
+    done = run_module("torch.distributed.run", *argv, cwd=cwd, env=full, timeout=600, fork_ranks=True)
     return done.returncode, done.stdout + done.stderr
 
 

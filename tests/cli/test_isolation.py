@@ -87,9 +87,9 @@ def test_a_crash_in_a_run_directory_names_the_rank_and_the_call(d: Path) -> None
 def test_a_crash_under_collectives_is_one_line_naming_the_rank_and_the_call(d: Path) -> None:
     """`replay RUN --collectives` replays each rank in a sandboxed fork: a crash there is the rank's one error line."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    cmd = ["--standalone", "--nproc-per-node", "1", "-m", "opwire"]  # torchrun's launcher, forked; the rank fresh
+    cmd = ["--standalone", "--nproc-per-node", "1", "-m", "opwire"]  # torchrun's launcher, forked; its rank too
     args = ["replay", "segv.run", "--collectives", "--collective-timeout", "30", "--import", "isolib"]
-    done = run_module("torch.distributed.run", *cmd, *args, cwd=d, env=env, timeout=300)
+    done = run_module("torch.distributed.run", *cmd, *args, cwd=d, env=env, timeout=300, fork_ranks=True)
     assert done.returncode != 0
     lines = [ln for ln in done.stderr.splitlines() if ln.startswith("opwire replay: error:")]
     assert len(lines) == 1 and re.search(r"rank 0: .*SIGSEGV\) while running call 1 \(opwire_iso::segv", lines[0]), (

@@ -15,8 +15,9 @@ The server never runs an op, so a child forks from a process without a thread po
 is. A request that passes its timeout is killed; the reply says so.
 
 A request with "module" runs that module as `python -m MODULE ARGV` does instead (`torch.distributed.run`: a
-`torchrun` line's launcher, whose ranks it starts as fresh interpreters of their own), in the request's "env" as
-its whole environment when given: the launcher costs its run, not another import of torch.
+`torchrun` line's launcher, whose ranks it starts as fresh interpreters of their own, or with "fork_ranks" as
+forks of itself, tests/support/forked_ranks.py), in the request's "env" as its whole environment when given: the
+launcher costs its run, not another import of torch.
 
 A request with "code" runs it as `python -c CODE ARGV` does (`sys.argv` is ["-c", *ARGV], `sys.path[0]` the
 request's directory, then the "env"'s PYTHONPATH entries, as a fresh interpreter would put them, "ignore_warnings"
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import atexit
 import gc
+import inspect
 import json
 import os
 import resource
@@ -80,6 +82,14 @@ def _child(request: dict[str, object]) -> None:
             _as_python_c(str(source), request)
             code = 0
         elif module:
+            # runpy's frames are `<frozen runpy>`, no file: each `inspect.stack()` (torchrun's rendezvous and events
+            # call it ~20 times) then scanned all of sys.modules per such frame, ~0.4 CPU-s a launch; a fresh
+            # `torchrun` has no such frames. Named here, they are found at once (and still have no source).
+            inspect.modulesbyfile.setdefault("<frozen runpy>", "runpy")  # type: ignore[attr-defined]
+            if request.get("fork_ranks"):  # a torchrun launcher whose ranks are forks of it (forked_ranks.py)
+                from forked_ranks import install
+
+                install()
             runpy.run_module(str(module), run_name="__main__", alter_sys=True)
             code = 0
         else:

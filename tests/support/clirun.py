@@ -4,9 +4,10 @@ Each command runs in its own process: a fork of tests/support/cli_forkserver.py,
 imported the CLI once, so a command costs what it does rather than torch's import. Commands that need
 another environment or stdin start `python -m opwire.cli` from scratch; tests/cli/test_main.py and the
 tests that check start-up itself always do. `run_module` forks a `torchrun` launcher the same way (its ranks start
-fresh, as torchrun starts them), and `run_python` a `python -c CODE` child: a process of its own (torch's
-once-per-process state fresh, a crash kept out of the worker) without another import of torch. A test about what an
-import loads still starts `python` from scratch (the server has imported torch, Dynamo and the CLI).
+fresh, as torchrun starts them, or, with `fork_ranks`, as forks of the launcher), and `run_python` a
+`python -c CODE` child: a process of its own (torch's once-per-process state fresh, a crash kept out of the worker)
+without another import of torch. A test about what an import loads still starts `python` from scratch (the server
+has imported torch, Dynamo and the CLI).
 """
 
 from __future__ import annotations
@@ -65,11 +66,12 @@ def run_cli(
 
 
 def run_module(
-    module: str, *args: object, cwd: Path, env: dict[str, str], timeout: float = 600
+    module: str, *args: object, cwd: Path, env: dict[str, str], timeout: float = 600, fork_ranks: bool = False
 ) -> subprocess.CompletedProcess[str]:
     """The finished `python -m MODULE ARGS` process (e.g. `torch.distributed.run`, torchrun), run in `cwd` with `env`
-    as its whole environment, forked from the server (torch already imported) rather than started from scratch."""
-    request = {"cwd": str(cwd), "timeout": timeout, "module": module, "env": env}
+    as its whole environment, forked from the server (torch already imported) rather than started from scratch;
+    with `fork_ranks`, a torchrun launcher forks its ranks too (tests/support/forked_ranks.py)."""
+    request = {"cwd": str(cwd), "timeout": timeout, "module": module, "env": env, "fork_ranks": fork_ranks}
     return _serve([sys.executable, "-m", module], [str(a) for a in args], request)
 
 

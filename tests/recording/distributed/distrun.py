@@ -18,18 +18,19 @@ _ROOT = Path(__file__).resolve().parents[3]
 
 
 def torchrun(
-    *args: object, cwd: Path, timeout: float = 300, env: dict[str, str] | None = None
+    *args: object, cwd: Path, timeout: float = 300, env: dict[str, str] | None = None, fresh: bool = False
 ) -> subprocess.CompletedProcess[str]:
     """`torchrun --standalone --nproc-per-node 2 -m opwire ARGS` in `cwd` (this checkout's opwire first); ARGS
-    starting with a `.py` script run that script instead."""
+    starting with a `.py` script run that script instead. The ranks are forks of the launcher (torch imported once
+    per test worker, tests/support/forked_ranks.py), or, with `fresh`, fresh interpreters as torchrun starts them."""
     full = {**os.environ, **(env or {})}
     full["PYTHONPATH"] = os.pathsep.join([str(_ROOT), *filter(None, [full.get("PYTHONPATH")])])
     full.setdefault("OMP_NUM_THREADS", "1")
     cmd = ["--standalone", "--nproc-per-node", "2"]
     if not str(args[0]).endswith(".py"):  # a script runs as itself, anything else as `-m opwire ARGS`
         cmd += ["-m", "opwire"]
-    # the launcher forked from the CLI fork server (torch imported once per worker); the ranks start fresh
-    return run_module("torch.distributed.run", *cmd, *args, cwd=cwd, env=full, timeout=timeout)
+    # the launcher forked from the CLI fork server (torch imported once per worker)
+    return run_module("torch.distributed.run", *cmd, *args, cwd=cwd, env=full, timeout=timeout, fork_ranks=not fresh)
 
 
 class Ran(NamedTuple):
@@ -44,7 +45,7 @@ def torchrun_forked(
     commands: list[tuple[str, list[object], dict[str, str]]], cwd: Path, timeout: float = 300
 ) -> dict[str, list[Ran]]:
     """Each (NAME, ARGV, ENV) of `commands` as `torchrun ... -m opwire ARGV` (ENV added) runs it, in order, in one
-    launch of FORK_JOB (2 processes, each forking the commands after one import of torch and the CLI); NAME -> what
+    launch of FORK_JOB (2 processes, forks of the launcher, each forking the commands from itself); NAME -> what
     each process's command did, by rank."""
     spec = [{"name": name, "argv": [str(a) for a in argv], "env": env} for name, argv, env in commands]
     (cwd / "fork_job.json").write_text(json.dumps(spec))

@@ -32,7 +32,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.distributed, pytest.mark.xdist_group
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     cwd = tmp_path_factory.mktemp("dist")
-    done = torchrun("record", "--out", "run", "--", "python", JOB, cwd=cwd)
+    # ranks started fresh, as torchrun starts them: the suite's one recording whose ranks import torch themselves
+    done = torchrun("record", "--out", "run", "--", "python", JOB, cwd=cwd, fresh=True)
     assert done.returncode == 0, done.stderr[-3000:]
     return cwd / "run"
 
