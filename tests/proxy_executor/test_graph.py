@@ -42,10 +42,10 @@ def _assert_same(got: Any, want: Any) -> None:
             assert g == w
 
 
-def test_corpus_program_matches_eager(corpus_program: corpus.CorpusProgram) -> None:
-    archive = opwire.loads(opwire.dumps(_archive(corpus_program.name), "compact"), m.OpwireArchive, "compact")
-    for args, kwargs in corpus_program.spec.inputs():
-        want = _eager(corpus_program)(*args, **kwargs)
+def test_corpus_program_matches_eager(corpus_export: corpus.CorpusProgram) -> None:
+    archive = opwire.loads(opwire.dumps(_archive(corpus_export.name), "compact"), m.OpwireArchive, "compact")
+    for args, kwargs in corpus_export.spec.inputs():
+        want = _eager(corpus_export)(*args, **kwargs)
         _assert_same(opwire.run_program(archive, args, kwargs), want)
 
 
