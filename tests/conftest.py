@@ -107,7 +107,10 @@ def corpus_program(request: pytest.FixtureRequest, corpus_shared: None) -> corpu
 
 @pytest.fixture(scope="session", params=corpus.program_names())
 def corpus_export(request: pytest.FixtureRequest) -> corpus.CorpusProgram:
-    """One live corpus program (torch.export's own object, exported in this worker) per test instance."""
+    """One live corpus program (torch.export's own object, exported in this worker) per test instance.
+
+    Its tests share xdist_group("corpus_export"), so that one worker exports the corpus live, not each.
+    """
     return corpus.get_program(request.param)
 
 

@@ -17,7 +17,10 @@ from opwire.proxy_executor.runner import ProgramRunner
 from opwire.schema import models as m
 from opwire.serde import torch_bridge
 
-pytestmark = pytest.mark.filterwarnings("ignore:.*LeafSpec.*:FutureWarning")  # torch's own, from deepcopy
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:.*LeafSpec.*:FutureWarning"),  # torch's own, from deepcopy
+    pytest.mark.xdist_group("corpus_export"),  # live corpus programs: exported by one worker, not by each
+]
 
 
 def _archive(name: str) -> m.OpwireArchive:

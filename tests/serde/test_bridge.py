@@ -12,6 +12,8 @@ from opwire.errors import DecodeError, EncodeError
 from opwire.schema import models as m
 from opwire.serde import torch_bridge
 
+pytestmark = pytest.mark.xdist_group("corpus_export")  # live corpus programs: exported by one worker, not by each
+
 
 def _assert_same_outputs(got: object, want: object) -> None:
     got_leaves, got_spec = pytree.tree_flatten(got)

@@ -22,6 +22,7 @@ def _data(prog: corpus.SerializedProgram) -> dict:  # type: ignore[type-arg]
     return page_data(decode(prog.json_bytes, m.ExportedProgram), prog.name)
 
 
+@pytest.mark.xdist_group("corpus_export")  # live corpus programs: exported by one worker, not by each
 def test_every_node_and_input_of_every_corpus_program(corpus_export: corpus.CorpusProgram) -> None:
     data = _data(corpus_export)
     graph = corpus_export.ep.graph
