@@ -8,9 +8,9 @@ exported the first time somebody asks for it.
 Two views of a program:
 
 - `get_serialized(name)` (`SerializedProgram`): torch's bytes, what most tests read. Once `share(directory)`
-  was called (tests/conftest.py does, with the run's temp directory), the first process to ask for a model
-  exports it and writes its bytes there under a lock; every other pytest-xdist worker reads them (an export of
-  the whole corpus costs ~10 CPU-s, once per run instead of once per worker).
+  was called (tests/conftest.py does, with the run's temp directory), the first process to ask for a model's
+  bytes, or to export it live, writes them there under a lock; every other pytest-xdist worker reads them (an
+  export of the whole corpus costs ~10 CPU-s, once per run instead of once per worker).
 - `get_program(name)` (`CorpusProgram`): the same plus the live `ExportedProgram` torch.export returned, and the
   eager module and inputs exported, always built in this process. Its bytes are its own export's: a program
   torch loads from bytes is not the object torch.export returns (torch's serializer does not round-trip some
@@ -173,6 +173,7 @@ def get_program(name: str) -> CorpusProgram:
     if model not in MODELS or ir not in IRS:
         raise KeyError(f"no corpus program {name!r}; known: {', '.join(program_names())}")
     training, decomposed = _export(model)
+    _offer(model)  # the live export is done: the other workers need not export the model for its bytes
     return training if ir == "training" else decomposed
 
 
@@ -191,8 +192,20 @@ _SHARED: dict[str, Path] = {}
 
 
 def share(directory: Path) -> None:
-    """Serve `get_serialized` through `directory`: the first process to ask for a model writes its bytes there."""
+    """Serve `get_serialized` through `directory`: the first process to ask for a model, or to export it live for
+    `get_program`, writes its bytes there."""
     _SHARED["dir"] = directory
+
+
+def _write(dst: Path, built: tuple[CorpusProgram, ...]) -> None:
+    """Write both IRs' bytes to `dst` (through a `.part` directory renamed at the end; the caller holds the lock)."""
+    part = dst.with_name(f"{dst.name}.part")
+    part.mkdir(parents=True)
+    for prog in built:
+        for name in _FIELDS:
+            (part / f"{prog.ir}.{name}").write_bytes(getattr(prog, name))
+    (part / "seconds.json").write_text(json.dumps({prog.ir: prog.seconds for prog in built}))
+    part.rename(dst)
 
 
 @functools.cache
@@ -205,14 +218,7 @@ def _serialized(model: str) -> tuple[SerializedProgram, ...]:
     with open(root / f"corpus-{model}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         if not dst.exists():
-            built = _export(model)
-            part = dst.with_name(f"{model}.part")
-            part.mkdir(parents=True)
-            for prog in built:
-                for name in _FIELDS:
-                    (part / f"{prog.ir}.{name}").write_bytes(getattr(prog, name))
-            (part / "seconds.json").write_text(json.dumps({prog.ir: prog.seconds for prog in built}))
-            part.rename(dst)
+            _write(dst, _export(model))
     seconds = json.loads((dst / "seconds.json").read_text())
     return tuple(
         SerializedProgram(
@@ -220,6 +226,22 @@ def _serialized(model: str) -> tuple[SerializedProgram, ...]:
         )
         for ir in IRS
     )
+
+
+@functools.cache
+def _offer(model: str) -> None:
+    """Share the bytes of this process's live export, unless some process shared (or is sharing) the model's."""
+    root = _SHARED.get("dir")
+    if root is None:
+        return
+    dst = root / "corpus" / model
+    with open(root / f"corpus-{model}.lock", "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # another process is writing them: no need to wait
+        except BlockingIOError:
+            return
+        if not dst.exists():
+            _write(dst, _export(model))
 
 
 def get_serialized(name: str) -> SerializedProgram:
