@@ -1,4 +1,5 @@
-"""Shared pytest fixtures. The export corpus (tests/support/corpus.py) is built lazily, once per worker process.
+"""Shared pytest fixtures. The export corpus (tests/support/corpus.py) is built lazily: its bytes once per run for
+every worker (in the run's temp directory), its live programs once per worker that asks for one.
 
 One fixture per axis, as msgspec's tests use one `proto` fixture: a test that takes `fmt` runs once per
 format, `codec` once per Thrift codec, `engine` once per Thrift engine, `replay_mode` once per replay mode.
@@ -101,15 +102,36 @@ def replay_mode(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+def _run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The directory every xdist worker of this run shares (the parent of the workers' own base temp dirs)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@pytest.fixture(scope="session", autouse=True)
+def corpus_shared(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The corpus's bytes are exported once per run, by the first worker to ask, and read by the others."""
+    corpus.share(_run_dir(tmp_path_factory))
+
+
 @pytest.fixture(scope="session")
-def corpus_programs() -> list[corpus.CorpusProgram]:
-    """Every corpus program, both IRs ("<model>/training", "<model>/decomposed")."""
-    return corpus.programs()
+def corpus_programs(corpus_shared: None) -> list[corpus.SerializedProgram]:
+    """Every corpus program's bytes, both IRs ("<model>/training", "<model>/decomposed")."""
+    return corpus.serialized()
 
 
 @pytest.fixture(scope="session", params=corpus.program_names())
-def corpus_program(request: pytest.FixtureRequest) -> corpus.CorpusProgram:
-    """One corpus program per test instance (parametrized over every model and IR)."""
+def corpus_program(request: pytest.FixtureRequest, corpus_shared: None) -> corpus.SerializedProgram:
+    """One corpus program's bytes per test instance (parametrized over every model and IR)."""
+    return corpus.get_serialized(request.param)
+
+
+@pytest.fixture(scope="session", params=corpus.program_names())
+def corpus_export(request: pytest.FixtureRequest) -> corpus.CorpusProgram:
+    """One live corpus program (torch.export's own object, exported in this worker) per test instance.
+
+    Its tests share xdist_group("corpus_export"), so that one worker exports the corpus live, not each.
+    """
     return corpus.get_program(request.param)
 
 
@@ -118,8 +140,7 @@ def aoti_package(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The suite's AOTInductor package (tests/support/aoti_model.py), compiled once per run for every worker."""
     from support import aoti_model
 
-    base = tmp_path_factory.getbasetemp()
-    return aoti_model.package(base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base)
+    return aoti_model.package(_run_dir(tmp_path_factory))
 
 
 @pytest.fixture

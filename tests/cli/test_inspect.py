@@ -43,7 +43,7 @@ def test_inspect_program_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
 def test_inspect_text_lists_ops(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "model.json"
-    path.write_bytes(corpus.get_program("mlp/decomposed").json_bytes)
+    path.write_bytes(corpus.get_serialized("mlp/decomposed").json_bytes)
     assert main(["inspect", str(path)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("kind: ExportedProgram\ncodec: json\nschema_version: 8.20\n")

@@ -29,7 +29,7 @@ def _json(tmp_path: Path, name: str, doc: object) -> str:
 
 
 def test_inspect_shows_the_signature_with_symbolic_dims(tmp_path: Path, cli: Cli) -> None:
-    (tmp_path / "dyn.json").write_bytes(corpus.get_program("dynamic/training").json_bytes)
+    (tmp_path / "dyn.json").write_bytes(corpus.get_serialized("dynamic/training").json_bytes)
     done = cli("inspect", "dyn.json")
     assert done.returncode == 0, done.stderr
     head = done.stdout.split("nodes:")[0]
@@ -106,7 +106,7 @@ def test_run_checks_inputs_against_the_signature(
     tmp_path: Path, inputs: dict[str, object], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     program = tmp_path / "dyn.json"
-    program.write_bytes(corpus.get_program("dynamic/training").json_bytes)
+    program.write_bytes(corpus.get_serialized("dynamic/training").json_bytes)
     if inputs.pop("_int", False):  # a Values file keeps int64 (plain JSON would take the program's dtype)
         doc = {k: torch.tensor(v) if isinstance(v, list) else v for k, v in inputs.items()}
         path = tmp_path / "in.json"

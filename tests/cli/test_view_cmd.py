@@ -78,7 +78,7 @@ def test_extern_node_file(tmp_path: Path) -> None:
 
 def test_findings_from_ops_validate(tmp_path: Path) -> None:
     src = tmp_path / "model.json"
-    src.write_bytes(corpus.get_program("custom_op/training").json_bytes)
+    src.write_bytes(corpus.get_serialized("custom_op/training").json_bytes)
     op = next(n["tf"] for n in _page_data_of(src, tmp_path)["graph"]["nodes"] if "opwire_test" in n["tf"])
     ns, name, overload = op.removeprefix("torch.ops.").split(".")
     report = {"op": f"{ns}::{name}", "findings": [{"code": "W", "severity": "warning", "message": "m", "fix": "f"}]}
@@ -122,7 +122,7 @@ def test_bad_input_exits_2(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     src = tmp_path / "in.bin"
-    src.write_bytes(content if content is not None else corpus.get_program("mlp/training").json_bytes)
+    src.write_bytes(content if content is not None else corpus.get_serialized("mlp/training").json_bytes)
     assert main(["view", str(src), *extra]) == 2
     err = capsys.readouterr().err
     assert err.startswith("opwire view: error:") and message in err and err.count("\n") == 1, err

@@ -60,6 +60,7 @@ def test_a_sample_of_recorded_training_steps_replays_with_no_allow_ops() -> None
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("transformers")  # one worker imports transformers (~3 CPU-s) for the three
 def test_a_sample_of_model_library_architectures_runs_with_no_allow_ops_and_equals_eager() -> None:
     pytest.importorskip("transformers")
     cases = _built(list(hf_cases(_TRANSFORMERS)), len(_TRANSFORMERS))
@@ -73,6 +74,7 @@ def test_a_sample_of_model_library_architectures_runs_with_no_allow_ops_and_equa
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("transformers")  # one worker imports transformers (~3 CPU-s) for the three
 def test_a_sample_of_recorded_model_forward_and_backward_replays_with_no_allow_ops() -> None:
     pytest.importorskip("transformers")
     cases = [c for c in model_training_cases(_RECORDED) if c.category.startswith("transformers")]
@@ -85,6 +87,7 @@ def test_a_sample_of_recorded_model_forward_and_backward_replays_with_no_allow_o
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("transformers")  # one worker imports transformers (~3 CPU-s) for the three
 def test_a_recorded_moe_forward_and_backward_compares_all_but_its_fresh_buffers() -> None:
     pytest.importorskip("transformers")
     import opwire

@@ -17,7 +17,10 @@ from opwire.proxy_executor.runner import ProgramRunner
 from opwire.schema import models as m
 from opwire.serde import torch_bridge
 
-pytestmark = pytest.mark.filterwarnings("ignore:.*LeafSpec.*:FutureWarning")  # torch's own, from deepcopy
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:.*LeafSpec.*:FutureWarning"),  # torch's own, from deepcopy
+    pytest.mark.xdist_group("corpus_export"),  # live corpus programs: exported by one worker, not by each
+]
 
 
 def _archive(name: str) -> m.OpwireArchive:
@@ -42,10 +45,10 @@ def _assert_same(got: Any, want: Any) -> None:
             assert g == w
 
 
-def test_corpus_program_matches_eager(corpus_program: corpus.CorpusProgram) -> None:
-    archive = opwire.loads(opwire.dumps(_archive(corpus_program.name), "compact"), m.OpwireArchive, "compact")
-    for args, kwargs in corpus_program.spec.inputs():
-        want = _eager(corpus_program)(*args, **kwargs)
+def test_corpus_program_matches_eager(corpus_export: corpus.CorpusProgram) -> None:
+    archive = opwire.loads(opwire.dumps(_archive(corpus_export.name), "compact"), m.OpwireArchive, "compact")
+    for args, kwargs in corpus_export.spec.inputs():
+        want = _eager(corpus_export)(*args, **kwargs)
         _assert_same(opwire.run_program(archive, args, kwargs), want)
 
 

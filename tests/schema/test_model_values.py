@@ -67,7 +67,7 @@ def test_repr_rebuilds_an_equal_model(name: str, data: st.DataObject) -> None:
 
 
 def test_union_repr_of_a_real_program_is_short() -> None:
-    program = opwire.loads(corpus.get_program("mlp/training").json_bytes, m.ExportedProgram)
+    program = opwire.loads(corpus.get_serialized("mlp/training").json_bytes, m.ExportedProgram)
     arg = program.graph_module.graph.nodes[0].inputs[0].arg
     assert repr(arg).startswith("Argument(as_tensor=TensorArgument(name=")
     assert "=None" not in repr(program.graph_module.graph.nodes[0])
@@ -108,7 +108,7 @@ def test_ints_and_bools_stay_strict(field: str, value: object) -> None:
         m.Argument(**{field: value})
 
 
-def test_model_validate_reads_torch_json(corpus_programs: list[corpus.CorpusProgram]) -> None:
+def test_model_validate_reads_torch_json(corpus_programs: list[corpus.SerializedProgram]) -> None:
     """Every corpus program: pydantic's own `model_validate` on `json.loads` of torch's bytes gives opwire's model."""
     for p in corpus_programs:
         program = m.ExportedProgram.model_validate(json.loads(p.json_bytes))

@@ -12,6 +12,8 @@ from opwire.errors import DecodeError, EncodeError
 from opwire.schema import models as m
 from opwire.serde import torch_bridge
 
+pytestmark = pytest.mark.xdist_group("corpus_export")  # live corpus programs: exported by one worker, not by each
+
 
 def _assert_same_outputs(got: object, want: object) -> None:
     got_leaves, got_spec = pytree.tree_flatten(got)
@@ -21,17 +23,17 @@ def _assert_same_outputs(got: object, want: object) -> None:
         torch.testing.assert_close(a, b, equal_nan=True)
 
 
-def test_corpus_program_through_compact(corpus_program: corpus.CorpusProgram) -> None:
-    archive = torch_bridge.archive_from_exported_program(corpus_program.ep)
-    assert archive.program == opwire.loads(corpus_program.json_bytes, m.ExportedProgram)
+def test_corpus_program_through_compact(corpus_export: corpus.CorpusProgram) -> None:
+    archive = torch_bridge.archive_from_exported_program(corpus_export.ep)
+    assert archive.program == opwire.loads(corpus_export.json_bytes, m.ExportedProgram)
     data = opwire.dumps(archive, format="compact")
     back = opwire.loads(data, m.OpwireArchive, format="compact")
     assert opwire.dumps(back) == opwire.dumps(archive)  # (NaN constants make `==` on models unusable)
     ep = opwire.serde.to_exported_program(back)
-    module, args, kwargs = corpus_program.fresh()
+    module, args, kwargs = corpus_export.fresh()
     with torch.no_grad():
         want = module(*args, **kwargs)
-        _, args, kwargs = corpus_program.fresh()
+        _, args, kwargs = corpus_export.fresh()
         got = ep.module()(*args, **kwargs)
     _assert_same_outputs(got, want)
 

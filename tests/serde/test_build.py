@@ -60,7 +60,7 @@ def _agree(name: str, data: bytes) -> bool:
 
 @pytest.mark.parametrize("name", corpus.program_names())
 def test_corpus_programs_build_as_pydantic_validates(name: str) -> None:
-    assert _agree("ExportedProgram", corpus.get_program(name).json_bytes)
+    assert _agree("ExportedProgram", corpus.get_serialized(name).json_bytes)
 
 
 def _tensor_meta(**changes: Any) -> bytes:
@@ -193,7 +193,7 @@ def _thrift_count(obj: BaseModel, codec: str) -> tuple[int | None, int | None]:
 
 @pytest.mark.parametrize("codec", ["binary", "compact"])
 def test_thrift_builders_count_as_the_counting_pass(codec: str) -> None:
-    program = opwire.loads(corpus.get_program(corpus.program_names()[0]).json_bytes, m.ExportedProgram)
+    program = opwire.loads(corpus.get_serialized(corpus.program_names()[0]).json_bytes, m.ExportedProgram)
     built, counted = _thrift_count(program, codec)
     assert built == counted and built is not None and built > 100
 
@@ -213,7 +213,7 @@ def _reference_json(obj: BaseModel) -> str:
 
 @pytest.mark.parametrize("name", corpus.program_names())
 def test_writers_write_the_corpus_as_torch(name: str) -> None:
-    data = corpus.get_program(name).json_bytes
+    data = corpus.get_serialized(name).json_bytes
     program = opwire.loads(data, m.ExportedProgram)
     assert json_writers()["ExportedProgram"](program).encode() == data
 
@@ -251,7 +251,7 @@ def test_writers_decline_what_the_reference_path_decides(obj: BaseModel) -> None
 def test_builders_compile_once_per_root_under_threads() -> None:
     builders = Builders("json")  # a fresh set: the first use of each root compiles, in several threads at once
     docs = {
-        "ExportedProgram": corpus.get_program(corpus.program_names()[0]).json_bytes,
+        "ExportedProgram": corpus.get_serialized(corpus.program_names()[0]).json_bytes,
         "Device": b'{"type": "cpu", "index": 1}',
         "Argument": b'{"as_tensors": [{"name": "x"}]}',
         "SymInt": b'{"as_int": 3}',

@@ -115,7 +115,7 @@ def test_mutated_thrift_bytes_read_as_the_fastbinary_path(case: tuple[str, str, 
 
 
 def _program() -> BaseModel:
-    return opwire.loads(corpus.get_program("mlp/training").json_bytes, m.ExportedProgram)
+    return opwire.loads(corpus.get_serialized("mlp/training").json_bytes, m.ExportedProgram)
 
 
 @pytest.mark.parametrize("codec", ["binary", "compact"])
@@ -163,7 +163,7 @@ def _leaks(fn: Callable[[], object]) -> int:
 
 
 def test_repeated_decodes_leak_nothing() -> None:
-    data = corpus.get_program("mlp/training").json_bytes
+    data = corpus.get_serialized("mlp/training").json_bytes
     program = _program()
     payloads = {codec: fast.encode(program, codec) for codec in ("binary", "compact")}
     bad_json = data.replace(b'"as_tensor"', b'"as_tensr"', 1)  # built partly, then declined
@@ -185,7 +185,7 @@ def test_repeated_decodes_leak_nothing() -> None:
 def test_decoded_models_are_tracked_and_the_collector_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     """No process-wide state: the collector is neither disabled nor retuned, and every model, list, fields set and
     dict that may hold a cycle the C module built is tracked again when the decode returns."""
-    data = corpus.get_program("mlp/training").json_bytes
+    data = corpus.get_serialized("mlp/training").json_bytes
     toggled: list[str] = []
     monkeypatch.setattr(gc, "disable", lambda: toggled.append("disable"))
     monkeypatch.setattr(gc, "freeze", lambda: toggled.append("freeze"))
@@ -238,7 +238,7 @@ def _cycle_through_a_decoded_model(data: bytes) -> weakref.ref[_Box]:
 
 
 def test_a_cycle_through_a_decoded_model_is_collected() -> None:
-    ref = _cycle_through_a_decoded_model(corpus.get_program("mlp/training").json_bytes)
+    ref = _cycle_through_a_decoded_model(corpus.get_serialized("mlp/training").json_bytes)
     gc.collect()
     assert ref() is None
 

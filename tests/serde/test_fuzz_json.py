@@ -59,7 +59,7 @@ def test_mutated_json_decodes_or_raises_decode_error(child: Child, case: tuple[s
 
 def test_mutated_corpus_programs(child: Child) -> None:
     """Every cut of a real program is a DecodeError, never anything else."""
-    data = corpus.get_program("cond/training").json_bytes
+    data = corpus.get_serialized("cond/training").json_bytes
     for cut in range(1, len(data), max(1, len(data) // 200)):
         assert child.decode("json", "ExportedProgram", data[:cut])["status"] == "decode_error"
     assert child.decode("json", "ExportedProgram", data)["status"] == "ok"

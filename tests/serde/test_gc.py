@@ -23,7 +23,7 @@ def _gc_enabled() -> None:
 
 def test_encoders_leave_the_collector_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every encoder, Thrift and JSON (its reference path too), runs with the collector as the caller left it."""
-    program = opwire.loads(corpus.get_program("mlp/training").json_bytes, m.ExportedProgram)
+    program = opwire.loads(corpus.get_serialized("mlp/training").json_bytes, m.ExportedProgram)
     toggled: list[str] = []
     monkeypatch.setattr(gc, "disable", lambda: toggled.append("disable"))
     for fmt in FORMATS:
@@ -34,7 +34,7 @@ def test_encoders_leave_the_collector_alone(monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_decoders_leave_the_collector_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every decoder, on its fast path and on its checking path, runs with the collector as the caller left it."""
-    program = opwire.loads(corpus.get_program("mlp/training").json_bytes, m.ExportedProgram)
+    program = opwire.loads(corpus.get_serialized("mlp/training").json_bytes, m.ExportedProgram)
     encoded = {fmt: opwire.dumps(program, fmt) for fmt in FORMATS}
     toggled: list[str] = []
     monkeypatch.setattr(gc, "disable", lambda: toggled.append("disable"))

@@ -124,14 +124,14 @@ def _clone(tree: Any) -> Any:
     return pytree.tree_map(lambda v: v.clone() if isinstance(v, torch.Tensor) else v, tree)
 
 
-def test_json_round_trip_is_byte_identical(corpus_program: corpus.CorpusProgram) -> None:
+def test_json_round_trip_is_byte_identical(corpus_program: corpus.SerializedProgram) -> None:
     raw = corpus_program.json_bytes
     out = opwire.dumps(opwire.loads(raw, m.ExportedProgram))
     if out != raw:
         pytest.fail(f"{corpus_program.name}: " + _first_difference(raw, out), pytrace=False)
 
 
-def test_torch_deserializer_runs_opwire_json(corpus_program: corpus.CorpusProgram) -> None:
+def test_torch_deserializer_runs_opwire_json(corpus_program: corpus.SerializedProgram) -> None:
     prog = corpus_program
     ours = opwire.dumps(opwire.loads(prog.json_bytes, m.ExportedProgram))
     loaded = deserialize(prog.artifact(ours)).module()
@@ -144,7 +144,7 @@ def test_torch_deserializer_runs_opwire_json(corpus_program: corpus.CorpusProgra
     torch.testing.assert_close(dict(loaded.named_buffers()), dict(eager.named_buffers()))
 
 
-def test_cpp_style_json_decodes_to_the_same_model(corpus_program: corpus.CorpusProgram) -> None:
+def test_cpp_style_json_decodes_to_the_same_model(corpus_program: corpus.SerializedProgram) -> None:
     raw = corpus_program.json_bytes
     variant = _cpp_style(raw, seed=len(raw))
     assert variant != raw
@@ -153,7 +153,7 @@ def test_cpp_style_json_decodes_to_the_same_model(corpus_program: corpus.CorpusP
     assert opwire.dumps(model) == raw
 
 
-def test_torch_cpp_serializer_json_decodes_to_the_same_program(corpus_program: corpus.CorpusProgram) -> None:
+def test_torch_cpp_serializer_json_decodes_to_the_same_program(corpus_program: corpus.SerializedProgram) -> None:
     """JSON from torch's C++ serializer (compact, maps in sorted key order) reads into the same program."""
     raw = corpus_program.json_bytes
     cpp = torch._C._export.serialize_exported_program(torch._C._export.deserialize_exported_program(raw.decode()))
@@ -170,7 +170,7 @@ def _canonical(raw: bytes) -> str:
     return json.dumps(json.loads(raw), sort_keys=True)
 
 
-def test_corpus_covers_the_argument_union(corpus_programs: list[corpus.CorpusProgram]) -> None:
+def test_corpus_covers_the_argument_union(corpus_programs: list[corpus.SerializedProgram]) -> None:
     seen: collections.Counter[str] = collections.Counter()
     for prog in corpus_programs:
         seen.update(_members(prog.json_bytes)["Argument"])
@@ -180,7 +180,7 @@ def test_corpus_covers_the_argument_union(corpus_programs: list[corpus.CorpusPro
     assert not missing, f"no corpus program sets Argument members {missing}; seen: {dict(seen)}"
 
 
-def test_corpus_has_both_irs_of_every_model(corpus_programs: list[corpus.CorpusProgram]) -> None:
+def test_corpus_has_both_irs_of_every_model(corpus_programs: list[corpus.SerializedProgram]) -> None:
     assert len(corpus.model_names()) >= 12
     by_model: dict[str, dict[str, bytes]] = collections.defaultdict(dict)
     for prog in corpus_programs:

@@ -29,7 +29,7 @@ def _reference(obj: BaseModel) -> bytes:
     return json.dumps(to_jsonable(obj), allow_nan=False).encode()
 
 
-def test_the_c_writer_writes_the_corpus_as_torch(corpus_program: corpus.CorpusProgram) -> None:
+def test_the_c_writer_writes_the_corpus_as_torch(corpus_program: corpus.SerializedProgram) -> None:
     program = opwire.loads(corpus_program.json_bytes, m.ExportedProgram)
     assert _cplan.json_write(program) == corpus_program.json_bytes
 
@@ -129,7 +129,7 @@ def test_the_c_writer_declines_what_the_reference_path_decides(obj: BaseModel) -
 
 def test_dumps_writes_with_the_python_writers_without_the_c_module(monkeypatch: pytest.MonkeyPatch) -> None:
     """A checkout without the C module builds: `opwire.dumps` writes the same bytes with `_json_write`'s writers."""
-    data = corpus.get_program(corpus.program_names()[0]).json_bytes
+    data = corpus.get_serialized(corpus.program_names()[0]).json_bytes
     program = opwire.loads(data, m.ExportedProgram)
     monkeypatch.setattr(_cplan, "AVAILABLE", False)
     monkeypatch.setattr(_cplan, "json_write", None)  # not asked

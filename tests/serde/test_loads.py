@@ -18,7 +18,7 @@ _NODES = m.ExternKernelNodes(nodes=[])
 
 
 def test_loads_without_type_reads_what_the_data_holds(fmt: str) -> None:
-    program = opwire.loads(corpus.get_program("mlp/training").json_bytes, m.ExportedProgram)
+    program = opwire.loads(corpus.get_serialized("mlp/training").json_bytes, m.ExportedProgram)
     for obj in (program, _SNAP, _NODES, m.Values(values={"x": m.Value(as_int=1)})):
         back = opwire.loads(opwire.dumps(obj, fmt))  # type: ignore[arg-type]
         assert type(back) is type(obj) and back == obj
@@ -31,7 +31,7 @@ def test_loads_without_format_takes_the_header_codec(codec: str) -> None:
 
 
 def test_loads_with_type_and_format_is_unchanged() -> None:
-    raw = corpus.get_program("mlp/training").json_bytes
+    raw = corpus.get_serialized("mlp/training").json_bytes
     assert opwire.dumps(opwire.loads(raw, m.ExportedProgram, format="json")) == raw
     assert opwire.loads(raw.decode(), m.ExportedProgram) == opwire.loads(raw, m.ExportedProgram)
     plain = thrift.encode(_SNAP, "compact", framed=False)
@@ -138,7 +138,7 @@ def test_model_dump_json_spells_bytes_differently() -> None:
 
 
 def test_model_dump_json_of_a_corpus_program_matches_torch_document() -> None:
-    raw = corpus.get_program("conv_bn/decomposed").json_bytes
+    raw = corpus.get_serialized("conv_bn/decomposed").json_bytes
     program = opwire.loads(raw, m.ExportedProgram)
     assert json.loads(program.model_dump_json()) == json.loads(raw)
     assert program.model_dump_json().encode() != raw

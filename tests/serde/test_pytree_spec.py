@@ -134,7 +134,7 @@ def test_the_graph_runner_uses_it() -> None:
     from opwire.proxy_executor.runner import ProgramRunner
     from opwire.schema import models as m
 
-    program = opwire.loads(corpus.get_program("pytree/training").json_bytes, m.ExportedProgram)
+    program = opwire.loads(corpus.get_serialized("pytree/training").json_bytes, m.ExportedProgram)
     sig = program.graph_module.module_call_graph[0].signature
     assert sig is not None
     sig.out_spec = _spec(_node("evil.Thing", "null"))

@@ -18,13 +18,14 @@ from opwire.view.describe import describe_arg, meta_label, module_stack, tensor_
 from opwire.view.model import node_names, page_data
 
 
-def _data(prog: corpus.CorpusProgram) -> dict:  # type: ignore[type-arg]
+def _data(prog: corpus.SerializedProgram) -> dict:  # type: ignore[type-arg]
     return page_data(decode(prog.json_bytes, m.ExportedProgram), prog.name)
 
 
-def test_every_node_and_input_of_every_corpus_program(corpus_program: corpus.CorpusProgram) -> None:
-    data = _data(corpus_program)
-    graph = corpus_program.ep.graph
+@pytest.mark.xdist_group("corpus_export")  # live corpus programs: exported by one worker, not by each
+def test_every_node_and_input_of_every_corpus_program(corpus_export: corpus.CorpusProgram) -> None:
+    data = _data(corpus_export)
+    graph = corpus_export.ep.graph
     fx_calls = [n.name for n in graph.nodes if n.op == "call_function" and "getitem" not in str(n.target)]
     assert {n["n"] for n in data["graph"]["nodes"]} >= set(fx_calls)
     assert [i["name"] for i in data["graph"]["inputs"]] == [n.name for n in graph.nodes if n.op == "placeholder"]
@@ -35,7 +36,7 @@ def test_every_node_and_input_of_every_corpus_program(corpus_program: corpus.Cor
 
 
 def test_inputs_split_by_signature_kind() -> None:
-    data = _data(corpus.get_program("conv_bn/decomposed"))
+    data = _data(corpus.get_serialized("conv_bn/decomposed"))
     kinds = {i["name"]: (i["kind"], i["target"]) for i in data["graph"]["inputs"]}
     assert kinds["x"] == ("user input", "")
     assert kinds["p_conv_weight"] == ("parameter", "conv.weight")
@@ -45,7 +46,7 @@ def test_inputs_split_by_signature_kind() -> None:
 
 
 def test_module_groups_from_nn_module_stack() -> None:
-    data = _data(corpus.get_program("transformer/training"))
+    data = _data(corpus.get_serialized("transformer/training"))
     groups = {(g["path"], g["type"]) for g in data["groups"]}
     assert ("self_attn", "MultiheadAttention") in groups and ("linear1", "Linear") in groups
     linear = next(n for n in data["graph"]["nodes"] if n["n"] == "linear")
@@ -56,7 +57,7 @@ def test_module_groups_from_nn_module_stack() -> None:
 
 
 def test_symbolic_dims_by_name_on_edges() -> None:
-    data = _data(corpus.get_program("dynamic/training"))
+    data = _data(corpus.get_serialized("dynamic/training"))
     labels = {v[0] for v in data["graph"]["values"].values()}
     assert any("s" in label and label.startswith("f32[") for label in labels), labels
     assert data["ranges"]
@@ -115,7 +116,7 @@ def test_arguments_are_decoded() -> None:
     assert describe_arg(m.Argument(as_layout=m.Layout.SparseCoo)) == "torch.sparse_coo"
     opt = m.Argument(as_optional_tensors=[m.OptionalTensorArgument(as_none=True)])
     assert describe_arg(opt) == "[None]"
-    data = _data(corpus.get_program("argkinds/training"))
+    data = _data(corpus.get_serialized("argkinds/training"))
     texts = {a[1] for n in data["graph"]["nodes"] for a in n["a"]}
     assert any(t.startswith("torch.") for t in texts) and any(t.startswith("device(") for t in texts)
 

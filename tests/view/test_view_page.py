@@ -152,7 +152,7 @@ def test_hop_subgraphs_open_in_place(browser: Browser, tmp_path: Path, hops_json
 
 
 def test_corpus_cond_on_a_symbool_opens(browser: Browser, tmp_path: Path) -> None:
-    page = view(decode(corpus.get_program("dynamic/training").json_bytes, m.ExportedProgram), tmp_path / "d.html")
+    page = view(decode(corpus.get_serialized("dynamic/training").json_bytes, m.ExportedProgram), tmp_path / "d.html")
     _open(browser, page)
     hop = browser.eval("document.querySelector('g.k-hop').dataset.node")
     browser.key("0")
