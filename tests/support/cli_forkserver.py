@@ -148,6 +148,9 @@ def prepare() -> None:
     for obj in gc.get_objects():  # the server's own finalizers (torch.library's): not run again by every child
         if type(obj) is weakref.finalize:  # type(), not isinstance: some torch objects warn on __class__
             obj.atexit = False
+    # the server's objects (torch's, pydantic's: ~400k) out of the collector's passes, in every child too: a
+    # child's full pass scans what its command made, and does not write (copy) every page of the server's heap
+    gc.freeze()
 
 
 # What the commands import on their way (deferred in opwire.cli, so that `opwire --help` stays light): every child
