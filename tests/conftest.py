@@ -14,6 +14,7 @@ import os
 # executor's tests). A test about threads sets its own count (tests/proxy_executor/test_isolate.py).
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+import gc
 import typing
 from pathlib import Path
 
@@ -40,11 +41,18 @@ _UNGROUPED: list[str] = []
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Note the tests `--dist loadgroup` would not group (each worker would rebuild the slow tables)."""
+    """Note the tests `--dist loadgroup` would not group (each worker would rebuild the slow tables); then freeze
+    what the collection made.
+
+    The objects alive now (torch's, pydantic's, the imported tests': hundreds of thousands) never become garbage;
+    frozen (`gc.freeze`), they are left out of the collector's passes, so a full pass a test's allocations trigger
+    scans what the tests made, not the whole heap again (-20% of the worker's CPU on the recording tests). What a
+    test makes is collected as before; a test about the collector's state thaws them itself."""
     if getattr(session.config.option, "loadgroup", False):
         _UNGROUPED.extend(
             i.nodeid for i in session.items if i.get_closest_marker("xdist_group") and "@" not in i.nodeid
         )
+    gc.freeze()
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -5,7 +5,20 @@ from __future__ import annotations
 
 import gc
 
+import pytest
+
 from opwire.recording.distributed.share import young_heap
+
+
+@pytest.fixture(autouse=True)
+def _thawed() -> None:
+    """A host that froze nothing (the suite freezes what its collection made, tests/conftest.py): thawed here,
+    frozen again after."""
+    was = gc.get_freeze_count()
+    gc.unfreeze()
+    yield  # type: ignore[misc]
+    if was:
+        gc.freeze()
 
 
 def test_the_heap_alive_on_entry_is_frozen_inside_and_thawed_after() -> None:
