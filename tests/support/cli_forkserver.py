@@ -166,7 +166,8 @@ _DEFERRED = (
 
 
 def _warm() -> None:
-    """Import what commands import lazily (the seccomp binding too: two `ldconfig -p` runs) and build the models'
+    """Import what commands import lazily (not the seccomp binding: tests/proxy_executor/test_isolate.py checks that
+    a host that has not imported it locates libseccomp once, not in each child) and build the models'
     validators and the Thrift codecs' struct specs, which a process builds on first use: once here, not in every
     child (`isolate.spawn` builds the reply models in the parent before it forks the sandboxed child the same way).
     Nothing is decoded or run: the children still read every file themselves."""
@@ -174,10 +175,6 @@ def _warm() -> None:
 
     for name in _DEFERRED:
         importlib.import_module(name)
-    try:
-        import pyseccomp  # noqa: F401
-    except (ImportError, OSError, RuntimeError):  # no binding or no libseccomp: left for the command to report
-        pass
     from pydantic import BaseModel
 
     from opwire.schema import models as m
