@@ -132,7 +132,9 @@ def _compare_values(
     else:
         bad = ~torch.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
     finite = torch.isfinite(diff)
-    worst_abs = float(diff[finite].max()) if bool(finite.any()) else 0.0
+    # every |a - b| finite: neither side holds a NaN or an infinity (NaN - x, inf - x and inf - inf are not finite)
+    all_finite = bool(finite.all())
+    worst_abs = float(diff.max()) if all_finite else float(diff[finite].max()) if bool(finite.any()) else 0.0
     rel = diff / w64.abs()
     rel_ok = torch.isfinite(rel)
     worst_rel = float(rel[rel_ok].max()) if bool(rel_ok.any()) else 0.0
@@ -143,10 +145,10 @@ def _compare_values(
         return None
     diff = torch.where(bad, diff.nan_to_num(nan=math.inf), torch.zeros_like(diff))
     flat = int(diff.reshape(-1).argmax())
-    where = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), got.shape)) if got.dim() else ()
+    where = _unravel(flat, tuple(got.shape))
     largest = float(diff.reshape(-1)[flat])
     rule = "exactly" if exact else f"beyond rtol={rtol:g}, atol={atol:g}"
-    special = "" if exact else _non_finite(got, want)
+    special = "" if exact or all_finite else _non_finite(got, want)
     expected, actual = (want[where].item(), got[where].item()) if got.dim() else (want.item(), got.item())
     return Difference(
         "value",
@@ -156,6 +158,16 @@ def _compare_values(
         where,
         worst_rel,
     )
+
+
+def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The index of element `flat` of a contiguous tensor of `shape` (`torch.unravel_index`, without building
+    tensors for a handful of integers)."""
+    where = []
+    for size in reversed(shape):
+        flat, i = divmod(flat, size)
+        where.append(i)
+    return tuple(reversed(where))
 
 
 def _non_finite(got: torch.Tensor, want: torch.Tensor) -> str:

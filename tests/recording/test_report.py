@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json as _stdlib_json
+import math
 import re
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from support.clirun import run_cli
 
 import opwire
 from opwire.errors import DecodeError
-from opwire.recording.compare import tolerance
+from opwire.recording.compare import _compare_values, tolerance
 from opwire.recording.progress import Progress
 from opwire.recording.replay_worker import report_from_json, worker_report
 from opwire.recording.report import Mismatch, OpStats, ReplayReport, Span
@@ -176,3 +177,25 @@ def test_spans_travel_with_the_worker_report_and_into_the_output_record() -> Non
     assert "span" not in str(back)  # the printed report is unchanged
     with pytest.raises(DecodeError, match=r"replay worker: .* at `spans\[1\]\.seconds`"):
         report_from_json(json.encode(worker_report(part)).replace(b'"seconds": 0.125', b'"seconds": "x"'))
+
+
+@pytest.mark.parametrize("shape", [(), (7,), (3, 4), (2, 3, 4), (4, 1, 3, 2)])
+def test_a_value_difference_names_the_largest_element_and_the_non_finite_ones(shape: tuple[int, ...]) -> None:
+    """Each element in turn the largest difference: its index as `torch.unravel_index` gives it; NaN and infinity
+    named only when a side holds one."""
+    want = torch.zeros(shape)
+    for flat in range(want.numel()):
+        got = want.clone()
+        got.view(-1)[flat] = 2.0
+        where = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), shape))
+        d = _compare_values(got, want, 1e-5, 1e-6)
+        assert d is not None and d.where == where and d.max_diff == 2.0, (flat, d)
+        assert (
+            d.detail
+            == f"1 of {want.numel()} elements differ beyond rtol=1e-05, atol=1e-06; largest difference 2 at {list(where)}: expected 0.0, got 2.0"
+        )
+        got.view(-1)[flat] = math.nan
+        d = _compare_values(got, want, 1e-5, 1e-6)
+        assert d is not None and "(1 NaN where the recording had none)" in d.detail and d.where == where
+        d = _compare_values(want, got, 1e-5, 1e-6)
+        assert d is not None and "(1 recorded NaN replayed as other values)" in d.detail

@@ -145,6 +145,7 @@ def _leaks(fn: Callable[[], object]) -> int:
     visits only what `fn` made, so each is milliseconds instead of ~0.5 s over a worker's ~400k objects (torch's),
     and collects the same garbage (only `fn`'s objects are allocated while memory is traced).
     """
+    host = gc.get_freeze_count()  # the suite's own freeze (tests/conftest.py): put back after
     gc.freeze()
     try:
         for _ in range(10):
@@ -159,6 +160,8 @@ def _leaks(fn: Callable[[], object]) -> int:
         tracemalloc.stop()
     finally:
         gc.unfreeze()
+        if host:
+            gc.freeze()
     return after - before
 
 

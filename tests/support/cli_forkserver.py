@@ -3,8 +3,9 @@
     python tests/cli_forkserver.py        (requests on stdin, one JSON line each; one JSON line back per request)
 
 The server imports torch (Dynamo too, which torch itself loads lazily on a command's first custom-op call), the CLI
-and every command module, then forks one child per request: the child moves to the request's directory (under the
-request's RLIMIT_AS, if any: "limit_as" bytes, or "headroom_as" bytes beyond the server's own size), reads stdin
+and every command module, with what the commands import lazily and the models' validators and codec specs a process
+builds on first use (`_warm`), then forks one child per request: the child moves to the request's directory (under
+the request's RLIMIT_AS, if any: "limit_as" bytes, or "headroom_as" bytes beyond the server's own size), reads stdin
 from /dev/null, points stdout/stderr at the request's files, sets `sys.argv` and calls `opwire.cli.main(argv)`,
 exactly what the `opwire` console script calls, then exits the way an interpreter does (a `SystemExit` code, or the
 traceback of an uncaught exception and 1, then the atexit handlers), except that the `weakref.finalize` callbacks of
@@ -153,9 +154,47 @@ def prepare() -> None:
 
     for command in opwire.cli.COMMANDS.values():
         __import__(command.module)
+    _warm()
     for obj in gc.get_objects():  # the server's own finalizers (torch.library's): not run again by every child
         if type(obj) is weakref.finalize:  # type(), not isinstance: some torch objects warn on __class__
             obj.atexit = False
+    # the server's objects (torch's, pydantic's: ~400k) out of the collector's passes, in every child too: a
+    # child's full pass scans what its command made, and does not write (copy) every page of the server's heap
+    gc.freeze()
+
+
+# What the commands import on their way (deferred in opwire.cli, so that `opwire --help` stays light): every child
+# would import them again. A test about what a command imports starts `python` from scratch.
+_DEFERRED = (
+    "opwire.cli.output",
+    "opwire.proxy_executor.runner",
+    "opwire.recording.distributed",
+    "opwire.serde.json",
+    "opwire.validation",
+    "opwire.view",
+)
+
+
+def _warm() -> None:
+    """Import what commands import lazily (not the seccomp binding: tests/proxy_executor/test_isolate.py checks that
+    a host that has not imported it locates libseccomp once, not in each child) and build the models'
+    validators and the Thrift codecs' struct specs, which a process builds on first use: once here, not in every
+    child (`isolate.spawn` builds the reply models in the parent before it forks the sandboxed child the same way).
+    Nothing is decoded or run: the children still read every file themselves."""
+    import importlib
+
+    for name in _DEFERRED:
+        importlib.import_module(name)
+    from pydantic import BaseModel
+
+    from opwire.schema import models as m
+    from opwire.serde._thrift import fast
+
+    for model in vars(m).values():
+        if isinstance(model, type) and issubclass(model, BaseModel) and not model.__pydantic_complete__:
+            model.model_rebuild()
+    for specs in (fast._build_specs, fast._check_specs, fast._plain_specs, fast._count_specs):
+        specs()
 
 
 def main() -> int:
