@@ -70,6 +70,9 @@ def plain_type_strategy(t: TypeRef) -> st.SearchStrategy[Any]:
 
 
 _SYMBOLS = st.from_regex(r"[su][0-9]{1,3}", fullmatch=True)
+_OPERATORS = ["+", "-", "*", "//", "%", "<", "<=", "=="]
+_CALLS = ["Max", "Min", "FloorDiv", "CeilDiv", "Mod", "Add", "Mul"]
+_SYM_MAX_LEAVES = 6
 
 
 def sym_exprs() -> st.SearchStrategy[str]:
@@ -77,17 +80,68 @@ def sym_exprs() -> st.SearchStrategy[str]:
     atom = _SYMBOLS | st.integers(-(2**40), 2**40).map(str) | _SYMBOLS.map(lambda s: f"Symbol('{s}', integer=True)")
 
     def combine(parts: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
-        binary = st.tuples(parts, st.sampled_from(["+", "-", "*", "//", "%", "<", "<=", "=="]), parts)
-        call = st.tuples(st.sampled_from(["Max", "Min", "FloorDiv", "CeilDiv", "Mod", "Add", "Mul"]), parts, parts)
+        binary = st.tuples(parts, st.sampled_from(_OPERATORS), parts)
+        call = st.tuples(st.sampled_from(_CALLS), parts, parts)
         return binary.map(lambda t: f"({t[0]} {t[1]} {t[2]})") | call.map(lambda t: f"{t[0]}({t[1]}, {t[2]})")
 
-    return st.recursive(atom, combine, max_leaves=6)
+    return st.recursive(atom, combine, max_leaves=_SYM_MAX_LEAVES)
 
 
-def _overrides(name: str) -> dict[str, st.SearchStrategy[Any]]:
-    """Fields of `name` drawn from a narrower strategy than their IDL type gives."""
+class _LeavesSpent(Exception):
+    """More than `_SYM_MAX_LEAVES` atoms drawn: st.recursive draws the expression again."""
+
+
+class _SymExprs(SearchStrategy[str]):
+    """`sym_exprs()` drawn as st.recursive draws it, choice for choice: a one_of of the atom and of `combine` applied
+    to one_ofs of the shallower levels (Hypothesis flattens each nested one_of into its parent's branches), redrawn
+    whole when it takes over 6 atoms."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._integer = _leaf(st.integers(-(2**40), 2**40))
+        self._leaves = 0
+
+    def _atom(self, data: ConjectureData) -> str:
+        if self._leaves <= 0:
+            raise _LeavesSpent
+        self._leaves -= 1
+        kind = data.draw_integer(0, 2)
+        if kind == 1:
+            return str(self._integer(data))
+        symbol = data.draw(_SYMBOLS)
+        return symbol if kind == 0 else f"Symbol('{symbol}', integer=True)"
+
+    def _combined(self, data: ConjectureData, level: int, call: bool) -> str:
+        """`combine(parts)` where parts is the one_of of levels below `level` (level 1: the atom alone)."""
+        if call:
+            name = _CALLS[data.draw_integer(0, len(_CALLS) - 1)]
+            a, b = self._part(data, level), self._part(data, level)
+            return f"{name}({a}, {b})"
+        a = self._part(data, level)
+        op = _OPERATORS[data.draw_integer(0, len(_OPERATORS) - 1)]
+        return f"({a} {op} {self._part(data, level)})"
+
+    def _part(self, data: ConjectureData, level: int) -> str:
+        return self._atom(data) if level == 1 else self._level_below(data, level)
+
+    def _level_below(self, data: ConjectureData, level: int) -> str:
+        """A draw from the one_of of the atom and the two branches of each level below `level`."""
+        i = data.draw_integer(0, 2 * level - 2)
+        return self._atom(data) if i == 0 else self._combined(data, (i + 1) // 2, call=i % 2 == 0)
+
+    def do_draw(self, data: ConjectureData) -> str:
+        while True:
+            self._leaves = _SYM_MAX_LEAVES
+            try:
+                return self._level_below(data, 4)
+            except _LeavesSpent:
+                continue
+
+
+def _overrides(name: str, fast: bool = False) -> dict[str, st.SearchStrategy[Any]]:
+    """Fields of `name` drawn from a narrower strategy than their IDL type gives (`fast`: as `strategy_for` draws)."""
     if name == "SymExpr":  # only expressions opwire's strict grammar accepts (schema/symexpr.py)
-        return {"expr_str": sym_exprs()}
+        return {"expr_str": _SymExprs() if fast else sym_exprs()}
     if name == "TensorValue":  # a padding is the Thrift writer's, only in an archive's tables: a model never has one
         return {"padding": st.none()}
     if name == "ExportedProgram":  # a program must carry a schema version this opwire reads
@@ -221,7 +275,7 @@ class _Model(SearchStrategy[Any]):
                 return data.draw(members[data.draw_integer(0, len(members) - 1)])
 
             return draw_union
-        overrides = _overrides(self.name)
+        overrides = _overrides(self.name, fast=True)
         fields = [
             (
                 f.name,
