@@ -99,7 +99,15 @@ class _SymExprs(SearchStrategy[str]):
     def __init__(self) -> None:
         super().__init__()
         self._integer = _leaf(st.integers(-(2**40), 2**40))
+        self._s_or_u = _leaf(st.characters(min_codepoint=ord("s"), max_codepoint=ord("u"), exclude_characters="t"))
+        self._digit = _leaf(st.characters(min_codepoint=ord("0"), max_codepoint=ord("9")))
         self._leaves = 0
+
+    def _symbol(self, data: ConjectureData) -> str:
+        """`_SYMBOLS` as from_regex draws it: the letter, then 1 to 3 digits as st.lists (average 2) draws them."""
+        letter = self._s_or_u(data)
+        with many(data, min_size=1, max_size=3, average_size=2.0) as digits:
+            return letter + "".join([self._digit(data) for _ in digits])
 
     def _atom(self, data: ConjectureData) -> str:
         if self._leaves <= 0:
@@ -108,7 +116,7 @@ class _SymExprs(SearchStrategy[str]):
         kind = data.draw_integer(0, 2)
         if kind == 1:
             return str(self._integer(data))
-        symbol = data.draw(_SYMBOLS)
+        symbol = self._symbol(data)
         return symbol if kind == 0 else f"Symbol('{symbol}', integer=True)"
 
     def _combined(self, data: ConjectureData, level: int, call: bool) -> str:
@@ -307,15 +315,32 @@ def strategy_for(name: str) -> st.SearchStrategy[Any]:
 
 def same_value(a: Any, b: Any) -> bool:
     """Equality that treats NaN as equal to NaN and compares models field by field."""
-    if isinstance(a, float) and isinstance(b, float):
-        return (math.isnan(a) and math.isnan(b)) or (a == b and math.copysign(1, a) == math.copysign(1, b))
-    if isinstance(a, BaseModel) and isinstance(b, BaseModel):
-        return type(a) is type(b) and all(same_value(a.__dict__[k], b.__dict__[k]) for k in a.__dict__)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return list(a) == list(b) and all(same_value(a[k], b[k]) for k in a)
-    return type(a) is type(b) and a == b
+    t = type(a)
+    if t is not type(b):
+        return False
+    if t is float:
+        return (a != a and b != b) or (a == b and math.copysign(1, a) == math.copysign(1, b))
+    if isinstance(a, BaseModel):
+        da, db = a.__dict__, b.__dict__
+        for k in da:
+            if not same_value(da[k], db[k]):
+                return False
+        return True
+    if t is list:
+        if len(a) != len(b):
+            return False
+        for x, y in zip(a, b):
+            if not same_value(x, y):
+                return False
+        return True
+    if t is dict:
+        if list(a) != list(b):
+            return False
+        for k in a:
+            if not same_value(a[k], b[k]):
+                return False
+        return True
+    return bool(a == b)
 
 
 def assert_same_model(a: BaseModel, b: BaseModel) -> None:
