@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from opwire.schema import models as m
 from opwire.schema.idl import TypeRef
+from support.typed_symexpr import SymExprs, sym_exprs
 
 __all__ = [
     "MODEL_NAMES",
@@ -69,87 +70,10 @@ def plain_type_strategy(t: TypeRef) -> st.SearchStrategy[Any]:
     return _primitive(t.kind)
 
 
-_SYMBOLS = st.from_regex(r"[su][0-9]{1,3}", fullmatch=True)
-_OPERATORS = ["+", "-", "*", "//", "%", "<", "<=", "=="]
-_CALLS = ["Max", "Min", "FloorDiv", "CeilDiv", "Mod", "Add", "Mul"]
-_SYM_MAX_LEAVES = 6
-
-
-def sym_exprs() -> st.SearchStrategy[str]:
-    """Expression strings of the forms torch's export writes: infix (`s0 + 1`) and srepr (`Add(Symbol('s0'), ...)`)."""
-    atom = _SYMBOLS | st.integers(-(2**40), 2**40).map(str) | _SYMBOLS.map(lambda s: f"Symbol('{s}', integer=True)")
-
-    def combine(parts: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
-        binary = st.tuples(parts, st.sampled_from(_OPERATORS), parts)
-        call = st.tuples(st.sampled_from(_CALLS), parts, parts)
-        return binary.map(lambda t: f"({t[0]} {t[1]} {t[2]})") | call.map(lambda t: f"{t[0]}({t[1]}, {t[2]})")
-
-    return st.recursive(atom, combine, max_leaves=_SYM_MAX_LEAVES)
-
-
-class _LeavesSpent(Exception):
-    """More than `_SYM_MAX_LEAVES` atoms drawn: st.recursive draws the expression again."""
-
-
-class _SymExprs(SearchStrategy[str]):
-    """`sym_exprs()` drawn as st.recursive draws it, choice for choice: a one_of of the atom and of `combine` applied
-    to one_ofs of the shallower levels (Hypothesis flattens each nested one_of into its parent's branches), redrawn
-    whole when it takes over 6 atoms."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._integer = _leaf(st.integers(-(2**40), 2**40))
-        self._s_or_u = _leaf(st.characters(min_codepoint=ord("s"), max_codepoint=ord("u"), exclude_characters="t"))
-        self._digit = _leaf(st.characters(min_codepoint=ord("0"), max_codepoint=ord("9")))
-        self._leaves = 0
-
-    def _symbol(self, data: ConjectureData) -> str:
-        """`_SYMBOLS` as from_regex draws it: the letter, then 1 to 3 digits as st.lists (average 2) draws them."""
-        letter = self._s_or_u(data)
-        with many(data, min_size=1, max_size=3, average_size=2.0) as digits:
-            return letter + "".join([self._digit(data) for _ in digits])
-
-    def _atom(self, data: ConjectureData) -> str:
-        if self._leaves <= 0:
-            raise _LeavesSpent
-        self._leaves -= 1
-        kind = data.draw_integer(0, 2)
-        if kind == 1:
-            return str(self._integer(data))
-        symbol = self._symbol(data)
-        return symbol if kind == 0 else f"Symbol('{symbol}', integer=True)"
-
-    def _combined(self, data: ConjectureData, level: int, call: bool) -> str:
-        """`combine(parts)` where parts is the one_of of levels below `level` (level 1: the atom alone)."""
-        if call:
-            name = _CALLS[data.draw_integer(0, len(_CALLS) - 1)]
-            a, b = self._part(data, level), self._part(data, level)
-            return f"{name}({a}, {b})"
-        a = self._part(data, level)
-        op = _OPERATORS[data.draw_integer(0, len(_OPERATORS) - 1)]
-        return f"({a} {op} {self._part(data, level)})"
-
-    def _part(self, data: ConjectureData, level: int) -> str:
-        return self._atom(data) if level == 1 else self._level_below(data, level)
-
-    def _level_below(self, data: ConjectureData, level: int) -> str:
-        """A draw from the one_of of the atom and the two branches of each level below `level`."""
-        i = data.draw_integer(0, 2 * level - 2)
-        return self._atom(data) if i == 0 else self._combined(data, (i + 1) // 2, call=i % 2 == 0)
-
-    def do_draw(self, data: ConjectureData) -> str:
-        while True:
-            self._leaves = _SYM_MAX_LEAVES
-            try:
-                return self._level_below(data, 4)
-            except _LeavesSpent:
-                continue
-
-
 def _overrides(name: str, fast: bool = False) -> dict[str, st.SearchStrategy[Any]]:
     """Fields of `name` drawn from a narrower strategy than their IDL type gives (`fast`: as `strategy_for` draws)."""
     if name == "SymExpr":  # only expressions opwire's strict grammar accepts (schema/symexpr.py)
-        return {"expr_str": _SymExprs() if fast else sym_exprs()}
+        return {"expr_str": SymExprs() if fast else sym_exprs()}
     if name == "TensorValue":  # a padding is the Thrift writer's, only in an archive's tables: a model never has one
         return {"padding": st.none()}
     if name == "ExportedProgram":  # a program must carry a schema version this opwire reads
@@ -201,12 +125,17 @@ def _drawer(t: TypeRef) -> _Drawer:
         model = strategy_for(str(t.name))
         return lambda data: data.draw(model)  # a span per struct, as Hypothesis's mutator likes
     if t.kind in ("list", "set"):
-        element = _drawer(t.args[0])
+        element, label = _drawer(t.args[0]), calc_label_from_name(f"element {t.args[0]}")
         average = min(5, 0.5 * _MAX_LIST)  # st.lists' default average size
 
         def draw_list(data: ConjectureData) -> list[Any]:
+            out = []
             with many(data, min_size=0, max_size=_MAX_LIST, average_size=average) as elements:
-                return [element(data) for _ in elements]
+                for _ in elements:  # a span per element labelled by its type, as data.draw(element) gave it
+                    data.start_span(label)
+                    out.append(element(data))
+                    data.stop_span()
+            return out
 
         return draw_list
     if t.kind == "map":
@@ -292,8 +221,15 @@ class _Model(SearchStrategy[Any]):
             for f in sdef.fields
         ]
 
+        labels = [calc_label_from_name(f"field {f.type}") for f in sdef.fields]
+
         def draw_struct(data: ConjectureData) -> Any:
-            return cls(**{name: draw(data) for name, draw in fields})
+            kwargs = {}
+            for (name, draw), label in zip(fields, labels):  # a span per field, as st.builds' data.draw gave it
+                data.start_span(label)
+                kwargs[name] = draw(data)
+                data.stop_span()
+            return cls(**kwargs)
 
         return draw_struct
 
