@@ -331,10 +331,27 @@ def _bare_name(t: _Tok) -> Val:
     return None
 
 
+_ACCEPTED_MAX = 4096  # expressions remembered as accepted: a program repeats few, and they are read several times
+_ACCEPTED_MAX_CHARS = 256  # longer ones are parsed each time (bounds the memory: at most ~1 MB)
+_accepted: dict[str, None] = {}
+
+
 def check_expr(text: str) -> str:
     """`text` itself if it is an expression torch's export could have written; ValueError saying where if not."""
     if not isinstance(text, str):
         raise ValueError(f"expected a string, got {type(text).__name__}")
+    if text in _accepted:
+        return text
+    _parse(text)
+    if len(text) <= _ACCEPTED_MAX_CHARS:
+        if len(_accepted) >= _ACCEPTED_MAX:
+            _accepted.clear()
+        _accepted[text] = None
+    return text
+
+
+def _parse(text: str) -> None:
+    """Parse `text` whole; ValueError saying where it stops being an expression torch's export writes."""
     try:
         if len(text) > MAX_EXPR_CHARS:
             raise ValueError(f"an expression of {len(text)} characters (at most {MAX_EXPR_CHARS})")
@@ -350,4 +367,3 @@ def check_expr(text: str) -> str:
         ) from None
     except ValueError as exc:
         raise ValueError(f"not a symbolic expression torch's export writes: {exc} in {text[:80]!r}") from None
-    return text

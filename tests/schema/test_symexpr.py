@@ -9,6 +9,7 @@ import pytest
 
 import opwire
 from opwire.schema import models as m
+from opwire.schema import symexpr
 from opwire.schema.symexpr import MAX_EXPR_DEPTH, check_expr
 from opwire.schema.symexpr_fold import MAX_CONST_BITS
 from opwire.serde import DecodeError
@@ -96,3 +97,19 @@ def test_every_corpus_expression_passes(corpus_programs: list[object]) -> None:
             check_expr(json.loads(raw))
             seen += 1
     assert seen
+
+
+def test_an_accepted_expression_is_remembered_and_a_refused_one_refused_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """check_expr remembers the short expressions it accepted (a program reads each several times): the answer for a
+    string does not change with what was checked before, nor once the memory is full and starts again."""
+    monkeypatch.setattr(symexpr, "_ACCEPTED_MAX", 20)
+    refused = "s0 +"
+    for i in range(50):
+        text = f"s{i} + {i}"
+        assert check_expr(text) is text
+        assert check_expr(text) is text
+        with pytest.raises(ValueError, match=r"not a symbolic expression"):
+            check_expr(refused)
+    assert len(symexpr._accepted) <= 20
+    long = " + ".join(f"s{i}" for i in range(100))  # past the remembered length: parsed each time
+    assert check_expr(long) is long and long not in symexpr._accepted

@@ -7,24 +7,31 @@ round-trip tests), plus a NaN-aware comparison of models.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
 from hypothesis import strategies as st
+from hypothesis.internal.conjecture.data import ConjectureData
+from hypothesis.internal.conjecture.utils import calc_label_from_name, many
+from hypothesis.strategies import SearchStrategy
+from hypothesis.strategies._internal.lazy import unwrap_strategies
 from pydantic import BaseModel
 
 from opwire.schema import models as m
 from opwire.schema.idl import TypeRef
+from support.typed_symexpr import SymExprs, sym_exprs
 
 __all__ = [
     "MODEL_NAMES",
     "assert_identical",
     "assert_same_model",
     "mutate_bytes",
+    "plain_strategy_for",
+    "plain_type_strategy",
     "same_value",
     "strategy_for",
     "sym_exprs",
-    "type_strategy",
 ]
 
 MODEL_NAMES: tuple[str, ...] = tuple(m.SCHEMA.structs)
@@ -50,66 +57,226 @@ def _primitive(kind: str) -> st.SearchStrategy[Any]:
     raise AssertionError(kind)
 
 
-def type_strategy(t: TypeRef) -> st.SearchStrategy[Any]:
-    """Values of IDL type `t` as the models hold them."""
+def plain_type_strategy(t: TypeRef) -> st.SearchStrategy[Any]:
+    """Values of IDL type `t` as the models hold them (Hypothesis's own strategies, see `plain_strategy_for`)."""
     if t.kind == "enum":
         return st.sampled_from(list(getattr(m, str(t.name))))
     if t.kind == "struct":
-        return st.deferred(lambda: strategy_for(str(t.name)))
+        return st.deferred(lambda: plain_strategy_for(str(t.name)))
     if t.kind in ("list", "set"):
-        return st.lists(type_strategy(t.args[0]), max_size=_MAX_LIST)
+        return st.lists(plain_type_strategy(t.args[0]), max_size=_MAX_LIST)
     if t.kind == "map":
-        return st.dictionaries(st.text(max_size=6), type_strategy(t.args[1]), max_size=_MAX_LIST)
+        return st.dictionaries(st.text(max_size=6), plain_type_strategy(t.args[1]), max_size=_MAX_LIST)
     return _primitive(t.kind)
 
 
-_SYMBOLS = st.from_regex(r"[su][0-9]{1,3}", fullmatch=True)
+def _overrides(name: str, fast: bool = False) -> dict[str, st.SearchStrategy[Any]]:
+    """Fields of `name` drawn from a narrower strategy than their IDL type gives (`fast`: as `strategy_for` draws)."""
+    if name == "SymExpr":  # only expressions opwire's strict grammar accepts (schema/symexpr.py)
+        return {"expr_str": SymExprs() if fast else sym_exprs()}
+    if name == "TensorValue":  # a padding is the Thrift writer's, only in an archive's tables: a model never has one
+        return {"padding": st.none()}
+    if name == "ExportedProgram":  # a program must carry a schema version this opwire reads
+        major, minor = m.SCHEMA_VERSION
+        return {"schema_version": st.builds(m.SchemaVersion, major=st.just(major), minor=st.integers(0, minor))}
+    return {}
 
 
-def sym_exprs() -> st.SearchStrategy[str]:
-    """Expression strings of the forms torch's export writes: infix (`s0 + 1`) and srepr (`Add(Symbol('s0'), ...)`)."""
-    atom = _SYMBOLS | st.integers(-(2**40), 2**40).map(str) | _SYMBOLS.map(lambda s: f"Symbol('{s}', integer=True)")
+@cache
+def plain_strategy_for(name: str) -> st.SearchStrategy[Any]:
+    """Valid instances of the model `name`, spelled with Hypothesis's own strategies: `strategy_for` draws the same
+    values from the same choices, faster (tests/test_typed.py replays one's choices through the other)."""
+    sdef = m.SCHEMA.structs[name]
+    cls = m.MODELS[name]
+    if sdef.kind == "union":
+        return st.one_of(*[st.builds(cls, **{f.name: plain_type_strategy(f.type)}) for f in sdef.fields])
+    kwargs = {}
+    for f in sdef.fields:
+        s = plain_type_strategy(f.type)
+        kwargs[f.name] = st.none() | s if f.optional else s
+    return st.builds(cls, **(kwargs | _overrides(name)))
 
-    def combine(parts: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
-        binary = st.tuples(parts, st.sampled_from(["+", "-", "*", "//", "%", "<", "<=", "=="]), parts)
-        call = st.tuples(st.sampled_from(["Max", "Min", "FloorDiv", "CeilDiv", "Mod", "Add", "Mul"]), parts, parts)
-        return binary.map(lambda t: f"({t[0]} {t[1]} {t[2]})") | call.map(lambda t: f"{t[0]}({t[1]}, {t[2]})")
 
-    return st.recursive(atom, combine, max_leaves=6)
+# ---------------------------------------------------------------------------------- the fast spelling
+# Every model drawn by one strategy object per struct that makes Hypothesis's primitive choices itself (the leaf
+# strategies' own do_draw, Hypothesis's `many` for collections): the choices, and the value each sequence of choices
+# gives, are those of `plain_strategy_for`, without the 3-4 nested `data.draw` layers (span, validation, lazy
+# unwrapping) per field that made generation most of these tests' CPU. It leans on Hypothesis internals
+# (ConjectureData, conjecture.utils.many): tests/test_typed.py fails if a Hypothesis release draws differently.
+
+_Drawer = Callable[[ConjectureData], Any]
+
+
+def _leaf(strategy: st.SearchStrategy[Any]) -> _Drawer:
+    """The leaf strategy's own draw, without `data.draw`'s wrapping."""
+    inner = unwrap_strategies(strategy)
+    inner.validate()
+    return inner.do_draw
+
+
+def _union_members(name: str) -> list[_Built]:
+    """One strategy per member of the union `name`, as `plain_strategy_for` has one `st.builds` per member."""
+    return [_Built(m.MODELS[name], f.name, _drawer(f.type)) for f in m.SCHEMA.structs[name].fields]
+
+
+def _drawer(t: TypeRef) -> _Drawer:
+    """Draw a value of IDL type `t` as `plain_type_strategy(t)` does."""
+    if t.kind == "struct":
+        model = strategy_for(str(t.name))
+        return lambda data: data.draw(model)  # a span per struct, as Hypothesis's mutator likes
+    if t.kind in ("list", "set"):
+        element, label = _drawer(t.args[0]), calc_label_from_name(f"element {t.args[0]}")
+        average = min(5, 0.5 * _MAX_LIST)  # st.lists' default average size
+
+        def draw_list(data: ConjectureData) -> list[Any]:
+            out = []
+            with many(data, min_size=0, max_size=_MAX_LIST, average_size=average) as elements:
+                for _ in elements:  # a span per element labelled by its type, as data.draw(element) gave it
+                    data.start_span(label)
+                    out.append(element(data))
+                    data.stop_span()
+            return out
+
+        return draw_list
+    if t.kind == "map":
+        key, value = _leaf(st.text(max_size=6)), _drawer(t.args[1])
+        average = min(5, 0.5 * _MAX_LIST)
+
+        def draw_map(data: ConjectureData) -> dict[str, Any]:
+            out: dict[str, Any] = {}
+            with many(data, min_size=0, max_size=_MAX_LIST, average_size=average) as elements:
+                for _ in elements:
+                    for _try in range(3):  # st.dictionaries: a key already drawn is redrawn twice, then rejected
+                        k = key(data)
+                        if k not in out:
+                            out[k] = value(data)
+                            break
+                    else:
+                        elements.reject()
+            return out
+
+        return draw_map
+    return _leaf(plain_type_strategy(t))
+
+
+def _optional(t: TypeRef) -> _Drawer:
+    """`st.none() | s`: Hypothesis flattens a union's members into the one_of, so None is one branch of 1 + members."""
+    if t.kind == "struct" and m.SCHEMA.structs[str(t.name)].kind == "union":
+        members = _union_members(str(t.name))
+
+        def draw_optional_union(data: ConjectureData) -> Any:
+            i = data.draw_integer(0, len(members))
+            return data.draw(members[i - 1]) if i else None
+
+        return draw_optional_union
+    inner = _drawer(t)
+    return lambda data: inner(data) if data.draw_integer(0, 1) else None
+
+
+class _Built(SearchStrategy[Any]):
+    """One member of a union drawn from `draw` (the span `st.builds` gives the branch)."""
+
+    def __init__(self, cls: type[BaseModel], field: str, draw: _Drawer) -> None:
+        super().__init__()
+        self.cls, self.field, self.draw = cls, field, draw
+
+    def calc_label(self) -> int:
+        return calc_label_from_name(f"{self.cls.__name__}.{self.field}")
+
+    def do_draw(self, data: ConjectureData) -> Any:
+        return self.cls(**{self.field: self.draw(data)})
+
+
+class _Model(SearchStrategy[Any]):
+    """Instances of the model `name`, drawn as `plain_strategy_for(name)` draws them."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+        self._draw: _Drawer | None = None
+
+    def __repr__(self) -> str:
+        return f"strategy_for({self.name!r})"
+
+    def calc_label(self) -> int:  # one label per model: Hypothesis's mutator swaps spans of one label
+        return calc_label_from_name(self.name)
+
+    def _compile(self) -> _Drawer:
+        sdef, cls = m.SCHEMA.structs[self.name], m.MODELS[self.name]
+        if sdef.kind == "union":
+            members = _union_members(self.name)
+            if len(members) == 1:  # one_of of one strategy makes no choice
+                return members[0].do_draw
+
+            def draw_union(data: ConjectureData) -> Any:
+                return data.draw(members[data.draw_integer(0, len(members) - 1)])
+
+            return draw_union
+        overrides = _overrides(self.name, fast=True)
+        fields = [
+            (
+                f.name,
+                _drawn(overrides[f.name]) if f.name in overrides else (_optional if f.optional else _drawer)(f.type),
+            )
+            for f in sdef.fields
+        ]
+
+        labels = [calc_label_from_name(f"field {f.type}") for f in sdef.fields]
+
+        def draw_struct(data: ConjectureData) -> Any:
+            kwargs = {}
+            for (name, draw), label in zip(fields, labels):  # a span per field, as st.builds' data.draw gave it
+                data.start_span(label)
+                kwargs[name] = draw(data)
+                data.stop_span()
+            return cls(**kwargs)
+
+        return draw_struct
+
+    def do_draw(self, data: ConjectureData) -> Any:
+        if self._draw is None:
+            self._draw = self._compile()
+        return self._draw(data)
+
+
+def _drawn(strategy: st.SearchStrategy[Any]) -> _Drawer:
+    return lambda data: data.draw(strategy)
 
 
 @cache
 def strategy_for(name: str) -> st.SearchStrategy[Any]:
     """Valid instances of the model `name` (any struct or union of the IDL)."""
-    sdef = m.SCHEMA.structs[name]
-    cls = m.MODELS[name]
-    if sdef.kind == "union":
-        return st.one_of(*[st.builds(cls, **{f.name: type_strategy(f.type)}) for f in sdef.fields])
-    kwargs = {}
-    for f in sdef.fields:
-        s = type_strategy(f.type)
-        kwargs[f.name] = st.none() | s if f.optional else s
-    if name == "SymExpr":  # only expressions opwire's strict grammar accepts (schema/symexpr.py)
-        kwargs["expr_str"] = sym_exprs()
-    if name == "TensorValue":  # a padding is the Thrift writer's, only in an archive's tables: a model never has one
-        kwargs["padding"] = st.none()
-    if name == "ExportedProgram":  # a program must carry a schema version this opwire reads
-        major, minor = m.SCHEMA_VERSION
-        kwargs["schema_version"] = st.builds(m.SchemaVersion, major=st.just(major), minor=st.integers(0, minor))
-    return st.builds(cls, **kwargs)
+    return _Model(name)
 
 
 def same_value(a: Any, b: Any) -> bool:
     """Equality that treats NaN as equal to NaN and compares models field by field."""
-    if isinstance(a, float) and isinstance(b, float):
-        return (math.isnan(a) and math.isnan(b)) or (a == b and math.copysign(1, a) == math.copysign(1, b))
-    if isinstance(a, BaseModel) and isinstance(b, BaseModel):
-        return type(a) is type(b) and all(same_value(a.__dict__[k], b.__dict__[k]) for k in a.__dict__)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return list(a) == list(b) and all(same_value(a[k], b[k]) for k in a)
-    return type(a) is type(b) and a == b
+    t = type(a)
+    if t is not type(b):
+        return False
+    if t is float:
+        return (a != a and b != b) or (a == b and math.copysign(1, a) == math.copysign(1, b))
+    if isinstance(a, BaseModel):
+        da, db = a.__dict__, b.__dict__
+        for k in da:
+            if not same_value(da[k], db[k]):
+                return False
+        return True
+    if t is list:
+        if len(a) != len(b):
+            return False
+        for x, y in zip(a, b):
+            if not same_value(x, y):
+                return False
+        return True
+    if t is dict:
+        if list(a) != list(b):
+            return False
+        for k in a:
+            if not same_value(a[k], b[k]):
+                return False
+        return True
+    return bool(a == b)
 
 
 def assert_same_model(a: BaseModel, b: BaseModel) -> None:
