@@ -28,7 +28,7 @@ def test_the_check_is_built() -> None:
     assert hasattr(_cbuild, "thrift_check")  # the module was built with thrift_check.c
 
 
-@settings(max_examples=800, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(name=st.sampled_from(MODEL_NAMES), codec=st.sampled_from(CODECS), data=st.data())
 def test_every_valid_value_of_every_schema_type_passes(name: str, codec: str, data: st.DataObject) -> None:
     obj = data.draw(strategy_for(name))
@@ -85,7 +85,7 @@ def _mutated(draw: st.DrawFn) -> tuple[str, str, bytes]:
     return name, codec, mutate_bytes(fast.encode(draw(strategy_for(name)), codec), draw, _SPLICES, 300)
 
 
-@settings(max_examples=800, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(case=_mutated())
 def test_mutated_bytes_pass_only_where_verify_passes(case: tuple[str, str, bytes]) -> None:
     name, codec, payload = case
@@ -109,7 +109,7 @@ def test_truncated_inflated_and_deep_bytes_are_declined(codec: str) -> None:
     assert not _cplan.thrift_check(b"".join([union] * 70), "Argument", codec)  # past 64 nested structs
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@settings(max_examples=250, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(name=st.sampled_from(MODEL_NAMES), codec=st.sampled_from(CODECS), data=st.data())
 def test_the_encode_specs_write_the_builders_bytes(name: str, codec: str, data: st.DataObject) -> None:
     """`fast.encode` writes with the `_checker` classes' specs: the same bytes as with the builders' (fastbinary's

@@ -77,11 +77,10 @@ def test_the_c_skip_is_built_and_steps_over_a_program() -> None:
         assert done == (r.pos, 10**9 - dec.elements)
 
 
+@pytest.mark.xdist_group("corpus_export")  # live corpus programs: exported by one worker, not by each
 @pytest.mark.parametrize("codec", CODECS)
-def test_every_corpus_archive_scans_the_same_with_and_without_the_c_skip(
-    codec: str, corpus_programs: list[corpus.CorpusProgram]
-) -> None:
-    for prog in corpus_programs:
+def test_every_corpus_archive_scans_the_same_with_and_without_the_c_skip(codec: str) -> None:
+    for prog in corpus.programs():
         data = _payload(torch_bridge.archive_from_exported_program(prog.ep), codec)
         found = _same_scan(data, codec)
         assert isinstance(found, dict), (prog.name, found)
@@ -100,7 +99,7 @@ def _archives(draw: st.DrawFn) -> tuple[str, bytes]:
     return codec, data
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(case=_archives(), budget=_BUDGETS, depth=_DEPTHS)
 def test_drawn_and_mutated_archives_scan_the_same(case: tuple[str, bytes], budget: int, depth: int) -> None:
     codec, data = case
@@ -167,7 +166,7 @@ def _values(draw: st.DrawFn) -> tuple[str, int, bytes]:
     return codec, STRUCT, mutate_bytes(data, draw, _SPLICES, 300) if draw(st.booleans()) else data
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@settings(max_examples=500, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(case=_values(), budget=_BUDGETS, depth=_DEPTHS)
 def test_the_c_skip_is_the_checking_decoders_skip(case: tuple[str, int, bytes], budget: int, depth: int) -> None:
     """Within its recursion bound (200, past every max_depth here), the C skip reads what the checking decoder's
@@ -199,7 +198,7 @@ def _tensors(draw: st.DrawFn) -> tuple[str, bytes]:
     return codec, data
 
 
-@settings(max_examples=1000, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(case=_tensors(), budget=_BUDGETS, depth=_DEPTHS)
 def test_the_c_tensor_scan_is_the_python_one(case: tuple[str, bytes], budget: int, depth: int) -> None:
     """`thrift_tensor` notes the positions `_scan_tensor` notes, reads and charges what it does, and declines exactly
@@ -238,7 +237,7 @@ def child() -> Iterator[Child]:
     yield from child_fixture("archive scan")
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(case=_archives())
 def test_mutated_archives_scan_alike_in_a_child(child: Child, case: tuple[str, bytes]) -> None:
     """The same comparison in the fuzz child (under RLIMIT_AS): a crash or a runaway in the C walk fails the test
