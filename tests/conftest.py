@@ -50,8 +50,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     Python's default thresholds, one young collection per 700 allocations. Frozen (`gc.freeze`), that heap is no
     longer walked; young collections every 20,000 allocations cost no more in all, and far fewer of them promote
     into full ones. The collector's share falls to ~7%. A test that needs a collection still calls `gc.collect()`,
-    which collects everything made since (what a leak or cycle test looks at). The test process only: opwire
-    itself never changes the collector's settings.
+    which collects everything made since (what a leak or cycle test looks at); a test that thaws the heap freezes
+    it again (test_young_heap, test_cbuild's leak measure: `gc.get_freeze_count()` walks the whole frozen heap,
+    ~36 ms, so no hook asks it after every test). The test process only: opwire itself never changes the
+    collector's settings.
     """
     if getattr(session.config.option, "loadgroup", False):
         _UNGROUPED.extend(
@@ -60,13 +62,6 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(20_000, 50, 50)
-
-
-def pytest_runtest_teardown(item: pytest.Item) -> None:
-    """Freeze the heap again after a test that thawed it (a leak test's `gc.unfreeze()`, a young-heap test)."""
-    if not gc.get_freeze_count():
-        gc.collect()
-        gc.freeze()
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -13,10 +13,14 @@ from opwire.recording.distributed.share import young_heap
 
 @pytest.fixture(autouse=True)
 def _thawed() -> Iterator[None]:
-    """Each test starts from a heap nobody froze (the suite's conftest freezes what collection imported; its
-    teardown hook freezes it again after)."""
+    """Each test starts from a heap nobody froze (the suite's conftest freezes what collection imported); the
+    suite's freeze is put back after."""
+    was = gc.get_freeze_count()
     gc.unfreeze()
     yield
+    if was:
+        gc.collect()
+        gc.freeze()
 
 
 def test_the_heap_alive_on_entry_is_frozen_inside_and_thawed_after() -> None:
