@@ -30,7 +30,6 @@ import loads starts `python` from scratch.
 
 from __future__ import annotations
 
-import atexit
 import gc
 import inspect
 import json
@@ -40,9 +39,10 @@ import runpy
 import signal
 import sys
 import time
-import traceback
 import warnings
 import weakref
+
+from forked_ranks import exit_as_interpreter, install
 
 
 def _vm_size() -> int:
@@ -79,37 +79,30 @@ def _child(request: dict[str, object]) -> None:
     sys.argv = ["-c" if source is not None else str(module) if module else "opwire", *argv]
     code = 1
     try:
-        if source is not None:
-            _as_python_c(str(source), request)
-            code = 0
-        elif module:
-            # runpy's frames are `<frozen runpy>`, no file: each `inspect.stack()` (torchrun's rendezvous and events
-            # call it ~20 times) then scanned all of sys.modules per such frame, ~0.4 CPU-s a launch; a fresh
-            # `torchrun` has no such frames. Named here, they are found at once (and still have no source).
-            inspect.modulesbyfile.setdefault("<frozen runpy>", "runpy")  # type: ignore[attr-defined]
-            if request.get("fork_ranks"):  # a torchrun launcher whose ranks are forks of it (forked_ranks.py)
-                from forked_ranks import install
-
-                install()
-            runpy.run_module(str(module), run_name="__main__", alter_sys=True)
-            code = 0
-        else:
-            from opwire.cli import main
-
-            code = main(argv)
-    except SystemExit as exc:
-        if exc.code is None or isinstance(exc.code, int):
-            code = exc.code or 0
-        else:
-            print(exc.code, file=sys.stderr)
-    except BaseException:
-        traceback.print_exc()
-    try:
-        atexit._run_exitfuncs()
+        code = exit_as_interpreter(lambda: _command(request, argv))
     finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
         os._exit(code & 0xFF)
+
+
+def _command(request: dict[str, object], argv: list[str]) -> int | None:
+    """The request's command, `python -c CODE`, `python -m MODULE` or `opwire`, with ARGV; opwire's exit code."""
+    module = request.get("module")
+    source = request.get("code")
+    if source is not None:
+        _as_python_c(str(source), request)
+        return None
+    if module:
+        # runpy's frames are `<frozen runpy>`, no file: each `inspect.stack()` (torchrun's rendezvous and events
+        # call it ~20 times) then scanned all of sys.modules per such frame, ~0.4 CPU-s a launch; a fresh
+        # `torchrun` has no such frames. Named here, they are found at once (and still have no source).
+        inspect.modulesbyfile.setdefault("<frozen runpy>", "runpy")  # type: ignore[attr-defined]
+        if request.get("fork_ranks"):  # a torchrun launcher whose ranks are forks of it (forked_ranks.py)
+            install()
+        runpy.run_module(str(module), run_name="__main__", alter_sys=True)
+        return None
+    from opwire.cli import main
+
+    return main(argv)
 
 
 def _as_python_c(source: str, request: dict[str, object]) -> None:

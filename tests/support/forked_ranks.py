@@ -28,9 +28,10 @@ import signal
 import subprocess
 import sys
 import traceback
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TextIO
 
-__all__ = ["ForkedRank", "install"]
+__all__ = ["ForkedRank", "exit_as_interpreter", "install"]
 
 
 def _python_command(args: list[str]) -> tuple[str, str, list[str]] | None:
@@ -65,14 +66,18 @@ def _run_rank(kind: str, what: str, argv: list[str], env: dict[str, str]) -> int
     extra = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     first = os.path.dirname(os.path.abspath(what)) if kind == "path" else os.getcwd()
     sys.path[0:1] = [first, *extra]
+    sys.argv = [what if kind == "path" else "-m", *argv]
+    if kind == "path":
+        return exit_as_interpreter(lambda: runpy.run_path(what, run_name="__main__") and None, inherited)
+    return exit_as_interpreter(lambda: runpy.run_module(what, run_name="__main__", alter_sys=True) and None, inherited)
+
+
+def exit_as_interpreter(main: Callable[[], int | None], streams: tuple[TextIO, ...] = ()) -> int:
+    """Run `main` and end as an interpreter ends: its exit code (`main`'s, a `SystemExit`'s, or 1 after printing an
+    uncaught exception's traceback), once the atexit handlers have run and `streams` and sys's are flushed."""
     code = 1
     try:
-        sys.argv = [what if kind == "path" else "-m", *argv]
-        if kind == "path":
-            runpy.run_path(what, run_name="__main__")
-        else:
-            runpy.run_module(what, run_name="__main__", alter_sys=True)
-        code = 0
+        code = main() or 0
     except SystemExit as exc:
         if exc.code is None or isinstance(exc.code, int):
             code = exc.code or 0
@@ -83,7 +88,7 @@ def _run_rank(kind: str, what: str, argv: list[str], env: dict[str, str]) -> int
     try:
         atexit._run_exitfuncs()
     finally:
-        for stream in (*inherited, sys.stdout, sys.stderr):
+        for stream in (*streams, sys.stdout, sys.stderr):
             stream.flush()
     return code
 
