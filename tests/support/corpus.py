@@ -208,17 +208,29 @@ def _write(dst: Path, built: tuple[CorpusProgram, ...]) -> None:
     part.rename(dst)
 
 
+def _publish(model: str, *, wait: bool) -> Path | None:
+    """The shared directory of `model`'s bytes, written from this process's export unless a process wrote them
+    already; None without a shared directory, or when another process holds the model's lock and not `wait`."""
+    root = _SHARED.get("dir")
+    if root is None:
+        return None
+    dst = root / "corpus" / model
+    with open(root / f"corpus-{model}.lock", "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)  # released when it closes
+        except BlockingIOError:
+            return None
+        if not dst.exists():
+            _write(dst, _export(model))
+    return dst
+
+
 @functools.cache
 def _serialized(model: str) -> tuple[SerializedProgram, ...]:
     """Both IRs of one model as bytes: from the shared directory (written by whoever asked first), else exported."""
-    root = _SHARED.get("dir")
-    if root is None:
+    dst = _publish(model, wait=True)
+    if dst is None:
         return _export(model)
-    dst = root / "corpus" / model
-    with open(root / f"corpus-{model}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        if not dst.exists():
-            _write(dst, _export(model))
     seconds = json.loads((dst / "seconds.json").read_text())
     return tuple(
         SerializedProgram(
@@ -231,17 +243,7 @@ def _serialized(model: str) -> tuple[SerializedProgram, ...]:
 @functools.cache
 def _offer(model: str) -> None:
     """Share the bytes of this process's live export, unless some process shared (or is sharing) the model's."""
-    root = _SHARED.get("dir")
-    if root is None:
-        return
-    dst = root / "corpus" / model
-    with open(root / f"corpus-{model}.lock", "w") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # another process is writing them: no need to wait
-        except BlockingIOError:
-            return
-        if not dst.exists():
-            _write(dst, _export(model))
+    _publish(model, wait=False)  # another process writing them: no need to wait
 
 
 def get_serialized(name: str) -> SerializedProgram:
