@@ -38,6 +38,7 @@ MODEL_NAMES: tuple[str, ...] = tuple(m.SCHEMA.structs)
 """Every struct and union of the IDL."""
 
 _MAX_LIST = 3
+_AVERAGE = min(5, 0.5 * _MAX_LIST)  # st.lists' and st.dictionaries' default average size
 
 _INT_BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64}
 
@@ -126,11 +127,10 @@ def _drawer(t: TypeRef) -> _Drawer:
         return lambda data: data.draw(model)  # a span per struct, as Hypothesis's mutator likes
     if t.kind in ("list", "set"):
         element, label = _drawer(t.args[0]), calc_label_from_name(f"element {t.args[0]}")
-        average = min(5, 0.5 * _MAX_LIST)  # st.lists' default average size
 
         def draw_list(data: ConjectureData) -> list[Any]:
             out = []
-            with many(data, min_size=0, max_size=_MAX_LIST, average_size=average) as elements:
+            with many(data, min_size=0, max_size=_MAX_LIST, average_size=_AVERAGE) as elements:
                 for _ in elements:  # a span per element labelled by its type, as data.draw(element) gave it
                     data.start_span(label)
                     out.append(element(data))
@@ -140,11 +140,10 @@ def _drawer(t: TypeRef) -> _Drawer:
         return draw_list
     if t.kind == "map":
         key, value = _leaf(st.text(max_size=6)), _drawer(t.args[1])
-        average = min(5, 0.5 * _MAX_LIST)
 
         def draw_map(data: ConjectureData) -> dict[str, Any]:
             out: dict[str, Any] = {}
-            with many(data, min_size=0, max_size=_MAX_LIST, average_size=average) as elements:
+            with many(data, min_size=0, max_size=_MAX_LIST, average_size=_AVERAGE) as elements:
                 for _ in elements:
                     for _try in range(3):  # st.dictionaries: a key already drawn is redrawn twice, then rejected
                         k = key(data)
