@@ -258,3 +258,59 @@ def test_a_thrift_decode_builds_each_repeated_string_once(codec: str) -> None:
     assert got is not None and len({id(s) for s in got[:400]}) == 7
     assert got[400] is not got[401]
     assert second.as_strings is not None and second.as_strings[0] is not got[0]
+
+
+_AS_NONE = {"compact": (b"\xa1\x00", b"\xa3\x00"), "binary": (b"\x02\x00\n\x01\x00", b"\x02\x00\n\x07\x00")}
+"""Argument(as_none=True) as each codec writes it, and the same with a byte no canonical encoding has (compact: a
+bool field of wire type 3; binary: a bool of value 7)."""
+
+
+@pytest.mark.parametrize("codec", ["binary", "compact"])
+def test_a_list_past_the_budget_ends_as_building_it_would(codec: str) -> None:
+    """A list whose items cannot fit what is left of the budget (thrift_read.c reads them without building):
+    refused past the budget where its bytes hold, declined where a byte stops being canonical before the budget
+    runs out, refused where the budget runs out first; a map's repeated key likewise."""
+    n = 1000
+    item, bad = _AS_NONE[codec]
+    payload = fast.encode(
+        m.Node(target="aten.x", inputs=[], outputs=[m.Argument(as_none=True)] * n, metadata={}), codec
+    )
+    start = payload.find(item * n)
+    assert start > 0 and _c(payload, "Node", codec, 10**9)[1] == 2005  # type: ignore[index]
+    # Node, target, inputs, outputs: 4 values, then 2 an item (the union and its member), then the metadata map
+    assert _c(payload, "Node", codec, 2005)[1] == 2005  # type: ignore[index]
+    assert _c(payload, "Node", codec, 2004) == "too many"
+    assert _c(payload, "Node", codec, 1500) == "too many"
+    at = start + 500 * len(item)  # item 500 made not canonical: the budget of 1500 runs out at item 748
+    broken = payload[:at] + bad + payload[at + len(bad) :]
+    assert _c(broken, "Node", codec, 10**9) is None
+    assert _c(broken, "Node", codec, 1500) is None
+    assert _c(broken, "Node", codec, 500) == "too many"  # runs out at item 248, before the bad byte
+    keys = [f"k{i:04}" for i in range(n)]
+    payload = fast.encode(m.Node(target="aten.x", inputs=[], outputs=[], metadata=dict.fromkeys(keys, "v")), codec)
+    assert _c(payload, "Node", codec, 10**9)[1] == 1005  # type: ignore[index]  # keys are not counted
+    assert _c(payload, "Node", codec, 800) == "too many"
+    repeated = payload.replace(b"k0500", b"k0499")
+    assert _c(repeated, "Node", codec, 10**9) is None
+    assert _c(repeated, "Node", codec, 800) is None  # the repeat at entry 500, the budget out at 796
+    assert _c(repeated, "Node", codec, 300) == "too many"
+
+
+def test_a_million_structs_past_the_budget_are_refused_without_building_them() -> None:
+    """The hostile table's `as_none_amplification` (tests/support/hostile.py): 2 MB of compact bytes declaring a
+    million `Argument(as_none=True)`, two values each against a budget of 2,000,000. Refused with no model built
+    (building them up to the budget allocated hundreds of MB): the decode's peak allocation stays small."""
+    n = 1_000_000
+    head = fast.encode(
+        m.Node(target="aten.x", inputs=[], outputs=[m.Argument(as_none=True)] * 16, metadata={}), "compact"
+    )
+    payload = head.replace(b"\xa9\xfc\x10" + b"\xa1\x00" * 16, b"\xa9\xfc\xc0\x84=" + b"\xa1\x00" * n)
+    assert len(payload) > 2 * n
+    tracemalloc.start()
+    try:
+        with pytest.raises(opwire.DecodeError, match=r"exceeds the budget max_elements=2000000"):
+            thrift.decode(payload, m.Node, "compact", framed=False, max_elements=2_000_000)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20, f"{peak:,} bytes allocated at the peak"

@@ -17,6 +17,7 @@ typedef struct {
     int kind;
     int a, b;            /* K_STRUCT: struct index; K_LIST: item type; K_MAP: key and value types */
     PyObject *enum_map;  /* K_ENUM: dict int -> member */
+    long long least;     /* the fewest values one value of this type spends in a Thrift decode (a lower bound) */
 } TypeNode;
 
 typedef struct {

@@ -174,6 +174,35 @@ static int read_struct(Plan *p, StructPlan *s, PyObject *t) {
     return 0;
 }
 
+/* Each type's `least`: the fewest values one of its values spends in a Thrift decode (thrift_read.c charges one
+   for every struct, list, map and leaf): one for a leaf, list or map; for a struct one more than its fields that
+   must be on the wire spend, for a union one more than its cheapest member. Starting from one everywhere and
+   applying these rules a few times stays a lower bound at every step (the rules are monotone and the true least
+   counts obey them), which is all thrift_read.c needs of it; a recursive struct only stops growing at the cap. */
+static void least_values(Plan *p) {
+    for (int i = 0; i < p->ntypes; i++)
+        p->types[i].least = 1;
+    for (int pass = 0, changed = 1; changed && pass < 16; pass++) {
+        changed = 0;
+        for (int i = 0; i < p->ntypes; i++) {
+            if (p->types[i].kind != K_STRUCT)
+                continue;
+            StructPlan *s = &p->structs[p->types[i].a];
+            long long fields = 0;
+            for (int j = 0; j < s->nfields; j++) {
+                long long c = p->types[s->fields[j].type].least;
+                if (s->is_union)
+                    fields = j == 0 || c < fields ? c : fields;
+                else if (!s->fields[j].thrift_absent_ok)
+                    fields += c;
+            }
+            long long least = fields < (1LL << 40) ? 1 + fields : 1LL << 40;
+            changed |= least != p->types[i].least;
+            p->types[i].least = least;
+        }
+    }
+}
+
 /* compile(types, structs, objects) -> capsule; see opwire/serde/_cplan.py for the layout */
 PyObject *plan_compile(PyObject *self, PyObject *args) {
     PyObject *types, *structs, *objs;
@@ -234,6 +263,7 @@ PyObject *plan_compile(PyObject *self, PyObject *args) {
             return NULL;
         }
     }
+    least_values(p);
     return capsule;
 }
 

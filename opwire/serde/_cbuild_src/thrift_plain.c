@@ -22,10 +22,11 @@ static PyObject *plain_value(Reader *r, int ti);
 
 /* a list or map of `n` items: one value of the struct being read; longer than the budget: fastbinary's count
    stops here unless it stopped before */
-static void container(Reader *r, Py_ssize_t n) {
+static int container(Reader *r, TypeNode *t, Py_ssize_t n) {
     r->own++;
     if (n > r->limit && r->event == E_NONE)
         r->event = E_LONG;
+    return 0;
 }
 
 /* an object of `sp`'s plain class holding `dict` (stolen) as its `__dict__` */

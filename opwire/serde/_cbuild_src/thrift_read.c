@@ -8,10 +8,101 @@
  * member; enum values the IDL knows; no byte left over. Lengths are checked against the bytes that remain
  * before anything is read or allocated; at most 64 nested structs (as fastbinary); every value is counted
  * against the decode's budget (TooMany past it). Anything else raises Fallback: the checking decoder decides.
+ *
+ * A list or map whose items cannot all fit in what is left of the budget (each item spends its type's `least`
+ * values at least, plan.c) ends in an error whatever its bytes: TooMany where the budget runs out, or Fallback where
+ * the bytes stop being canonical first. Its items are read dry (`dry_items`): the same bytes taken, the same values
+ * spent, the same error at the same place, nothing built (2 MB of compact bytes can declare a million structs: the
+ * build up to the budget took a second).
  */
 #include "thrift_wire.h"
 
 static PyObject *read_value(Reader *r, int ti);
+static PyObject *dry_value(Reader *r, int ti);
+
+/* a leaf of type `t` (an enum's member, a value the IDL knows), as both reads take it */
+static PyObject *leaf_value(Reader *r, TypeNode *t) {
+    PyObject *v = leaf(r, t->kind);
+    if (v == NULL || t->kind != K_ENUM)
+        return v;
+    PyObject *member = PyDict_GetItemWithError(t->enum_map, v);
+    Py_DECREF(v);
+    if (member == NULL)
+        return cb_fallback();
+    Py_INCREF(member);
+    return member;
+}
+
+/* a struct read dry: None for the model read_struct would build */
+static PyObject *dry_struct(Reader *r, int si) {
+    StructPlan *sp = &r->p->structs[si];
+    if (r->structs >= MAX_STRUCTS)
+        return cb_fallback();
+    if (spend(r) < 0)
+        return NULL;
+    PyObject *vals[MAX_FIELDS];
+    r->structs++;
+    int present = fields_of(r, sp, vals, dry_value, spend);
+    for (int q = 0; q < sp->nfields; q++)
+        Py_XDECREF(vals[q]);
+    r->structs--;
+    if (present < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* the `n` items of a list or map of type `t` whose header was read, dry, a map's keys held distinct as
+   map_of holds them: 0, or -1 with the error building them would have met */
+static int dry_items(Reader *r, TypeNode *t, Py_ssize_t n) {
+    PyObject *keys = t->kind == K_MAP ? PySet_New(NULL) : NULL;
+    if (t->kind == K_MAP && keys == NULL)
+        return -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (t->kind == K_LIST) {
+            PyObject *x = dry_value(r, t->a);
+            if (x == NULL)
+                return -1;
+            Py_DECREF(x);
+            continue;
+        }
+        PyObject *k = string(r, K_STRING), *v = k ? dry_value(r, t->b) : NULL;
+        int bad = v == NULL || PySet_Add(keys, k) < 0 || PySet_GET_SIZE(keys) != i + 1;
+        Py_XDECREF(k);
+        Py_XDECREF(v);
+        if (bad) {
+            Py_DECREF(keys);
+            cb_fallback(); /* (keeps a TooMany) */
+            return -1;
+        }
+    }
+    Py_XDECREF(keys);
+    return 0;
+}
+
+static PyObject *dry_value(Reader *r, int ti) {
+    TypeNode *t = &r->p->types[ti];
+    Py_ssize_t n;
+    if (t->kind == K_STRUCT)
+        return dry_struct(r, t->a);
+    if (spend(r) < 0)
+        return NULL;
+    if (t->kind != K_LIST && t->kind != K_MAP)
+        return leaf_value(r, t);
+    if ((t->kind == K_LIST ? list_header(r, t->a, &n) : map_header(r, t->a, t->b, &n)) < 0 || dry_items(r, t, n) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* a list or map of `n` items of type `t` whose header was read: on to build it when its items can fit in the
+   budget; else its items read dry to the error that stops them (-1) */
+static int within_budget(Reader *r, TypeNode *t, Py_ssize_t n) {
+    long long least = r->p->types[t->kind == K_LIST ? t->a : t->b].least;
+    if (n <= (r->limit - r->count) / least)
+        return 0;
+    if (dry_items(r, t, n) == 0)
+        cb_fallback(); /* not reached: the items spent more than the budget holds */
+    return -1;
+}
 
 static PyObject *read_struct(Reader *r, int si) {
     StructPlan *sp = &r->p->structs[si];
@@ -67,18 +158,10 @@ static PyObject *read_value(Reader *r, int ti) {
     if (spend(r) < 0)
         return NULL;
     if (t->kind == K_LIST)
-        return list_of(r, t, read_value, NULL);
+        return list_of(r, t, read_value, within_budget);
     if (t->kind == K_MAP)
-        return map_of(r, t, read_value, NULL);
-    PyObject *v = leaf(r, t->kind);
-    if (v == NULL || t->kind != K_ENUM)
-        return v;
-    PyObject *member = PyDict_GetItemWithError(t->enum_map, v); /* the enum's member, a value the IDL knows */
-    Py_DECREF(v);
-    if (member == NULL)
-        return cb_fallback();
-    Py_INCREF(member);
-    return member;
+        return map_of(r, t, read_value, within_budget);
+    return leaf_value(r, t);
 }
 
 /* thrift_build(plan, struct_index, data, start, compact, limit) -> (model, values counted) */

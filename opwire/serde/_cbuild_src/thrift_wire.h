@@ -296,17 +296,16 @@ static inline PyObject *leaf(Reader *r, int kind) {
 }
 
 /* how a reader reads one value of type `ti` (a model or a plain object for a struct); `seen`, when set, is told
-   each container's length once its header is read (the plain reader counts it) */
+   each container's type and length once its header is read (the plain reader counts it; the model reader reads
+   a container that cannot fit its budget without building it) and stops the read by returning -1, an error set */
 typedef PyObject *(*ValueFn)(Reader *r, int ti);
-typedef void (*SeenFn)(Reader *r, Py_ssize_t n);
+typedef int (*SeenFn)(Reader *r, TypeNode *t, Py_ssize_t n);
 
 /* a list of `t`'s items, each read by `value` */
 static inline PyObject *list_of(Reader *r, TypeNode *t, ValueFn value, SeenFn seen) {
     Py_ssize_t n;
-    if (list_header(r, t->a, &n) < 0)
+    if (list_header(r, t->a, &n) < 0 || (seen != NULL && seen(r, t, n) < 0))
         return NULL;
-    if (seen != NULL)
-        seen(r, n);
     PyObject *list = PyList_New(n);
     if (list == NULL)
         return NULL;
@@ -328,10 +327,8 @@ static inline PyObject *list_of(Reader *r, TypeNode *t, ValueFn value, SeenFn se
 /* a map of string keys to `t`'s values, each read by `value` */
 static inline PyObject *map_of(Reader *r, TypeNode *t, ValueFn value, SeenFn seen) {
     Py_ssize_t n;
-    if (map_header(r, t->a, t->b, &n) < 0)
+    if (map_header(r, t->a, t->b, &n) < 0 || (seen != NULL && seen(r, t, n) < 0))
         return NULL;
-    if (seen != NULL)
-        seen(r, n);
     PyObject *dict = PyDict_New();
     if (dict == NULL)
         return NULL;
