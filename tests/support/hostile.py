@@ -149,6 +149,22 @@ def _write(work: Work, name: str, data: bytes) -> Path:
     return p
 
 
+def _once(build: Callable[[Work], Path]) -> Callable[[Work], Path]:
+    """`build` of a file whose bytes do not depend on its directory (and which leaves nothing else there): built
+    the first time, then the same bytes written under the same name into each later directory, so that every
+    command of a case still gets a file of its own without exporting, zipping or compressing it again."""
+    made: list[tuple[str, bytes]] = []
+
+    def again(work: Work) -> Path:
+        if made:
+            return _write(work, *made[0])
+        path = build(work)
+        made.append((path.name, path.read_bytes()))
+        return path
+
+    return again
+
+
 # -------------------------------------------------------------------------------- attack 2: expr_str
 def _set_first_expr(expr: str) -> Callable[[dict[str, Any]], None]:
     def edit(doc: dict[str, Any]) -> None:
@@ -233,6 +249,7 @@ def _pt2_with_program(
 ) -> Callable[[Work], Path]:
     """The base .pt2 with its program entry rewritten (`payload` instead of the JSON, if given) and patched."""
 
+    @_once
     def build(work: Work) -> Path:
         src = work.path("base.pt2")
         src.write_bytes(_base_pt2())
@@ -271,6 +288,7 @@ def _gib_of_zeros_deflated() -> tuple[bytes, int]:
     return raw, crc
 
 
+@_once
 def _deflate_bomb(work: Work) -> Path:
     """An entry declaring 1 GiB from about a megabyte of deflate (a ratio past the budget)."""
     raw, crc = _gib_of_zeros_deflated()
@@ -279,6 +297,7 @@ def _deflate_bomb(work: Work) -> Path:
     return dst
 
 
+@_once
 def _lying_size(work: Work) -> Path:
     """A deflate entry declaring 1000 bytes that inflates to 10 MB (within the ratio, past its declared size)."""
     data = b"{" + b" " * (10 << 20) + b"}"
@@ -306,6 +325,7 @@ def _raw_zip(dst: Path, name: str, raw: bytes, method: int, file_size: int, crc:
     dst.write_bytes(bytes(out + central + end))
 
 
+@_once
 def _corrupt_deflate(work: Work) -> Path:
     data = base_program_json()
     raw = bytearray(zlib.compress(data, 9)[2:-4])
@@ -357,23 +377,9 @@ def _pt2_raw_weight(
 ) -> Callable[[Work], Path]:
     """A .pt2 whose one weight is stored raw (`storage`) with the given meta."""
 
+    @_once
     def build(work: Work) -> Path:
-        import torch
-
-        from opwire.serde import pt2
-        from opwire.serde.torch_bridge import archive_from_exported_program
-
-        class Scale(torch.nn.Module):
-            def __init__(self) -> None:
-                super().__init__()
-                self.w = torch.nn.Parameter(torch.ones(3, 4))
-
-            def forward(self, x: torch.Tensor) -> torch.Tensor:
-                return x * self.w
-
-        ep = torch.export.export(Scale(), (torch.ones(3, 4),))
-        src = work.path("good.pt2")
-        pt2.write(archive_from_exported_program(ep), src)
+        src = _write(work, "good.pt2", _one_weight_pt2())
         dst = work.path("weights.pt2")
         with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
             for info in zin.infolist():
@@ -395,7 +401,34 @@ def _pt2_raw_weight(
     return build
 
 
+@functools.cache
+def _one_weight_pt2() -> bytes:
+    """A good .pt2 of `x * w` (one 3x4 weight), once per process."""
+    import tempfile
+
+    import torch
+
+    from opwire.serde import pt2
+    from opwire.serde.torch_bridge import archive_from_exported_program
+
+    class Scale(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.ones(3, 4))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x * self.w
+
+    ep = torch.export.export(Scale(), (torch.ones(3, 4),))
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "good.pt2"
+        pt2.write(archive_from_exported_program(ep), path)
+        return path.read_bytes()
+
+
+@functools.cache
 def _scale_export() -> Any:
+    """`x * w + v` (two 3x4 weights) exported, once per process (read, never changed, by the builders)."""
     import torch
 
     class Scale(torch.nn.Module):
@@ -413,15 +446,11 @@ def _scale_export() -> Any:
 def _opw_with(edit: Callable[[dict[str, Any]], None], cut: int = 0) -> Callable[[Work], Path]:
     """A good two-weight .opw whose table `edit` changes (header length and CRC fixed up), `cut` bytes cut off."""
 
+    @_once
     def build(work: Work) -> Path:
-        from opwire.serde import opw
         from opwire.serde._archive.opw_table import HEADER, Header, pack_header
-        from opwire.serde.torch_bridge import archive_from_exported_program
 
-        src = work.path("good.opw")
-        opw.write(archive_from_exported_program(_scale_export()), src)
-        data = src.read_bytes()
-        src.unlink()
+        data = _scale_opw()
         _, _, _, _, t_len, d_off, d_len, _, _, _ = HEADER.unpack_from(data)
         table = json.loads(data[64 : 64 + t_len])
         edit(table)
@@ -434,6 +463,20 @@ def _opw_with(edit: Callable[[dict[str, Any]], None], cut: int = 0) -> Callable[
     return build
 
 
+@functools.cache
+def _scale_opw() -> bytes:
+    """The good two-weight .opw of `_scale_export`, once per process."""
+    import tempfile
+
+    from opwire.serde import opw
+    from opwire.serde.torch_bridge import archive_from_exported_program
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "good.opw"
+        opw.write(archive_from_exported_program(_scale_export()), path)
+        return path.read_bytes()
+
+
 def _opw_tensor(**fields: Any) -> Callable[[dict[str, Any]], None]:
     def edit(table: dict[str, Any]) -> None:
         table["weights"]["w"].update(fields)
@@ -441,6 +484,7 @@ def _opw_tensor(**fields: Any) -> Callable[[dict[str, Any]], None]:
     return edit
 
 
+@_once
 def _pt2_shared_deflated_entry(work: Work) -> Path:
     """A .pt2 whose 12 weights name one deflated entry, the first claiming more bytes than the entry holds."""
     import torch
@@ -515,6 +559,12 @@ def _escaped_quotes(work: Work) -> Path:
 def tensor_frames_trace(work: Work, n: int = 300_000) -> Path:
     """Issue 16: a streamed trace of `n` tensor frames (47 bytes each: 14 MB for 300k) that cost +1 GB at
     open when each frame had a fresh budget. Built from one encoded frame with the name's digits replaced."""
+    return _write(work, "frames.trace", _tensor_frames(n))
+
+
+@functools.cache
+def _tensor_frames(n: int) -> bytes:
+    """`tensor_frames_trace`'s bytes, once per process and `n`."""
     from opwire.recording.stream_frames import ROOT
     from opwire.schema import models as m
     from opwire.serde import framing, thrift
@@ -538,7 +588,7 @@ def tensor_frames_trace(work: Work, n: int = 300_000) -> Path:
         b = head + b"t%06d" % i + tail
         parts.append(struct.pack(">cQI", b"T", len(b), zlib.crc32(b)) + b)
     parts.append(frame(b"E", {"trailer": m.TraceEnd(records=0, tensors=n, payloads=0, payload_bytes=0)}))
-    return _write(work, "frames.trace", b"".join(parts))
+    return b"".join(parts)
 
 
 def _deep_json(work: Work) -> Path:
