@@ -8,6 +8,7 @@ leave `absent` (a path the attack would create) uncreated.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -359,14 +360,20 @@ def nested_while(outer: int, inner: int) -> m.OpwireArchive:
 
 
 # ------------------------------------------------------------------------------------------ files
-def program(nodes: list[m.Node], out: str = "out") -> m.OpwireArchive:
-    """An archive whose program takes one tensor `x`, runs `nodes` and returns tensor `out`."""
+@functools.cache
+def _add_one() -> m.OpwireArchive:
+    """`x + 1` over 16 floats, exported once per process (`program` edits deep copies of it)."""
 
     class _Add(torch.nn.Module):
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             return x + 1
 
-    archive = torch_bridge.archive_from_exported_program(torch.export.export(_Add(), (torch.ones(16),)))
+    return torch_bridge.archive_from_exported_program(torch.export.export(_Add(), (torch.ones(16),)))
+
+
+def program(nodes: list[m.Node], out: str = "out") -> m.OpwireArchive:
+    """An archive whose program takes one tensor `x`, runs `nodes` and returns tensor `out`."""
+    archive = _add_one().model_copy(deep=True)
     gm = archive.program.graph_module
     x_name = gm.signature.input_specs[0].value.arg.value.name
     for n in nodes:
@@ -379,17 +386,21 @@ def program(nodes: list[m.Node], out: str = "out") -> m.OpwireArchive:
     return archive
 
 
-def while_forever() -> m.OpwireArchive:
-    """An exported while_loop whose condition was edited to `i >= 0`: it never turns false."""
+@functools.cache
+def _counting_loop() -> m.OpwireArchive:
+    """A while_loop counting `i` up to 5, exported once per process (`while_forever` edits deep copies of it)."""
     from torch._higher_order_ops.while_loop import while_loop
 
     class _While(torch.nn.Module):
         def forward(self, i: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
             return while_loop(lambda i, x: i < 5, lambda i, x: (i + 1, x + 1.0), (i, x))  # type: ignore[no-any-return]
 
-    archive = torch_bridge.archive_from_exported_program(
-        torch.export.export(_While(), (torch.tensor(0), torch.zeros(3)))
-    )
+    return torch_bridge.archive_from_exported_program(torch.export.export(_While(), (torch.tensor(0), torch.zeros(3))))
+
+
+def while_forever() -> m.OpwireArchive:
+    """An exported while_loop whose condition was edited to `i >= 0`: it never turns false."""
+    archive = _counting_loop().model_copy(deep=True)
     loop = archive.program.graph_module.graph.nodes[0]
     cond = loop.inputs[0].arg.value.graph.nodes[0]
     cond.target = "torch.ops.aten.ge.Scalar"
