@@ -17,6 +17,7 @@ import pytest
 import torch
 from support import corpus
 from support.clirun import run_cli
+from torch._export.serde.serialize import deserialize
 
 import opwire
 from opwire.schema import models as m
@@ -98,10 +99,13 @@ print(json.dumps(found))
 
 
 def _files(root: Path) -> None:
-    """Every kind of file the commands read, made with torch here (the commands themselves must not need it)."""
-    prog = corpus.get_program("mlp/decomposed")
+    """Every kind of file the commands read, made with torch here (the commands themselves must not need it).
+
+    The program is the corpus's bytes (exported once per run, tests/support/corpus.py), loaded by torch's own
+    deserializer to be saved as torch saves a .pt2: no export of its own in this worker."""
+    prog = corpus.get_serialized("mlp/decomposed")
     (root / "model.json").write_bytes(prog.json_bytes)
-    torch.export.save(prog.ep, root / "model.pt2")
+    torch.export.save(deserialize(prog.artifact()), root / "model.pt2")
     archive = opwire.serde.pt2.read(root / "model.pt2")
     (root / "model.bin").write_bytes(opwire.dumps(archive, format="binary"))
     (root / "model.compact").write_bytes(opwire.dumps(archive, format="compact"))
