@@ -9,12 +9,14 @@ torch once).
 
 from __future__ import annotations
 
+import random
 import re
+import zlib
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support.hostile import CASES, Case, Work
+from support.hostile import CASES, Case, Work, _crc32_combine
 from support.hostile_driver import run_jobs
 
 pytestmark = pytest.mark.xdist_group("hostile_cli")  # the module-scoped fixture is built once, on one worker
@@ -91,3 +93,15 @@ def test_hostile_input_is_one_line_error(
 
 def test_every_attack_class_of_the_decode_side_has_cases() -> None:
     assert {2, 3, 5, 6, 7, 9} <= {c.attack for c in CASES}
+
+
+def test_the_crc_of_a_concatenation_is_combined_as_zlib_computes_it() -> None:
+    """The deflate bomb's CRC-32 of 1 GiB is its 16 MiB piece's combined with itself (tests/support/hostile.py)."""
+    rng = random.Random(0)
+    for _ in range(200):
+        a, b = rng.randbytes(rng.randrange(40)), rng.randbytes(rng.randrange(40))
+        assert _crc32_combine(zlib.crc32(a), zlib.crc32(b), len(b)) == zlib.crc32(a + b)
+    crc, size = zlib.crc32(b"\0" * 4096), 4096
+    for _ in range(6):
+        crc, size = _crc32_combine(crc, crc, size), 2 * size
+    assert crc == zlib.crc32(b"\0" * size)
