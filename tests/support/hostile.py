@@ -574,8 +574,13 @@ def _short_strings(work: Work) -> Path:
     from opwire.serde import framing
 
     n = 20_000_000
-    body = b"\x09\xca\x01" + b"\xf8" + _varint(n) + b"\x02ab" * n + b"\x00"  # field 101: list of n strings
-    return _write(work, "strings.bin", framing.write_header("compact", "Argument") + body)
+    path = work.path("strings.bin")
+    with path.open("wb") as f:  # written in parts: the 60 MB are made once, not copied into one bytes again
+        f.write(framing.write_header("compact", "Argument"))
+        f.write(b"\x09\xca\x01" + b"\xf8" + _varint(n))  # field 101: list of n strings
+        f.write(b"\x02ab" * n)
+        f.write(b"\x00")
+    return path
 
 
 def _escaped_quotes(work: Work) -> Path:
