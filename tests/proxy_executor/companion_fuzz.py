@@ -14,14 +14,22 @@ runs every case of the family ops' calls.
 
 from __future__ import annotations
 
+import functools
 import json
-import subprocess
+import os
+import select
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 import torch
+
+if __package__ in (None, ""):  # run as a script: tests/ on the path, as pytest puts it
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from support.forked import Served
 
 MUTATIONS = ("one element", "huge index", "other dtype", "non-contiguous", "zero stride", "none")
 
@@ -124,44 +132,57 @@ def _picklable(values: dict[str, Any]) -> bool:
         return False
 
 
-_CHILD = """
-import sys, torch, warnings
-warnings.simplefilter("ignore")
-sys.path.insert(0, {tests!r})
-from support.op_call import call_node
-from opwire.errors import OpwireError
-from opwire.proxy_executor import ProxyExecutor
-todo = torch.load({path!r}, weights_only=False)
-for i in range({start}, len(todo)):
-    op, values, label = todo[i]
-    print(i, flush=True)
-    try:
-        node, env = call_node(op, **values)
-        ProxyExecutor().call(node, env)
-    except (OpwireError, TypeError):
-        pass
-print("done", flush=True)
-"""
+def _child(todo: list[tuple[str, dict[str, Any], str]], start: int, stderr: str) -> None:
+    """The forked child: runs the cases from `start` in order, printing each one's index before it runs it."""
+    from support.op_call import call_node
+
+    from opwire.errors import OpwireError
+    from opwire.proxy_executor import ProxyExecutor
+
+    fd = os.open(stderr, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    os.dup2(fd, 2)  # the crash's last words, for the report
+    os.close(fd)
+    for i in range(start, len(todo)):
+        op, values, _label = todo[i]
+        print(i, flush=True)
+        try:
+            node, env = call_node(op, **values)
+            ProxyExecutor().call(node, env)
+        except (OpwireError, TypeError):
+            pass
+    print("done", flush=True)
+
+
+def _output(child: Served, timeout: float) -> str:
+    """What the child printed until it ended, killing it (TimeoutError) when `timeout` seconds pass first."""
+    out, deadline, fd = b"", time.monotonic() + timeout, child.stdout.fileno()
+    while select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return out.decode()
+        out += chunk
+    child.kill()
+    child.wait()
+    raise TimeoutError(f"the companion fuzz's child ran over {timeout:.0f}s")
 
 
 def run(todo: list[tuple[str, dict[str, Any], str]], timeout: float = 600) -> dict[str, Any]:
-    """Run the cases in children (resuming after a crash): the figures and every crash's case."""
-    tests = str(Path(__file__).resolve().parents[1])
+    """Run the cases in children forked from this process (resuming after a crash): the figures and every crash's
+    case. A fork, not a fresh interpreter: the cases arrive as they are (no pickling) and torch is imported once."""
     crashes: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
-        path = str(Path(tmp) / "cases.pt")
-        torch.save(todo, path)
+        stderr = str(Path(tmp) / "stderr")
         start = 0
         while start < len(todo):
-            code = _CHILD.format(tests=tests, path=path, start=start)
-            proc = subprocess.run(
-                [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, cwd=tests
-            )
-            lines = proc.stdout.split()
+            child = Served(functools.partial(_child, todo, start, stderr), None)
+            lines = _output(child, timeout).split()
+            code = child.wait()
+            child.kill()
             if lines and lines[-1] == "done":
                 break
             last = int(lines[-1]) if lines and lines[-1].isdigit() else start
-            crashes.append(f"{todo[last][2]} (exit {proc.returncode}: {proc.stderr.strip()[-200:]})")
+            last_words = Path(stderr).read_text(errors="replace").strip()[-200:]
+            crashes.append(f"{todo[last][2]} (exit {code}: {last_words})")
             start = last + 1
     return {"ops": len({op for op, _, _ in todo}), "cases": len(todo), "crashes": crashes}
 

@@ -3,7 +3,7 @@
 `python tests/proxy_executor/op_fuzz.py [CASES_PER_OP] [FIRST_SEED]` runs the long version (prints a JSON
 summary: ops fuzzed, cases, outcomes, crashes and hangs with op and seed); the test suite runs a short one
 (tests/proxy_executor/test_fuzz_executor.py). A crash is a child killed by a signal, a hang a case with
-no answer within SECONDS_PER_CASE; the parent starts a fresh child and goes on. Rebuild a finding with
+no answer within SECONDS_PER_CASE; the parent forks a new child and goes on. Rebuild a finding with
 `op_fuzz_worker.case(op, seed)`.
 """
 
@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import json
 import select
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-MEMORY_CAP = 3 << 30  # the child's address space: torch's import alone maps about 1 GiB
+if __package__ in (None, ""):  # run as a script: tests/ on the path, as pytest puts it
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from support.forked import Served
+
+HEADROOM_AS = 2 << 30  # the child's address space beyond its parent's (a fresh child's 3 GiB cap left ~2.3 GiB)
 SECONDS_PER_CASE = 10.0
-_WORKER = Path(__file__).with_name("op_fuzz_worker.py")
 
 
 @dataclass
@@ -36,20 +39,18 @@ class Summary:
 
 class _Child:
     def __init__(self) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-W", "ignore", str(_WORKER), str(MEMORY_CAP)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert self.proc.stdout is not None
+        # forked, torch and Dynamo imported once in this process (op_fuzz_worker.main's warm-up imports Dynamo: ~2
+        # CPU-s a fresh child, and again after each crash); the worker's protocol and the case's cap are the same
+        import op_fuzz_worker
+        import torch._dynamo  # noqa: F401
+
+        self.proc = Served(op_fuzz_worker.main, HEADROOM_AS)
         ready, _, _ = select.select([self.proc.stdout], [], [], 300)
         if not ready or self.proc.stdout.readline() != "ready\n":
             raise RuntimeError("op fuzz worker did not start")
 
     def ask(self, op: str, seed: int) -> dict[str, str] | int | None:
         """The case's JSON answer, the child's exit status when it died, or None on a hang."""
-        assert self.proc.stdin is not None and self.proc.stdout is not None
         try:
             self.proc.stdin.write(f"{op} {seed}\n")
             self.proc.stdin.flush()

@@ -14,7 +14,7 @@ import pytest
 from support.coverage_diffusers import diffusers_cases
 from support.coverage_hf import hf_cases, model_training_cases
 from support.coverage_nn import ProgramCase, functional_cases, loss_cases, module_cases
-from support.coverage_run import SEEN, run_program_case, run_recorded_case
+from support.coverage_run import SEEN, core_aten_table, run_program_case, run_recorded_case
 from support.coverage_train import training_cases
 
 from opwire.proxy_executor.allowlist import allowlist
@@ -45,8 +45,9 @@ def test_a_sample_of_program_cases_runs_with_no_allow_ops_and_equals_eager() -> 
     cases = _built(list(module_cases(_MODULES)), len(_MODULES))
     cases += _built(list(functional_cases(_FUNCTIONS)), len(_FUNCTIONS))
     cases += _built(list(loss_cases(_LOSSES)), 2 * len(_LOSSES))  # the module and its functional form
+    table = core_aten_table()  # torch's default table, built once for the 14 cases, not in each run_decompositions
     for case in cases:
-        for outcome in run_program_case(case):
+        for outcome in run_program_case(case, table):
             assert outcome.status == "ok", (case.name, outcome.how, outcome.status, outcome.refused, outcome.detail)
 
 
@@ -66,8 +67,9 @@ def test_a_sample_of_model_library_architectures_runs_with_no_allow_ops_and_equa
     cases = _built(list(hf_cases(_TRANSFORMERS)), len(_TRANSFORMERS))
     if importlib.util.find_spec("diffusers") is not None:
         cases += _built(list(diffusers_cases(_DIFFUSERS)), len(_DIFFUSERS))
+    table = core_aten_table()  # after transformers registered its ops, as each run_decompositions() would build it
     for case in cases:
-        outcomes = run_program_case(case)
+        outcomes = run_program_case(case, table)
         assert [o.how for o in outcomes] == ["training IR", "core ATen IR"], (case.name, outcomes)
         for outcome in outcomes:
             assert outcome.status == "ok", (case.name, outcome.how, outcome.status, outcome.refused, outcome.detail)

@@ -12,27 +12,22 @@ from __future__ import annotations
 import json
 import os
 import select
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from support.forked import Served
 
 RUNS = int(os.environ.get("OPWIRE_FUZZ_EXEC_RUNS", "200"))
 FIRST_SEED = int(os.environ.get("OPWIRE_FUZZ_EXEC_SEED", "0"))
-MEMORY_CAP = 3 << 30  # address space of the child: torch's import alone maps about 1 GiB
+HEADROOM_AS = 2 << 30  # the child's address space beyond this process's (a fresh child's 3 GiB cap left ~2.3 GiB)
 SECONDS_PER_PROGRAM = 20.0  # generous: the machine is shared; a hang takes far longer
-_WORKER = Path(__file__).parent / "exec_fuzz_worker.py"
 
 
 def test_random_node_sequences_end_in_opwire_errors_or_results() -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-W", "ignore", str(_WORKER), str(MEMORY_CAP)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdin is not None and proc.stdout is not None
+    from proxy_executor import exec_fuzz_worker
+
+    proc = Served(exec_fuzz_worker.main, HEADROOM_AS)  # forked: torch imported once, in this worker
     outcomes: dict[str, int] = {}
     try:
         assert proc.stdout.readline() == "ready\n", "executor fuzz worker did not start"

@@ -37,7 +37,7 @@ from support.coverage_hf import hf_cases, model_training_cases
 from support.coverage_nn import ProgramCase, functional_cases, loss_cases, module_cases
 from support.coverage_train import RecordedCase, training_cases
 
-__all__ = ["SEEN", "Outcome", "run_program_case", "run_recorded_case", "table"]
+__all__ = ["SEEN", "Outcome", "core_aten_table", "run_program_case", "run_recorded_case", "table"]
 
 SEEN = Path(__file__).with_name("coverage_seen_ops.txt")
 DOC = Path(__file__).resolve().parents[2] / "docs" / "coverage.md"
@@ -101,9 +101,17 @@ def _close(a: Any, b: Any, tolerance: tuple[float, float] = (1e-4, 1e-5)) -> boo
     return True
 
 
-def run_program_case(case: ProgramCase) -> list[Outcome]:
+def core_aten_table() -> dict[Any, Any]:
+    """torch's default decomposition table, materialized: what `run_decompositions()` builds on each call (~0.1
+    CPU-s of its ~0.3 fixed cost), built once for a batch of cases. Build it after the cases' libraries have
+    registered their ops (transformers' own), as each call would."""
+    return dict(torch.export.default_decompositions().materialize())
+
+
+def run_program_case(case: ProgramCase, decomp_table: dict[Any, Any] | None = None) -> list[Outcome]:
     """The case in the training IR and the core ATen IR, each written as an archive's bytes, run by run_program
-    from those bytes and compared with eager."""
+    from those bytes and compared with eager. `decomp_table` (core_aten_table()) is the default table once built;
+    None builds it again, as `run_decompositions()` does."""
     if case.module is None:
         return [Outcome(case.category, case.name, "-", "not built", detail=case.why)]
     mod, args, kwargs = case.module.eval(), case.args, case.kwargs
@@ -120,7 +128,7 @@ def run_program_case(case: ProgramCase) -> list[Outcome]:
         return [Outcome(case.category, case.name, "export", "not exported", detail=_why(exc))]
     for how in ("training IR", "core ATen IR"):
         try:
-            ep = training if how == "training IR" else training.run_decompositions()
+            ep = training if how == "training IR" else training.run_decompositions(decomp_table)
         except Exception as exc:
             out.append(Outcome(case.category, case.name, how, "not exported", detail=_why(exc)))
             continue
