@@ -20,13 +20,22 @@ import typing
 from pathlib import Path
 
 import pytest
-from support import corpus
+from support import corpus, hypothesis_cache
 from support.clirun import Cli, run_cli
 
+import opwire
 from opwire.recording import replay
 from opwire.serde import FORMATS, framing, thrift
 
 REPLAY_MODES = typing.get_args(typing.get_type_hints(replay)["mode"])
+
+
+@pytest.hookimpl(trylast=True)  # after Hypothesis's own hook, which ends its initialization (no storage before)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The main process (not an xdist worker) fills Hypothesis's caches while the workers import
+    (tests/support/hypothesis_cache.py: the same tables every worker would build, built once)."""
+    if not hasattr(session.config, "workerinput"):
+        hypothesis_cache.fill_in_background(Path(opwire.__file__).parent)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

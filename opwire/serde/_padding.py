@@ -129,20 +129,28 @@ def _misplaced(obj: Any) -> tuple[str | int, ...] | None:
         return None
     if type(obj) is m.OpwireArchive:
         fields = tuple(f for f in fields if f not in _TABLES)
-    stack: list[tuple[Any, tuple[str | int, ...]]] = (
-        [(obj, ())] if type(obj) is m.TensorValue else [(v, (f,)) for f in fields if (v := getattr(obj, f)) is not None]
+    # each path linked, `(parent's, key)` from `()`: one pair a level, spelled out only for a padding found (a
+    # flat path copied at each level cost O(N^2) over a value nested N deep)
+    stack: list[tuple[Any, tuple[Any, ...]]] = (
+        [(obj, ())]
+        if type(obj) is m.TensorValue
+        else [(v, ((), f)) for f in fields if (v := getattr(obj, f)) is not None]
     )
     while stack:
         v, loc = stack.pop()
         if type(v) is m.TensorValue:
             if v.padding is not None:
-                return (*loc, "padding")
+                keys: list[str | int] = ["padding"]
+                while loc:
+                    loc, key = loc
+                    keys.append(key)
+                return tuple(reversed(keys))
         elif isinstance(v, list):
-            stack += [(x, (*loc, i)) for i, x in enumerate(v)]
+            stack += [(x, (loc, i)) for i, x in enumerate(v)]
         elif isinstance(v, dict):
-            stack += [(x, (*loc, str(k))) for k, x in v.items()]
+            stack += [(x, (loc, str(k))) for k, x in v.items()]
         else:
-            stack += [(x, (*loc, f)) for f in holders[type(v).__name__] if (x := getattr(v, f)) is not None]
+            stack += [(x, (loc, f)) for f in holders[type(v).__name__] if (x := getattr(v, f)) is not None]
     return None
 
 

@@ -37,7 +37,10 @@ from opwire.serde._thrift.stack import Frames, run_frames
 
 __all__ = ["Located", "budget_message", "count_payload", "decode_payload"]
 
-Loc = tuple[str | int, ...]
+Loc = tuple[Any, ...]
+"""Where a value is, linked: `()` at the root, else `(parent's Loc, key)` - one pair a level, so a value nested
+N deep costs O(1) to locate, not an N-long path copied at each level (O(N^2) over a deep input); `Located`
+spells it out as the flat path, only when there is an error."""
 Reader = BinaryReader | CompactReader
 _CONTAINERS = frozenset({"struct", "list", "set", "map"})
 _NESTED = frozenset({STRUCT, LIST, SET, MAP})  # wire types of containers
@@ -49,7 +52,23 @@ class Located(Exception):
     def __init__(self, message: str, loc: Loc) -> None:
         super().__init__(message)
         self.message = message
-        self.loc = loc
+        self.loc = spelled(loc)
+
+
+def spelled(loc: Loc) -> tuple[str | int, ...]:
+    """The flat path (keys from the root down) of a linked `Loc`."""
+    keys = []
+    while loc:
+        loc, key = loc
+        keys.append(key)
+    return tuple(reversed(keys))
+
+
+def _linked(loc: Loc, keys: Any) -> Loc:
+    """`loc` extended by each of `keys` in turn."""
+    for key in keys:
+        loc = (loc, key)
+    return loc
 
 
 class _Decoder:
@@ -139,10 +158,10 @@ class _Decoder:
             raise Located(f"Expected list elements of `{et.spelled()}`, got wire type {TTYPE_NAMES.get(wire)}", loc)
         if et.kind not in _CONTAINERS:
             self.spend(n, loc)  # every leaf charged before one is read
-            return [self.value(et, wire, (*loc, i), depth) for i in range(n)]
+            return [self.value(et, wire, (loc, i), depth) for i in range(n)]
         out = []
         for i in range(n):
-            out.append((yield self.value(et, wire, (*loc, i), depth)))
+            out.append((yield self.value(et, wire, (loc, i), depth)))
         return out
 
     def map_(self, kt: TypeRef, vt: TypeRef, loc: Loc, depth: int) -> Frames:
@@ -157,7 +176,7 @@ class _Decoder:
         out: dict[Any, Any] = {}
         for _ in range(n):
             k = self.value(kt, kw, loc, depth)
-            v = self.value(vt, vw, (*loc, str(k)), depth)
+            v = self.value(vt, vw, (loc, str(k)), depth)
             out[k] = (yield v) if nested else v
         return out
 
@@ -185,13 +204,13 @@ class _Decoder:
                     )
                 try:
                     if wire in _NESTED:
-                        yield self.skip(wire, (*loc, f"<field {fid}>"), depth)
+                        yield self.skip(wire, (loc, f"<field {fid}>"), depth)
                     else:
-                        self.skip_leaf(wire, (*loc, f"<field {fid}>"))
+                        self.skip_leaf(wire, (loc, f"<field {fid}>"))
                 except WireError as exc:
-                    raise Located(str(exc), (*loc, f"<field {fid}>")) from None
+                    raise Located(str(exc), (loc, f"<field {fid}>")) from None
                 continue
-            floc = (*loc, f.name)
+            floc = (loc, f.name)
             if f.name in kwargs:
                 raise Located(f"field `{f.name}` (id {fid}) of {name} appears twice", floc)
             try:
@@ -216,12 +235,12 @@ class _Decoder:
         if missing:
             order = [f.name for f in p.fields.values()]
             first = min(missing, key=order.index)
-            raise Located(f"missing required field `{first}` of struct {p.name}", (*loc, first))
+            raise Located(f"missing required field `{first}` of struct {p.name}", (loc, first))
         try:
             return p.model(**kwargs)  # type: ignore[no-any-return]
         except ValidationError as exc:  # values the wire cannot rule out (e.g. a range the IDL narrows)
             err = exc.errors(include_url=False)[0]
-            raise Located(str(err["msg"]), (*loc, *err["loc"])) from None
+            raise Located(str(err["msg"]), _linked(loc, err["loc"])) from None
 
     def skip(self, wire: int, loc: Loc, depth: int) -> Frames:
         """Skip a struct, list or map this schema does not know, within the same length, depth and element bounds."""
