@@ -20,7 +20,7 @@ import typing
 from pathlib import Path
 
 import pytest
-from support import corpus, hypothesis_cache
+from support import corpus, hypothesis_cache, inductor
 from support.clirun import Cli, run_cli
 
 import opwire
@@ -116,6 +116,12 @@ def _run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def corpus_shared(tmp_path_factory: pytest.TempPathFactory) -> None:
     """The corpus's bytes are exported once per run, by the first worker to ask, and read by the others."""
     corpus.share(_run_dir(tmp_path_factory))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def inductor_shared(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Inductor's caches are the run's, shared by every worker and child (tests/support/inductor.py), never a user's."""
+    inductor.share(_run_dir(tmp_path_factory))
 
 
 @pytest.fixture(scope="session")

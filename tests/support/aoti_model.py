@@ -1,9 +1,9 @@
 """The suite's one AOTInductor package: a model calling two custom ops with defaults, keywords and lists.
 
-An AOTInductor compile takes ~10 s of CPU, so a run compiles this package once: the first test to ask
-compiles it under a lock in the run's temp directory, shared by every xdist worker (the `aoti_package`
-fixture of tests/conftest.py); the others read it. Importing this module registers the ops, which the
-compiled package and the executor look up by name.
+An AOTInductor compile takes ~10 s of CPU (with the suite's Inductor settings, tests/support/inductor.py),
+so a run compiles this package once: the first test to ask compiles it under a lock in the run's temp
+directory, shared by every xdist worker (the `aoti_package` fixture of tests/conftest.py); the others read it.
+Importing this module registers the ops, which the compiled package and the executor look up by name.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import fcntl
 from pathlib import Path
 
 import torch
+
+from support import inductor
 
 __all__ = ["LIB", "Model", "inputs", "package"]
 
@@ -60,6 +62,7 @@ def package(shared: Path) -> Path:
         if not dst.exists():
             ep = torch.export.export(Model(), inputs())
             part = shared / "aoti_model.part.pt2"
-            torch._inductor.aoti_compile_and_package(ep, package_path=str(part))
+            with inductor.settings():
+                torch._inductor.aoti_compile_and_package(ep, package_path=str(part))
             part.rename(dst)
     return dst
