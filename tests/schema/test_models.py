@@ -96,7 +96,7 @@ def test_an_assembled_model_is_the_validated_one() -> None:
         record = m.CallRecord(target="aten::add.Tensor", inputs=[named], outputs=[built], metadata={})
         expected = m.CallRecord(target="aten::add.Tensor", inputs=[want], outputs=[checked], metadata={})
         for fmt in ("json", "binary", "compact"):
-            assert dumps(record, format=fmt) == dumps(expected, format=fmt)  # type: ignore[arg-type]
+            assert dumps(record, format=fmt) == dumps(expected, format=fmt)
     assert assembled(m.TensorArgument, {"name": "t3"}) == m.TensorArgument(name="t3")
     with pytest.raises(TypeError):
         assembled(m.NamedArgument, {"name": "x"})
