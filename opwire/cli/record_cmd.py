@@ -156,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
     sys.path.insert(0, os.path.dirname(os.path.abspath(what)) if kind == "path" else os.getcwd())
     streamed = args.format == "stream"
     # deferred: the distributed package is lazy, and this command's parser needs none of it
-    from opwire.recording.distributed.share import young_heap
+    from opwire.recording.distributed import young_heap
 
     # what is alive now (torch, the CLI: ~300k objects) never becomes the script's garbage: out of the collector's
     # full passes while the script runs, which otherwise walked it again and again (a quarter of a recording's CPU)
