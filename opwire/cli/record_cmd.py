@@ -155,14 +155,22 @@ def run(args: argparse.Namespace) -> int:
     # as python does: a script's own directory first, or the working directory for `-m`
     sys.path.insert(0, os.path.dirname(os.path.abspath(what)) if kind == "path" else os.getcwd())
     streamed = args.format == "stream"
-    with opwire.record(
-        include=args.include,
-        exclude=args.exclude,
-        outputs="digest" if args.digest else "full",
-        write_defaults=not args.no_defaults,
-        path=args.out if streamed else None,
-        locations=not args.no_locations,
-    ) as trace:
+    # deferred: the distributed package is lazy, and this command's parser needs none of it
+    from opwire.recording.distributed import young_heap
+
+    # what is alive now (torch, the CLI: ~300k objects) never becomes the script's garbage: out of the collector's
+    # full passes while the script runs, which otherwise walked it again and again (a quarter of a recording's CPU)
+    with (
+        young_heap(),
+        opwire.record(
+            include=args.include,
+            exclude=args.exclude,
+            outputs="digest" if args.digest else "full",
+            write_defaults=not args.no_defaults,
+            path=args.out if streamed else None,
+            locations=not args.no_locations,
+        ) as trace,
+    ):
         try:
             if kind == "path":
                 runpy.run_path(what, run_name="__main__")

@@ -17,6 +17,7 @@ import torch
 
 from opwire.errors import EncodeError
 from opwire.schema import models as m
+from opwire.schema.base import assembled
 from opwire.schema.members import Carrier, members_carrying
 from opwire.schema.ops import OpArg, OpSchema, input_members, return_members
 from opwire.serde.python_carriers import carrier_of, to_member
@@ -27,6 +28,8 @@ TensorNamer = Callable[[torch.Tensor], str]
 """Gives the trace name of a tensor (and stores it in the tensor table)."""
 
 _INT, _FLOAT = Carrier("int"), Carrier("float")
+_NAMED = frozenset({"as_tensor", "as_tensors"})
+"""The members holding only TensorArguments (`TensorNamer`'s names), built without re-validation."""
 
 
 def _wider(c: Carrier) -> Carrier | None:
@@ -68,7 +71,10 @@ def to_argument(v: Any, arg: OpArg, op: str, name_of: TensorNamer, role: str = "
         candidates = _candidates(carrier) if carrier is not None else ()
     for member in candidates:
         if member in allowed:
-            return m.Argument(**{member: to_member("Argument", member)(v, where, name_of)})
+            value = to_member("Argument", member)(v, where, name_of)
+            if member in _NAMED:  # TensorArguments named just now: validating them again checks nothing
+                return assembled(m.Argument, {member: value})
+            return m.Argument(**{member: value})
     raise EncodeError(
         f"Expected a value of schema type {arg.type} that an Argument member ({', '.join(sorted(allowed)) or 'none'}) "
         f"carries, got {type(v).__name__} - at `{where}`; exclude the op from recording (exclude=[{op!r}])",
@@ -137,5 +143,10 @@ def named_inputs(
         else:
             continue
         kind = m.ArgumentKind.KEYWORD if a.kwarg_only else m.ArgumentKind.POSITIONAL
-        out.append(m.NamedArgument(name=a.name, arg=convert(value, a), kind=kind))
+        arg = convert(value, a)
+        # the schema's name, an Argument built here, the enum: what validation would keep as they are
+        if type(arg) is m.Argument and type(a.name) is str:
+            out.append(assembled(m.NamedArgument, {"name": a.name, "arg": arg, "kind": kind}))
+        else:
+            out.append(m.NamedArgument(name=a.name, arg=arg, kind=kind))
     return out

@@ -17,6 +17,7 @@ import torch
 
 from opwire.errors import DecodeError, EncodeError
 from opwire.schema import models as m
+from opwire.schema.base import assembled
 from opwire.schema.idl import TypeRef
 from opwire.schema.members import VALUE, Carrier
 from opwire.serde import tensors, torch_enums
@@ -73,7 +74,10 @@ def _list_carrier(values: list[Any] | tuple[Any, ...]) -> Carrier | None:
 def _named_tensor(v: Any, where: str, names: Names | None) -> m.TensorArgument:
     if names is None:
         raise EncodeError(f"Expected no tensor here, got one - at `{where}` (no tensor names in this context)", where)
-    return m.TensorArgument(name=names(v))
+    name = names(v)
+    if type(name) is str:  # a name the caller made: nothing for validation to check
+        return assembled(m.TensorArgument, {"name": name})
+    return m.TensorArgument(name=name)
 
 
 def _optional_tensor(v: Any, where: str, names: Names | None) -> m.OptionalTensorArgument:

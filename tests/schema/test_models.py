@@ -78,3 +78,27 @@ def test_integers_are_range_checked() -> None:
         m.Argument(as_int=2**63)
     with pytest.raises(ValidationError):
         m.Argument(as_int=True)
+
+
+def test_an_assembled_model_is_the_validated_one() -> None:
+    """`assembled` (the recorder's unvalidated build) gives what validation gives: equal, same fields set, same
+    bytes in every format; a required field left out or an unknown one is refused."""
+    from opwire import dumps
+    from opwire.schema.base import assembled
+
+    ta = [m.TensorArgument(name="t1"), m.TensorArgument(name="t2.1")]
+    for member, value in (("as_tensor", ta[0]), ("as_tensors", ta)):
+        built, checked = assembled(m.Argument, {member: value}), m.Argument(**{member: value})
+        named = assembled(m.NamedArgument, {"name": "x", "arg": built, "kind": m.ArgumentKind.KEYWORD})
+        want = m.NamedArgument(name="x", arg=checked, kind=m.ArgumentKind.KEYWORD)
+        assert named == want and named.model_fields_set == want.model_fields_set
+        assert list(built.__dict__) == list(checked.__dict__)
+        record = m.CallRecord(target="aten::add.Tensor", inputs=[named], outputs=[built], metadata={})
+        expected = m.CallRecord(target="aten::add.Tensor", inputs=[want], outputs=[checked], metadata={})
+        for fmt in ("json", "binary", "compact"):
+            assert dumps(record, format=fmt) == dumps(expected, format=fmt)
+    assert assembled(m.TensorArgument, {"name": "t3"}) == m.TensorArgument(name="t3")
+    with pytest.raises(TypeError):
+        assembled(m.NamedArgument, {"name": "x"})
+    with pytest.raises(TypeError):
+        assembled(m.TensorArgument, {"name": "t1", "nope": 1})

@@ -35,6 +35,7 @@ _LAZY = {
     "is_run": "opwire.recording.distributed.run",
     "replay_run": "opwire.recording.distributed.run_replay",
     "launched_share": "opwire.recording.distributed.share",
+    "young_heap": "opwire.recording.distributed.share",
 }
 
 if TYPE_CHECKING:  # what mypy and IDEs see for the lazy names
@@ -45,6 +46,7 @@ if TYPE_CHECKING:  # what mypy and IDEs see for the lazy names
     from opwire.recording.distributed.run import is_run as is_run
     from opwire.recording.distributed.run_replay import replay_run as replay_run
     from opwire.recording.distributed.share import launched_share as launched_share
+    from opwire.recording.distributed.share import young_heap as young_heap
 
 __all__ = lazy_names(_LAZY, ())
 
