@@ -26,13 +26,17 @@ CBUILD_SRC := $(wildcard opwire/serde/_cbuild_src/*.c opwire/serde/_cbuild_src/*
 # No bytecode is compiled at install (--no-compile): pip compiles every file of every package on one core (torch's
 # alone ~20 CPU-s, transformers' and diffusers' as much again), and the suite imports a fraction of them. Python's
 # own cache writes a module's bytecode the first time any process imports it, so each file is compiled once, when
-# used; see `unexport` below.
+# used; see `unexport` below. That first use would be `make test`'s, when every core is wanted: the last install
+# (one core: resolving, downloading, unpacking) runs beside tools/warm_bytecode.py, which writes the bytecode of the
+# torch modules the suite imports on the other core.
 $(STAMP): pyproject.toml setup.py $(CBUILD_SRC)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-compile $(PIP_PIN)
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-compile $(TORCH_PIN) 'setuptools>=77'
+	$(PY) tools/warm_bytecode.py & warm=$$!; \
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-compile --no-build-isolation -e '.[dev,docs]' \
-		$(TORCH_PIN)
+		$(TORCH_PIN) || { kill $$warm 2>/dev/null; exit 1; }; \
+	wait $$warm || echo "note: tools/warm_bytecode.py failed; the suite compiles torch's bytecode itself"
 	touch $(STAMP)
 
 demo: $(STAMP)
