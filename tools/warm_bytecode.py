@@ -19,8 +19,10 @@ import importlib.abc
 import importlib.machinery
 import pkgutil
 import sys
+import sysconfig
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from types import ModuleType
 
 # What the suite's processes import of torch: the workers' collection (torch, Dynamo, export and sympy through
@@ -37,30 +39,41 @@ MODULES = (
 
 
 class OnlyInstalled(importlib.abc.MetaPathFinder):
-    """Refuses every top-level module that is not in the given set (as if it were not installed)."""
+    """sys.path's finder, blind to the top-level modules of site-packages outside the given set (as if absent).
 
-    def __init__(self, installed: set[str]) -> None:
+    It answers for the finder it replaces, so that `importlib.util.find_spec` sees None for a refused module (torch's
+    Dynamo probes optional packages that way) and an import of one raises ModuleNotFoundError. Modules outside
+    site-packages (the standard library, a package's own vendored copies such as setuptools') are not refused.
+    """
+
+    def __init__(self, site_dirs: set[Path], installed: set[str], finder: type[importlib.machinery.PathFinder]) -> None:
+        self.site_dirs = site_dirs
         self.installed = installed
+        self.finder = finder
 
     def find_spec(
-        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
-        """Raise ModuleNotFoundError for a top-level module installed after the warm-up began; else defer."""
-        top = fullname.partition(".")[0]
-        if top not in self.installed:
-            raise ModuleNotFoundError(f"warm_bytecode: {top} was not installed when the warm-up began", name=fullname)
-        return None
+        """The wrapped finder's spec, or None for a top-level module put in site-packages after the warm-up began."""
+        spec = self.finder.find_spec(fullname, path, target)
+        if spec is None or "." in fullname or fullname in self.installed:
+            return spec
+        places = spec.submodule_search_locations or ([spec.origin] if spec.origin else [])
+        return None if any(Path(p).parent in self.site_dirs for p in places) else spec
 
-
-def installed_now() -> set[str]:
-    """The top-level modules importable at this moment: the standard library, builtins and what sys.path holds."""
-    return {m.name for m in pkgutil.iter_modules()} | set(sys.builtin_module_names) | set(sys.stdlib_module_names)
+    def invalidate_caches(self) -> None:
+        """Forwarded to the wrapped finder."""
+        self.finder.invalidate_caches()
 
 
 def main() -> int:
-    """Import MODULES with the interpreter's bytecode cache on; the refusals of absent modules are torch's concern."""
+    """Import MODULES with the interpreter's bytecode cache on, blind to what pip installs beside it."""
     sys.dont_write_bytecode = False
-    sys.meta_path.insert(0, OnlyInstalled(installed_now()))
+    site_dirs = {Path(sysconfig.get_path(key)) for key in ("purelib", "platlib")}
+    installed = {m.name for m in pkgutil.iter_modules([str(d) for d in site_dirs])}
+    sys.meta_path[:] = [
+        OnlyInstalled(site_dirs, installed, f) if f is importlib.machinery.PathFinder else f for f in sys.meta_path
+    ]
     warnings.simplefilter("ignore")  # torch warns that numpy is missing: it is refused here on purpose
     for name in MODULES:
         importlib.import_module(name)
