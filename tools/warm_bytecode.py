@@ -25,17 +25,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
-# What the suite's processes import of torch: the workers' collection (torch, Dynamo, export and sympy through
-# them), the export corpus and Inductor's entry (networkx), the torchrun launches (torch.distributed.run, elastic)
-# and the C++ op build of the validation tests
-MODULES = (
-    "torch",
-    "torch.export",
-    "torch._dynamo",
-    "torch._inductor.compile_fx",
-    "torch.distributed.run",
-    "torch.utils.cpp_extension",
-)
+# What every test worker imports of torch while collecting (torch, export, Dynamo, and sympy through them: ~1,100
+# of torch's modules, 420 of sympy's), ~9 CPU-s cold: it must end before the pip beside it does, or the bootstrap
+# waits for it. Inductor's entry (networkx), the torchrun launcher and the C++ extension builder add ~5 CPU-s more
+# for one or a few processes of the suite; a fresh-clone bootstrap at load ~2 then waited ~9 s for them
+MODULES = ("torch", "torch.export", "torch._dynamo")
 
 
 class OnlyInstalled(importlib.abc.MetaPathFinder):
