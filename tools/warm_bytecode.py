@@ -2,14 +2,14 @@
 
 Nothing is compiled at install (`pip install --no-compile`, see the Makefile): Python's own cache compiles a module
 the first time a process imports it. In a fresh clone that first import is `make test`'s: pytest's controller
-compiles torch while the workers wait for it, then the three workers compile Dynamo, sympy and Inductor's modules
-during collection, all while lint and docs want the same two cores (~12 CPU-s of compiling, ~2,000 files).
+compiles torch while the workers wait for it, then the three workers compile Dynamo's and sympy's modules during
+collection, all while lint and docs want the same two cores (~14 CPU-s of compiling, ~1,800 files).
 
 The bootstrap's last `pip install` (everything but torch) runs on one core, mostly resolving and downloading. The
-Makefile starts this script beside it, once torch is installed: it imports what the suite's processes import of
-torch, so that their bytecode is written before the suite starts. Only the packages installed when it starts are
-imported (torch and its own requirements); everything else is refused as if absent (torch's optional imports of
-numpy and tqdm among them), so that nothing half-written by the pip beside it is read.
+Makefile starts this script beside it, once torch is installed: it imports what every test worker imports of
+torch while collecting, so that their bytecode is written before the suite starts. Only the packages installed
+when it starts are imported (torch and its own requirements); everything else is refused as if absent (torch's
+optional import of numpy among them), so that nothing half-written by the pip beside it is read.
 """
 
 from __future__ import annotations
