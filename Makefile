@@ -10,6 +10,10 @@ TORCH_PIN := torch==2.13.0
 # tags of every file on every index page it reads (set.isdisjoint over a list rebuilt per link); 26.3 resolves the
 # same set in ~8. Pinned, so that a new pip cannot change the bootstrap under CI
 PIP_PIN := pip==26.3
+# The venv is made without pip, and pip 26.3 is installed by the pip wheel Python bundles (ensurepip's), run from
+# the wheel itself: `python -m venv` would install that pip (23.2) and compile its ~1,000 files, only for it to be
+# replaced at once (~4 CPU-s, ~5 s of the bootstrap's wall on one core)
+BUNDLED_PIP := import ensurepip, pathlib; print(*pathlib.Path(ensurepip.__file__).parent.glob("_bundled/pip-*.whl"))
 
 # Python's bytecode cache on, whatever the machine sets (these machines set PYTHONDONTWRITEBYTECODE=1): nothing is
 # compiled at install, and without the cache every process the suite starts (CLI runs, torchrun ranks, replay
@@ -26,13 +30,20 @@ CBUILD_SRC := $(wildcard opwire/serde/_cbuild_src/*.c opwire/serde/_cbuild_src/*
 # No bytecode is compiled at install (--no-compile): pip compiles every file of every package on one core (torch's
 # alone ~20 CPU-s, transformers' and diffusers' as much again), and the suite imports a fraction of them. Python's
 # own cache writes a module's bytecode the first time any process imports it, so each file is compiled once, when
-# used; see `unexport` below.
+# used; see `unexport` below. That first use would be `make test`'s, when every core is wanted: the last install
+# (one core: resolving, downloading, unpacking) runs beside tools/warm_bytecode.py, which writes the bytecode of the
+# torch modules the suite imports on the other core.
 $(STAMP): pyproject.toml setup.py $(CBUILD_SRC)
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-compile $(PIP_PIN)
+	test -x $(PY) || $(PYTHON) -m venv --without-pip $(VENV)
+	test -x $(VENV)/bin/pip || $(PY) "$$($(PY) -c '$(BUNDLED_PIP)')/pip" install --quiet --disable-pip-version-check \
+		--no-compile $(PIP_PIN)
+	$(PY) -m pip --version | grep -q '^$(subst ==, ,$(PIP_PIN)) ' || \
+		$(PY) -m pip install --quiet --disable-pip-version-check --no-compile $(PIP_PIN)
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-compile $(TORCH_PIN) 'setuptools>=77'
+	$(PY) tools/warm_bytecode.py & warm=$$!; \
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-compile --no-build-isolation -e '.[dev,docs]' \
-		$(TORCH_PIN)
+		$(TORCH_PIN) || { kill $$warm 2>/dev/null; exit 1; }; \
+	wait $$warm || echo "note: tools/warm_bytecode.py failed; the suite compiles torch's bytecode itself"
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -41,14 +41,16 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
-from torch._export.serde.serialize import SerializedArtifact, serialize
 
 from support import corpus_ops  # noqa: F401  (registers the opwire_test ops)
 from support.corpus_models import MODELS, Made, ModelSpec
+
+if TYPE_CHECKING:
+    from torch._export.serde.serialize import SerializedArtifact
 
 __all__ = [
     "IRS",
@@ -93,6 +95,10 @@ class SerializedProgram:
 
     def artifact(self, exported_program: bytes | None = None) -> SerializedArtifact:
         """torch's SerializedArtifact, optionally with other program bytes (e.g. opwire's)."""
+        # deferred: torch's serializer imports Dynamo (~3 CPU-s), which pytest's xdist controller, importing
+        # conftest and so this module before it starts the workers, never uses
+        from torch._export.serde.serialize import SerializedArtifact
+
         program = self.json_bytes if exported_program is None else exported_program
         return SerializedArtifact(program, self.state_dict, self.constants, self.example_inputs)
 
@@ -136,6 +142,8 @@ def _quiet() -> Iterator[None]:
 @functools.cache
 def _export(model: str) -> tuple[CorpusProgram, CorpusProgram]:
     """Export one model in both IRs and serialize each with torch (cached for the process)."""
+    from torch._export.serde.serialize import serialize  # deferred: as in CorpusProgram.artifact
+
     spec = MODELS[model]
     module, args, kwargs = spec.fresh()
     shapes = spec.dynamic_shapes() if spec.dynamic_shapes is not None else None
